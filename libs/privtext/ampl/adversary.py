@@ -1,0 +1,247 @@
+"""Learned adversaries of the mPL audit (Sec. 2.4 "implicit joint probability", Sec. 3 step 2).
+
+An RNN, LSTM (both bidirectional) or Transformer encoder reads a document's whole sequence of released
+token embeddings (context plus replaced sensitive tokens, with a flag channel marking the replaced
+positions) and regresses the original embedding at every replaced position: MSE loss on those
+positions, Adam (lr 1e-3), ReduceLROnPlateau on the validation MSE, best-validation weights kept.
+Inputs and targets are standardised per dimension with training-split statistics.
+
+Posterior (Sec. 2.4): q(x_i | y) = softmax_i(-||x_hat - x_i||^2 / (tau_base * tau)) over the candidate
+set, with tau_base = 2 * validation MSE per dimension (the adversary's residual treated as isotropic
+Gaussian noise, so tau = 1 is its own calibrated likelihood), mixed with ``floor`` of the uniform
+distribution (Prop. 5, A1). Prior: the same architecture trained on the placeholder release, where
+every replaced embedding is set to a fixed vector (Sec. 2.4 "prior approximation"): it sees the same
+context, so mPL isolates what the released replacements add. CUDA when available.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from privtext.ampl.mpl import floor_log_probs
+from privtext.ampl.sequences import ReleasedSequences
+from privtext.ampl.settings import AmplSettings
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """``auto``: CUDA when ``torch.cuda.is_available()``, CPU otherwise."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' requested but torch.cuda.is_available() is False")
+    return torch.device(name)
+
+
+def _sinusoidal(length: int, dim: int, device: torch.device) -> torch.Tensor:
+    pos = torch.arange(length, device=device, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    pe = torch.zeros(length, dim, device=device)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq[: dim // 2])
+    return pe
+
+
+class SequenceAdversary(nn.Module):
+    """Maps standardised [B, L, d + 1] inputs (embedding + replaced flag) to standardised [B, L, d]."""
+
+    def __init__(self, kind: str, dim: int, settings: AmplSettings):
+        super().__init__()
+        self.kind = kind
+        hidden = settings.hidden_size
+        if kind in ("rnn", "lstm"):
+            cls = nn.RNN if kind == "rnn" else nn.LSTM
+            self.encoder = cls(dim + 1, hidden, num_layers=settings.num_layers, batch_first=True,
+                               bidirectional=True, dropout=settings.dropout if settings.num_layers > 1 else 0.0)
+            self.head = nn.Linear(2 * hidden, dim)
+        elif kind == "transformer":
+            self.inp = nn.Linear(dim + 1, hidden)
+            layer = nn.TransformerEncoderLayer(hidden, settings.heads, dim_feedforward=2 * hidden,
+                                               dropout=settings.dropout, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, settings.num_layers, enable_nested_tensor=False)
+            self.head = nn.Linear(hidden, dim)
+        else:
+            raise ValueError(f"unknown adversary {kind!r}; allowed: rnn, lstm, transformer")
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        length = x.shape[1]
+        if self.kind == "transformer":
+            h = self.inp(x) + _sinusoidal(length, self.inp.out_features, x.device)
+            pad = torch.arange(length, device=x.device)[None, :] >= lengths[:, None]
+            return self.head(self.encoder(h, src_key_padding_mask=pad))
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.encoder(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=length)
+        return self.head(out)
+
+
+@dataclass
+class Standardizer:
+    """Per-dimension mean/std of the inputs (all real tokens) and targets (replaced positions)."""
+
+    in_mean: np.ndarray
+    in_std: np.ndarray
+    out_mean: np.ndarray
+    out_std: np.ndarray
+
+    @classmethod
+    def fit(cls, batch: ReleasedSequences) -> "Standardizer":
+        real = np.arange(batch.mask.shape[1])[None, :] < batch.lengths[:, None]
+        tokens = batch.released[real].astype(np.float64)
+        targets = batch.targets().astype(np.float64)
+        return cls(tokens.mean(0), tokens.std(0) + 1e-6, targets.mean(0), targets.std(0) + 1e-6)
+
+
+@dataclass
+class TrainedAdversary:
+    """A fitted adversary: ``val_mse`` is the per-dimension MSE on the validation split (raw scale)."""
+
+    kind: str
+    model: SequenceAdversary
+    scaler: Standardizer
+    placeholder: bool
+    device: torch.device
+    batch_size: int
+    val_mse: float
+    epoch_seconds: list[float] = field(default_factory=list)
+    val_history: list[float] = field(default_factory=list)
+
+    def predict(self, batch: ReleasedSequences) -> np.ndarray:
+        """Reconstructed embeddings at the replaced positions, [n_obs, d] in ``batch.targets()`` order."""
+        self.model.eval()
+        rows = np.flatnonzero(batch.mask.any(axis=1))
+        outs = []
+        with torch.no_grad():
+            for start in range(0, rows.size, self.batch_size):
+                idx = rows[start:start + self.batch_size]
+                x, lengths, mask, _ = _tensors(batch, idx, self.scaler, self.placeholder, self.device)
+                pred = self.model(x, lengths)[mask]
+                outs.append(pred.double().cpu().numpy() * self.scaler.out_std + self.scaler.out_mean)
+        if not outs:
+            return np.zeros((0, batch.released.shape[2]))
+        return np.concatenate(outs)
+
+
+def _tensors(batch: ReleasedSequences, idx: np.ndarray, scaler: Standardizer, placeholder: bool,
+             device: torch.device):
+    """Standardised inputs, lengths, replaced-position mask and standardised targets for rows ``idx``,
+    trimmed to the longest document among them."""
+    lengths = batch.lengths[idx]
+    cut = int(lengths.max())
+    mask = batch.mask[idx, :cut]
+    released = (batch.released[idx, :cut] - scaler.in_mean) / scaler.in_std
+    real = np.arange(cut)[None, :] < lengths[:, None]
+    released = np.where(real[..., None], released, 0.0)
+    if placeholder:
+        released = np.where(mask[..., None], 0.0, released)
+    x = np.concatenate([released, mask[..., None].astype(np.float64)], axis=-1)
+    target = (batch.original[idx, :cut] - scaler.out_mean) / scaler.out_std
+    return (torch.as_tensor(x, dtype=torch.float32, device=device),
+            torch.as_tensor(lengths, dtype=torch.int64, device=device),
+            torch.as_tensor(mask, device=device),
+            torch.as_tensor(target, dtype=torch.float32, device=device))
+
+
+def _mse(model: SequenceAdversary, batch: ReleasedSequences, rows: np.ndarray, scaler: Standardizer,
+         placeholder: bool, device: torch.device, batch_size: int) -> float:
+    """Validation MSE per dimension, in standardised units."""
+    model.eval()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, rows.size, batch_size):
+            x, lengths, mask, target = _tensors(batch, rows[start:start + batch_size], scaler, placeholder, device)
+            err = (model(x, lengths)[mask] - target[mask]) ** 2
+            total += float(err.sum())
+            count += err.numel()
+    return total / max(count, 1)
+
+
+def train_adversary(kind: str, train: ReleasedSequences, val: ReleasedSequences, settings: AmplSettings,
+                    seed: int, placeholder: bool = False) -> TrainedAdversary:
+    """Fit one adversary (Sec. 2.4): MSE on replaced positions, Adam, reduce-on-plateau, best val kept.
+    ``placeholder=True`` trains the prior model on the placeholder release."""
+    device = resolve_device(settings.device)
+    if settings.torch_threads:
+        torch.set_num_threads(settings.torch_threads)
+    torch.manual_seed(seed)
+    scaler = Standardizer.fit(train)
+    dim = train.released.shape[2]
+    model = SequenceAdversary(kind, dim, settings).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=settings.plateau_factor,
+                                                       patience=settings.plateau_patience)
+    gen = np.random.default_rng(seed)
+    train_rows = np.flatnonzero(train.mask.any(axis=1))
+    val_rows = np.flatnonzero(val.mask.any(axis=1))
+    if train_rows.size == 0 or val_rows.size == 0:
+        raise ValueError("training and validation splits need documents with replaced positions")
+    best, best_state, seconds, history = math.inf, None, [], []
+    for _ in range(settings.epochs):
+        start = time.perf_counter()
+        model.train()
+        order = gen.permutation(train_rows)
+        for b in range(0, order.size, settings.batch_size):
+            x, lengths, mask, target = _tensors(train, order[b:b + settings.batch_size], scaler, placeholder, device)
+            loss = ((model(x, lengths)[mask] - target[mask]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        val_loss = _mse(model, val, val_rows, scaler, placeholder, device, settings.batch_size)
+        sched.step(val_loss)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - start)
+        history.append(val_loss)
+        if val_loss < best:
+            best, best_state = val_loss, copy.deepcopy(model.state_dict())
+    model.load_state_dict(best_state)
+    adversary = TrainedAdversary(kind, model, scaler, placeholder, device, settings.batch_size, 0.0, seconds, history)
+    adversary.val_mse = float(np.mean((adversary.predict(val) - val.targets()) ** 2))
+    return adversary
+
+
+def mean_baseline_mse(train: ReleasedSequences, val: ReleasedSequences) -> float:
+    """Per-dimension MSE on ``val`` of predicting the training mean of the replaced embeddings."""
+    return float(np.mean((val.targets() - train.targets().mean(axis=0)) ** 2))
+
+
+class GaussianPosterior:
+    """q(x_i | y_obs) = (1 - floor) softmax_i(-||pred_obs - x_i||^2 / scale) + floor / K, evaluated
+    lazily at (observation, candidate) pairs; normalisers come from a chunked pass over all candidates
+    on the adversary's device (float64), so no [n_obs, K] table is ever held."""
+
+    def __init__(self, pred: np.ndarray, candidates: np.ndarray, scale: float, floor: float,
+                 device: torch.device, chunk_elems: int = 1 << 24):
+        if scale <= 0:
+            raise ValueError("posterior scale must be positive")
+        self.pred = np.asarray(pred, dtype=np.float64)
+        self.candidates = np.asarray(candidates, dtype=np.float64)
+        self.scale = scale
+        self.floor = floor
+        cand = torch.as_tensor(self.candidates, device=device)
+        cand_sq = (cand * cand).sum(1)
+        rows = max(1, chunk_elems // max(1, cand.shape[0]))
+        norms = []
+        for s in range(0, self.pred.shape[0], rows):
+            p = torch.as_tensor(self.pred[s:s + rows], device=device)
+            sq = (p * p).sum(1)[:, None] + cand_sq[None, :] - 2.0 * p @ cand.T
+            norms.append(torch.logsumexp(-sq.clamp_min(0.0) / scale, dim=1).cpu().numpy())
+        self.log_norm = np.concatenate(norms) if norms else np.zeros(0)
+
+    def log_prob(self, obs: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        diff = self.pred[obs] - self.candidates[cand]
+        logp = -(diff * diff).sum(1) / self.scale - self.log_norm[obs]
+        return floor_log_probs(logp, self.floor, self.candidates.shape[0])
+
+
+def posterior_of(adversary: TrainedAdversary, batch: ReleasedSequences, candidates: np.ndarray,
+                 temperature: float, floor: float) -> GaussianPosterior:
+    """The adversary's Sec. 2.4 posterior on ``batch`` with tau_base = 2 * its validation MSE."""
+    return GaussianPosterior(adversary.predict(batch), candidates, 2.0 * adversary.val_mse * temperature, floor,
+                             adversary.device)

@@ -1,0 +1,137 @@
+"""Metric-normalized posterior leakage (mPL) and its probabilistic bound (PBmPL).
+
+* ``mpl``: Def. 2 / Eq. 5, mPL(x_i, x_j, y) = |ln q(x_i|y)/q(x_j|y) - ln pi(x_i)/pi(x_j)| / d(x_i, x_j),
+  from log-posteriors and log-priors (any normalisation: only differences enter).
+* ``explicit_joint_posterior``: the exact Bayesian posterior of one secret X_l given a joint
+  observation of L independently perturbed, *correlated* secrets (Eq. 4; the explicit
+  joint-probability attacker of Sec. 2.4 and App. C.1).
+* ``sample_triplets`` / ``violation_ratio``: Eq. 12, the share of uniformly sampled triplets
+  (x_i, x_j, y) with mPL > eps.
+* ``log10_p_fail``: Prop. 4. Read correctly, the bound is a significance level, not a probability of
+  the fixed number p: if the true violation probability were p >= delta, the chance that S i.i.d.
+  triplets show a rate <= p_hat is at most exp(-2 S (delta - p_hat)^2) (one-sided Hoeffding; the
+  paper's two-sided version carries an extra factor 2, kept here so the number matches Prop. 4).
+  ``bound="chernoff"`` gives the tighter, equally valid Chernoff-KL bound exp(-S KL(p_hat || delta)).
+  The triplet indicators are i.i.d. because triplets are drawn with replacement from the fixed set of
+  held-out observations and candidates, so the guarantee concerns that population and the fixed
+  (trained) adversary.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def mpl(log_post_i, log_post_j, log_prior_i, log_prior_j, dist_ij) -> np.ndarray:
+    """Eq. 5 (vectorised): |(ln q_i - ln q_j) - (ln pi_i - ln pi_j)| / d_ij; requires d_ij > 0."""
+    dist_ij = np.asarray(dist_ij, dtype=np.float64)
+    if np.any(dist_ij <= 0):
+        raise ValueError("mPL is defined for distinct secrets only (d(x_i, x_j) > 0)")
+    shift = (np.asarray(log_post_i) - np.asarray(log_post_j)) - (np.asarray(log_prior_i) - np.asarray(log_prior_j))
+    return np.abs(shift) / dist_ij
+
+
+def explicit_joint_posterior(joint_prior: np.ndarray, channel: np.ndarray, observation, position: int) -> np.ndarray:
+    """Pr[X_position = x | M(X_1..X_L) = observation] for an explicit joint prior (App. C.1, Eq. 34-41).
+
+    ``joint_prior`` has shape (K,)*L (Pr[X_1=x_a, ..., X_L=x_z]); ``channel[x, y]`` = Pr[M(x) = y] is
+    applied independently to every component; ``observation`` is the tuple of L output indices.
+    Cost O(K^L): the exact attacker the paper calls impractical beyond toy sizes.
+    """
+    joint_prior = np.asarray(joint_prior, dtype=np.float64)
+    channel = np.asarray(channel, dtype=np.float64)
+    weight = joint_prior.copy()
+    for axis, y in enumerate(observation):
+        shape = [1] * weight.ndim
+        shape[axis] = -1
+        weight = weight * channel[:, y].reshape(shape)
+    marginal = weight.sum(axis=tuple(a for a in range(weight.ndim) if a != position))
+    return marginal / marginal.sum()
+
+
+def prior_marginal(joint_prior: np.ndarray, position: int) -> np.ndarray:
+    """Pr[X_position = x] from an explicit joint prior."""
+    joint_prior = np.asarray(joint_prior, dtype=np.float64)
+    return joint_prior.sum(axis=tuple(a for a in range(joint_prior.ndim) if a != position))
+
+
+@dataclass(frozen=True)
+class Triplets:
+    """S triplets (x_i, x_j, y): observation index, two candidate indices and d(x_i, x_j) > 0."""
+
+    obs: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    dist: np.ndarray
+
+
+def sample_triplets(rng: np.random.Generator, n_obs: int, candidates: np.ndarray, count: int) -> Triplets:
+    """Uniform i.i.d. triplets (Eq. 12): y among ``n_obs`` observations, (x_i, x_j) an ordered pair of
+    candidate embeddings at Euclidean distance > 0 (pairs of identical candidates are redrawn).
+    Distances are computed per drawn pair, never as a K x K table."""
+    k = candidates.shape[0]
+    if n_obs < 1 or k < 2:
+        raise ValueError("need at least one observation and two candidates")
+    obs = rng.integers(0, n_obs, size=count)
+    i = rng.integers(0, k, size=count)
+    j = rng.integers(0, k, size=count)
+    dist = _pair_dist(candidates, i, j)
+    for _ in range(1000):
+        bad = dist <= 0
+        if not bad.any():
+            return Triplets(obs=obs, i=i, j=j, dist=dist)
+        i[bad] = rng.integers(0, k, size=bad.sum())
+        j[bad] = rng.integers(0, k, size=bad.sum())
+        dist[bad] = _pair_dist(candidates, i[bad], j[bad])
+    raise ValueError("candidate set has (almost) no pair of distinct secrets")
+
+
+def _pair_dist(candidates: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    diff = candidates[i].astype(np.float64) - candidates[j].astype(np.float64)
+    return np.sqrt((diff * diff).sum(axis=1))
+
+
+def violation_ratio(mpl_values: np.ndarray, eps: float) -> float:
+    """Eq. 12: empirical share of triplets with mPL > eps."""
+    return float(np.mean(np.asarray(mpl_values) > eps))
+
+
+def log10_p_fail(ratio: float, triplets: int, delta: float, bound: str = "hoeffding") -> float:
+    """log10 of the Prop. 4 failure bound for an observed violation ratio over S ``triplets``.
+
+    hoeffding: log10(2 exp(-2 S (1 - xi)^2 delta^2)) with xi = ratio / delta (Prop. 4 as stated);
+    chernoff: log10 exp(-S KL(ratio || delta)) (Bernoulli KL). Both are capped at 0 (a bound of 1) and
+    are 0 when ratio >= delta, where the data give no evidence that p <= delta.
+    """
+    if not 0 < delta < 1:
+        raise ValueError("delta must be in (0, 1)")
+    if ratio >= delta:
+        return 0.0
+    if bound == "hoeffding":
+        value = math.log10(2.0) - 2.0 * triplets * (delta - ratio) ** 2 / math.log(10.0)
+    elif bound == "chernoff":
+        kl = bernoulli_kl(ratio, delta)
+        value = -triplets * kl / math.log(10.0)
+    else:
+        raise ValueError(f"unknown bound {bound!r}; allowed: hoeffding, chernoff")
+    return min(0.0, value)
+
+
+def bernoulli_kl(a: float, b: float) -> float:
+    """Bernoulli KL divergence KL(a || b) in nats (0 ln 0 = 0)."""
+    terms = 0.0
+    if a > 0:
+        terms += a * math.log(a / b)
+    if a < 1:
+        terms += (1 - a) * math.log((1 - a) / (1 - b))
+    return terms
+
+
+def floor_log_probs(logp: np.ndarray, floor: float, k: int) -> np.ndarray:
+    """log((1 - floor) p + floor / k) for log-probabilities over k outcomes: every posterior stays
+    >= floor / k (Prop. 5, A1), so no log-ratio is infinite."""
+    if floor <= 0:
+        return np.asarray(logp)
+    return np.logaddexp(math.log1p(-floor) + np.asarray(logp), math.log(floor / k))
