@@ -1,0 +1,81 @@
+"""MLflow tracking: one run per stage run, tagged with pipeline, stage, date and run_id.
+
+Params are configuration values and counts, never text. Local default: a SQLite backend and an
+artifact folder under the lakehouse root.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+
+from privtext.platform.config import Settings, resolve_uri
+
+
+def tracking_uri(settings: Settings) -> str:
+    if settings.tracking.tracking_uri:
+        return settings.tracking.tracking_uri
+    root = resolve_uri(settings.lakehouse.root)
+    os.makedirs(root, exist_ok=True)
+    return f"sqlite:///{root}/mlflow.db"
+
+
+def artifact_root(settings: Settings) -> str:
+    return settings.tracking.artifact_root or f"{resolve_uri(settings.lakehouse.root)}/mlruns"
+
+
+class StageRun:
+    """A handle on the active MLflow run (or a no-op when tracking is disabled)."""
+
+    def __init__(self, mlflow_module=None):
+        self._mlflow = mlflow_module
+
+    @property
+    def run_id(self) -> str | None:
+        if self._mlflow is None:
+            return None
+        active = self._mlflow.active_run()
+        return active.info.run_id if active else None
+
+    def log_params(self, params: dict) -> None:
+        if self._mlflow is not None:
+            self._mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
+
+    def log_metrics(self, metrics: dict) -> None:
+        if self._mlflow is not None:
+            self._mlflow.log_metrics({k: float(v) for k, v in metrics.items() if v is not None})
+
+    def log_dict(self, data: dict, artifact_file: str) -> None:
+        if self._mlflow is not None:
+            self._mlflow.log_text(json.dumps(data, indent=2, sort_keys=True, default=str), artifact_file)
+
+    def log_artifact(self, path: str, artifact_path: str | None = None) -> None:
+        if self._mlflow is not None:
+            self._mlflow.log_artifact(path, artifact_path)
+
+
+@contextlib.contextmanager
+def stage_run(settings: Settings, pipeline: str, stage: str, date: str | None, run_id: str):
+    """Open an MLflow run for one stage run (nested under an active pipeline run if there is one)."""
+    if not settings.tracking.enabled:
+        yield StageRun(None)
+        return
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(settings))
+    experiment = mlflow.get_experiment_by_name(settings.tracking.experiment)
+    if experiment is None:
+        location = artifact_root(settings)
+        if "://" not in location:
+            os.makedirs(location, exist_ok=True)
+            location = f"file://{location}"
+        mlflow.create_experiment(settings.tracking.experiment, artifact_location=location)
+    mlflow.set_experiment(settings.tracking.experiment)
+    tags = {"pipeline": pipeline, "stage": stage, "date": date or "", "privtext.run_id": run_id}
+    nested = mlflow.active_run() is not None
+    with mlflow.start_run(run_name=f"{stage}-{date or 'adhoc'}", nested=nested, tags=tags):
+        yield StageRun(mlflow)

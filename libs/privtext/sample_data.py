@@ -1,0 +1,99 @@
+"""Reproducible sample corpus: customer-support messages with labels, users and planted PII.
+
+Every value is synthetic (Faker, seeded); the corpus stands in for private text in the demo and the
+tests. About a third of the messages carry no PII at all (SecPE's public part); the rest carry
+names, emails, phones, addresses, card numbers, IBANs, dates and companies.
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from faker import Faker
+
+LABELS = ("billing", "delivery", "account", "product")
+
+TEMPLATES = {
+    "billing": [
+        "Hi, I was charged twice for order {order}. My card {card} shows two payments on {date}. Please refund one. {name}",
+        "Please update my billing details: IBAN {iban}, account holder {name}. Thanks!",
+        "The invoice from {company} is wrong, the total should be lower. Contact me at {email}.",
+        "Why did my subscription price go up this month? I never agreed to that.",
+        "I want a refund for the last payment, the service was down for a week.",
+        "My card ending in {card_tail} was declined although it has funds. Call me on {phone}.",
+    ],
+    "delivery": [
+        "My parcel was supposed to arrive on {date} but it never came. Address: {address}. {name}",
+        "The courier left the package at the wrong door, please send it to {address}.",
+        "Tracking has said 'in transit' for ten days. Is the package lost?",
+        "Delivery was fast and the box was intact, great job.",
+        "Can you deliver to my office at {company} instead? Ask for {name} at reception, phone {phone}.",
+        "The package arrived damaged and two items were missing.",
+    ],
+    "account": [
+        "I can't log in since the update. My username is {email}, please reset my password.",
+        "Please delete my account and all my data. Name: {name}, born {dob}.",
+        "Someone from {ip} logged into my account, I did not do that! Call {phone} urgently.",
+        "How do I change the email on my account? The old one is {email}.",
+        "The two-factor code never arrives by SMS.",
+        "I would like to merge my two accounts into one.",
+    ],
+    "product": [
+        "The blender stopped working after two weeks, really disappointed.",
+        "I love the new headphones, the sound is excellent and the battery lasts for days.",
+        "The size chart is misleading, the shoes are a full size too small.",
+        "My colleague {name} at {company} recommended this laptop and she was right, it is fast.",
+        "Is the coffee machine compatible with the pods sold in {city}?",
+        "Great quality for the price, I will buy again.",
+    ],
+}
+
+
+def make_faker(seed: int) -> Faker:
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    return fake
+
+
+def _fill(template: str, fake: Faker, rng: random.Random) -> str:
+    values = {
+        "name": fake.name(),
+        "email": fake.email(),
+        "phone": fake.phone_number(),
+        "address": fake.address().replace("\n", ", "),
+        "card": fake.credit_card_number(),
+        "card_tail": str(rng.randint(1000, 9999)),
+        "iban": fake.iban(),
+        "date": fake.date_this_year().strftime("%B %d, %Y"),
+        "dob": fake.date_of_birth(minimum_age=18, maximum_age=90).isoformat(),
+        "company": fake.company(),
+        "city": fake.city(),
+        "ip": fake.ipv4_public(),
+        "order": f"#{rng.randint(100000, 999999)}",
+    }
+    return template.format(**values)
+
+
+def generate(n: int, seed: int = 7, users: int | None = None) -> list[dict]:
+    """``n`` messages from ``users`` users (default n // 4, so several messages per user)."""
+    rng = random.Random(seed)
+    fake = make_faker(seed)
+    n_users = users or max(1, n // 4)
+    user_ids = [f"u{idx:05d}" for idx in range(n_users)]
+    rows = []
+    for idx in range(n):
+        label = rng.choice(LABELS)
+        text = _fill(rng.choice(TEMPLATES[label]), fake, rng)
+        rows.append({"doc_id": f"d{idx:06d}", "user_id": rng.choice(user_ids), "text": text, "label": label,
+                     "channel": rng.choice(("email", "chat", "web"))})
+    return rows
+
+
+def write_jsonl(rows: list[dict], out: str | Path) -> Path:
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
