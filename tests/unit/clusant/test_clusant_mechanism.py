@@ -1,0 +1,171 @@
+import math
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp, softmax
+from scipy.stats import chi2
+
+from privtext.clusant.clustering import cluster_vocabulary, custext_clusters
+from privtext.clusant.mechanism import CluSanT, build_mechanism, clusant, custext, santext
+
+TOL = 1e-9  # float64 round-off in log-probabilities of magnitude <= ~50
+
+
+def _audit_inputs(rng, vocab, unit_rows):
+    """Random unit inputs, vocabulary phrases, and close pairs straddling cluster borders."""
+    near = vocab[:30] + 0.05 * rng.normal(size=(30, vocab.shape[1]))
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    return np.vstack([unit_rows(rng, 30, vocab.shape[1]), vocab[::3], near])
+
+
+def _max_log_ratio(lp):
+    """max over outputs y of |log P(y|x_i) - log P(y|x_j)| for all pairs (i, j)."""
+    diff = lp[:, None, :] - lp[None, :, :]
+    return np.abs(np.where(np.isfinite(diff), diff, 0.0)).max(axis=2)
+
+
+@pytest.mark.parametrize(
+    "method,k,clustering",
+    [("clusant", 1.0, "custext"), ("clusant", 4.0, "custext"), ("clusant", 32.0, "kmeans"), ("santext", 1.0, "custext")],
+)
+def test_exact_mldp_audit_on_full_distribution(vocab, unit_rows, method, k, clustering):
+    rng = np.random.default_rng(1)
+    eps = 3.0
+    labels = cluster_vocabulary(vocab, clustering, 6, np.random.default_rng(0))
+    mech = build_mechanism(method, vocab, labels, eps, k)
+    x = _audit_inputs(rng, vocab, unit_rows)
+    lp = mech.log_probabilities(x)
+    assert np.isfinite(lp).all()  # every vocabulary phrase is a possible output (no LDP-breaking zeros)
+    observed = _max_log_ratio(lp)
+    i, j = np.triu_indices(len(x), 1)
+    bound = mech.log_ratio_bound(x[i], x[j])
+    assert (observed[i, j] <= bound + TOL).all()
+    # the closed forms of the guarantee: within a cluster eps * ||f(x) - f(x')||, across clusters
+    # eps * (||f(x) - f(x')|| + (k - 1)/2 * ||c_x - c_x'||) (Fig. 2 split eps/2 + eps/2)
+    df = np.linalg.norm(x[i] - x[j], axis=1)
+    cx = mech.labels[np.argmin(np.linalg.norm(x[:, None] - mech.vocab[None], axis=2), axis=1)]
+    dc = np.linalg.norm(mech.centroids[cx[i]] - mech.centroids[cx[j]], axis=1)
+    assert (bound <= eps * (df + (mech.k - 1) / 2 * dc) + TOL).all()
+    assert (observed.max() <= mech.ldp_epsilon() + TOL)
+    if method == "santext":  # exactly SanText's eps * d(x, x')
+        np.testing.assert_allclose(bound, eps * df, rtol=1e-12)
+    # the bound is not vacuous: some pair attains a fair share of it
+    assert (observed[i, j] / np.maximum(bound, 1e-12)).max() > 0.25
+
+
+def test_bound_between_clusters_grows_with_k(vocab):
+    labels = custext_clusters(vocab, 6, np.random.default_rng(0))
+    a, b = vocab[labels == 0][:1], vocab[labels == 1][:1]
+    bounds = [clusant(vocab, labels, 2.0, k).log_ratio_bound(a, b)[0] for k in (1, 2, 4, 8, 16)]
+    assert np.all(np.diff(bounds) > 0)
+    assert math.isinf(custext(vocab, labels, 2.0).log_ratio_bound(a, b)[0])  # Thm. 4: no guarantee across clusters
+
+
+def test_literal_fig2_step1_breaks_theorem5_at_small_k(vocab):
+    """Fig. 2 verbatim (step 1 on f'(C_x)) at k = 1 violates Thm. 5's eps * d_c(f'(x), f'(x')) for close
+    inputs on both sides of a cluster border (assumption (2) fails); our step 1 on f'(x) keeps its bound."""
+    eps, k = 3.0, 1.0
+    labels = custext_clusters(vocab, 6, np.random.default_rng(0))
+    mech = clusant(vocab, labels, eps, k)
+    a, b = vocab[labels == 0][0], vocab[labels == 3][0]
+    t = np.linspace(0.0, 1.0, 201)[:, None]
+    x = (1 - t) * a + t * b  # a path of inputs crossing from cluster 0 to cluster 3
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    cx = mech.labels[np.argmin(np.linalg.norm(x[:, None] - vocab[None], axis=2), axis=1)]
+    cent = mech.centroids
+    lp1 = -(eps / 2) / 2 * k * np.linalg.norm(cent[cx][:, None] - cent[None], axis=2)  # Def. 2, eps_E = eps/2
+    lp1 -= logsumexp(lp1, axis=1, keepdims=True)
+    ours = mech.log_probabilities(x)
+    lp2 = ours - mech._cluster_log_probs(x, cx)[:, labels]  # step 2 is the same in both
+    literal = lp1[:, labels] + lp2
+    i, j = np.arange(len(x) - 1), np.arange(1, len(x))
+    cross = cx[i] != cx[j]
+    assert cross.any()
+    d_c = np.linalg.norm(x[i] - x[j], axis=1)  # k = 1: f'(x) - f'(x') = f(x) - f(x')
+    assert (_max_log_ratio(literal)[i, j][cross] > eps * d_c[cross]).any()
+    assert (_max_log_ratio(ours)[i, j] <= mech.log_ratio_bound(x[i], x[j]) + TOL).all()
+
+
+def test_sampling_frequencies_match_probabilities(vocab, unit_rows):
+    # chi-square goodness of fit per input; bins with expected count < 5 are pooled (the usual
+    # condition for the chi2(df) approximation). Under H0 the statistic is chi2(df): we fail only
+    # below a 1e-4 p-value, so with a correct sampler this fixed seed passes with prob 1 - 1e-4.
+    labels = custext_clusters(vocab, 6, np.random.default_rng(0))
+    mech = clusant(vocab, labels, 6.0, 4.0)
+    mech.chunk_rows = 7_000  # exercise the chunked path
+    x = np.vstack([unit_rows(np.random.default_rng(3), 2, 8), vocab[5]])
+    n = 20_000
+    draws = mech.sample(np.random.default_rng(11), np.repeat(x, n, axis=0)).reshape(len(x), n)
+    assert draws.min() >= 0 and draws.max() < len(vocab)
+    for row, p in zip(draws, np.exp(mech.log_probabilities(x))):
+        counts = np.bincount(row, minlength=len(vocab)).astype(float)
+        expected = n * p
+        small = expected < 5
+        obs = np.append(counts[~small], counts[small].sum())
+        exp_ = np.append(expected[~small], expected[small].sum())
+        stat = ((obs - exp_) ** 2 / np.maximum(exp_, 1e-300)).sum()
+        assert chi2.sf(stat, df=len(obs) - 1) > 1e-4
+
+
+def test_probabilities_are_a_distribution(vocab, unit_rows):
+    labels = custext_clusters(vocab, 7, np.random.default_rng(0))
+    for mech in (clusant(vocab, labels, 2.0, 8.0), santext(vocab, 2.0), custext(vocab, labels, 2.0)):
+        p = mech.probabilities(unit_rows(np.random.default_rng(4), 1, 8)[0])
+        assert p.shape == (len(vocab),) and p.min() >= 0
+        assert p.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_santext_equals_its_standalone_definition(vocab, unit_rows):
+    eps = 5.0
+    x = unit_rows(np.random.default_rng(5), 4, 8)  # inputs outside the vocabulary
+    d = np.linalg.norm(x[:, None] - vocab[None], axis=2)
+    expected = softmax(-eps * d / 2, axis=1)  # Yue et al. 2021: exp(eps * u / 2), u = -d, Delta_u = 1
+    np.testing.assert_allclose(np.exp(santext(vocab, eps).log_probabilities(x)), expected, atol=1e-12)
+
+
+def test_custext_equals_its_standalone_definition(vocab, unit_rows):
+    eps = 5.0
+    labels = custext_clusters(vocab, 6, np.random.default_rng(0))
+    mech = custext(vocab, labels, eps)
+    x = np.vstack([unit_rows(np.random.default_rng(6), 3, 8), vocab[:3]])
+    for row, p in zip(x, np.exp(mech.log_probabilities(x))):
+        d = np.linalg.norm(vocab - row, axis=1)
+        members = labels == labels[np.argmin(d)]
+        pair = np.linalg.norm(vocab[members][:, None] - vocab[members][None], axis=2)
+        u = -(d[members] - pair.min()) / (pair.max() - pair.min())  # App. B.2 normalised utility
+        expected = np.zeros(len(vocab))
+        expected[members] = softmax(eps * u / 2)
+        np.testing.assert_allclose(p, expected, atol=1e-12)
+
+
+def test_clusant_tends_to_within_cluster_mechanism_as_k_grows(vocab, unit_rows):
+    eps = 4.0
+    labels = custext_clusters(vocab, 6, np.random.default_rng(0))
+    big_k = clusant(vocab, labels, eps, 1e5)
+    limit = CluSanT(vocab, labels, k=math.inf, eps_cluster=eps / 2, eps_token=eps / 2,
+                    token_sensitivity=big_k.token_sensitivity)
+    x = unit_rows(np.random.default_rng(8), 5, 8)
+    np.testing.assert_allclose(np.exp(big_k.log_probabilities(x)), np.exp(limit.log_probabilities(x)), atol=1e-9)
+
+
+def test_guarantee_record(vocab):
+    labels = custext_clusters(vocab, 6, np.random.default_rng(0))
+    g = clusant(vocab, labels, 4.0, 16.0).guarantee()
+    assert g["guarantee"] == "mldp" and g["metric"] == "euclidean"
+    assert g["eps"] == 4.0 and g["eps_cluster"] == g["eps_token"] == 2.0 and g["k"] == 16.0
+    assert g["n_clusters"] == 6 and g["vocabulary_size"] == 60 and g["token_sensitivity_min"] >= 1.0
+    assert g["ldp_eps"] > 4.0 and "linearly with k" in g["bound_note"]
+    gc = custext(vocab, labels, 4.0).guarantee()
+    assert gc["guarantee"] == "none" and gc["ldp_eps"] is None
+    gs = santext(vocab, 4.0).guarantee()
+    assert gs["eps"] == 4.0 and gs["ldp_eps"] == pytest.approx(8.0)  # eps * diameter of the unit sphere
+
+
+def test_invalid_parameters_rejected(vocab):
+    labels = custext_clusters(vocab, 6, np.random.default_rng(0))
+    with pytest.raises(ValueError):
+        clusant(vocab, labels, 2.0, 0.5)  # k < 1
+    with pytest.raises(ValueError):
+        CluSanT(vocab, labels + 1, k=2.0, eps_cluster=1.0, eps_token=1.0, token_sensitivity=1.0)  # empty cluster 0
+    with pytest.raises(ValueError):
+        build_mechanism("textfooler", vocab, labels, 2.0, 2.0)
