@@ -35,6 +35,10 @@ SPACY_TO_PRESIDIO = {
     "DATE": "DATE_TIME",
     "TIME": "DATE_TIME",
 }
+# Presidio's URL patterns do not allow userinfo; a URL carrying a user (and password) is a direct
+# identifier and must win over the e-mail-like "password@host" inside it.
+URL_WITH_USER = (r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:]+(?::[^\s/?#@]*)?@[^\s/?#]+"
+                 r"(?:[/?#][^\s()<>\"']*[^\s()<>\"'.,;:!?])?")
 SPAN_COLUMNS = ["doc_id", "entity_type", "start", "end", "score", "tier", "secret_id"]
 
 _CACHE: dict[str, object] = {}
@@ -111,7 +115,7 @@ def _build_analyzer(settings: PiiSettings):
         IbanRecognizer(),
         UsSsnRecognizer(),
         IpRecognizer(),
-        UrlRecognizer(),
+        UrlRecognizer(patterns=[*UrlRecognizer.PATTERNS, Pattern("URL with user", URL_WITH_USER, 1.0)]),
         DateRecognizer(),
     ]
     for custom in settings.custom_recognizers:
@@ -171,17 +175,9 @@ def _cut_at_space(text: str, lo: int, hi: int, largest: bool = True) -> int:
 
 
 def resolve_overlaps(spans: list[Span]) -> list[Span]:
-    """Non-overlapping spans: a span inside another is dropped (a URL's e-mail-like part, an e-mail's
-    domain); among partial overlaps the higher score wins, then the longer, then the earlier."""
-    outer: list[Span] = []
-    reach_end, reach_start = -1, -1  # the furthest end seen so far and the start of its first span
-    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
-        if reach_end > span.end or (reach_end == span.end and reach_start < span.start):
-            continue  # strictly inside a longer span
-        outer.append(span)
-        if span.end > reach_end:
-            reach_end, reach_start = span.end, span.start
-    ranked = sorted(outer, key=lambda s: (-s.score, -(s.end - s.start), s.start, s.entity_type))
+    """Non-overlapping spans, sorted by start: the higher score wins, then the longer, then the earlier
+    (so a validated e-mail (1.0) beats the spaCy ORG (0.85) or URL (0.5) overlapping it)."""
+    ranked = sorted(spans, key=lambda s: (-s.score, -(s.end - s.start), s.start, s.entity_type))
     starts: list[int] = []
     kept: list[Span] = []
     for span in ranked:
