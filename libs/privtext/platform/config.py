@@ -72,7 +72,6 @@ class DatasetBudget(StrictModel):
     """Privacy budget of one dataset; a charge that would exceed any limit is refused."""
 
     r_over_p_max: float | None = Field(None, gt=1)
-    p_min: float | None = Field(None, gt=0, lt=1)  # smallest p a secret-protection charge may use
     eps_max: float | None = Field(None, gt=0)
     delta_max: float | None = Field(None, gt=0, lt=1)
     mldp_eps_max: float | None = Field(None, gt=0)

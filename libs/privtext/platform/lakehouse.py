@@ -459,6 +459,25 @@ class Lakehouse:
         return self._commit(spec, table, files, "overwrite", filters, operation="MERGE",
                             guard=f"privtext.merge.{spec.qualified_name}")
 
+    # -- small driver-side tables (the ledger): no Spark needed -------------------------------
+    def append_rows(self, spec: TableSpec, rows: list[dict], guard: str | None = None,
+                    snapshot: DeltaTable | None = None) -> WriteResult:
+        """Append a handful of rows written by the driver itself (same file writer, same commit path)."""
+        table = snapshot if snapshot is not None else self.delta_table(spec)
+        data = pa.Table.from_pylist(rows, schema=spec.schema)
+        task = _file_writer_task(self.table_uri(spec), spec, self.settings.max_file_rows,
+                                 self.settings.max_file_bytes, "rows")
+        files = [m for batch in task(iter(data.to_batches())) for m in batch.to_pylist()]
+        return self._commit(spec, table, files, "append", operation="APPEND", guard=guard)
+
+    def read_rows(self, spec: TableSpec, snapshot: DeltaTable | None = None) -> pa.Table:
+        """All rows of a small unpartitioned table, read from the snapshot's files with pyarrow."""
+        if spec.partition_by:
+            raise LakehouseError(f"{spec.qualified_name}: read_rows is for small unpartitioned tables; use read()")
+        table = snapshot if snapshot is not None else self.delta_table(spec)
+        parts = [pq.read_table(uri, schema=spec.schema) for uri in table.file_uris()]
+        return pa.concat_tables(parts) if parts else spec.schema.empty_table()
+
     # -- catalog ------------------------------------------------------------------------------
     def register_views(self, specs) -> list[str]:
         """Expose each table as ``<zone>.<name>`` in the Spark catalog (a view over its current snapshot)."""

@@ -1,0 +1,53 @@
+"""Shared fixtures: one local SparkSession for the whole run, a fresh lakehouse per test."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+TEST_SPARK_CONF = {
+    "spark.driver.maxResultSize": "8m",  # stages must not collect row-proportional data
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.enabled": "false",
+    "spark.default.parallelism": "2",
+}
+
+
+def make_settings(root, **sections):
+    from privtext.platform.config import load_settings
+
+    overrides = {
+        "spark": {"master": "local[2]", "conf": TEST_SPARK_CONF},
+        "lakehouse": {"root": str(root)},
+        "run": {"deterministic": True, "seed": 1},
+        "tracking": {"enabled": False},
+    }
+    for key, value in sections.items():
+        overrides[key] = {**overrides.get(key, {}), **value}
+    return load_settings(None, overrides=overrides, environ={})
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from privtext.platform.spark import get_spark
+
+    session = get_spark(make_settings(tmp_path_factory.mktemp("spark-root")))
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def settings(tmp_path, spark):
+    return make_settings(tmp_path / "lake")
+
+
+@pytest.fixture
+def ctx(settings):
+    from privtext.platform.context import RunContext
+
+    return RunContext.create(settings, date="2026-01-15")
