@@ -1,0 +1,30 @@
+"""The privtext CLI in-process: sample data -> run ingest -> sql over the zones."""
+import json
+
+import yaml
+
+from privtext.cli import main
+
+
+def test_sample_data_ingest_and_sql(spark, tmp_path, capsys):
+    conf = tmp_path / "test.yaml"
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path / "lake")}, "tracking": {"enabled": False},
+                                    "run": {"deterministic": True}}))
+    sample = tmp_path / "sample.jsonl"
+    assert main(["sample-data", "--n", "120", "--seed", "3", "--out", str(sample)]) == 0
+    rows = [json.loads(line) for line in sample.read_text().splitlines()]
+    assert len(rows) == 120 and len({r["user_id"] for r in rows}) < 120  # several messages per user
+    assert main(["--conf", str(conf), "run", "ingest", "--input", str(sample), "--date", "2026-02-01"]) == 0
+    capsys.readouterr()
+    assert main(["--conf", str(conf), "sql", "SELECT label, count(*) AS n FROM restricted.documents GROUP BY label ORDER BY label",
+                 "--format", "json"]) == 0
+    out = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert sum(r["n"] for r in out) == 120
+    assert {r["label"] for r in out} <= {"billing", "delivery", "account", "product"}
+
+
+def test_bad_config_exits_2_naming_the_key(tmp_path, capsys):
+    conf = tmp_path / "bad.yaml"
+    conf.write_text("spark:\n  masterr: local\n")
+    assert main(["--conf", str(conf), "init"]) == 2
+    assert "spark.masterr" in capsys.readouterr().err

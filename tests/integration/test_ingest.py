@@ -1,0 +1,94 @@
+"""Stage ingest end to end on local Spark + Delta: formats, quarantine reasons, reruns, failures."""
+import json
+
+import pandas as pd
+import pytest
+from deltalake import DeltaTable
+
+from privtext.platform.tables import DOCUMENTS, QUARANTINE
+from privtext.stages import ingest
+from tests_support import SHARED_DATA_READY
+
+
+def read(ctx, spec):
+    return ctx.lakehouse.read(spec).toPandas()
+
+
+def test_jsonl_good_and_every_bad_kind_is_quarantined_with_its_reason(ctx, tmp_path):
+    lines = [
+        json.dumps({"doc_id": "1", "user_id": "u1", "text": "Order arrived late.", "label": "delivery", "channel": "chat"}),
+        json.dumps({"text": "No id here, a hash is made.", "stars": 4}),
+        "{not json",
+        json.dumps({"doc_id": "3", "text": "   \t "}),
+        json.dumps({"doc_id": "4", "text": None}),
+        json.dumps({"doc_id": "5", "text": "x" * 101}),
+        json.dumps({"doc_id": "1", "text": "Duplicate id in the same load."}),
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(("\n".join(lines) + "\n").encode() + b'{"doc_id": "6", "text": "bad \xff\xfe bytes"}\n')
+    ctx.settings = ctx.settings.model_copy(update={"ingest": ctx.settings.ingest.model_copy(update={"max_chars": 100})})
+    result = ingest.run(ctx, str(path))
+    docs = read(ctx, DOCUMENTS).sort_values("doc_id")
+    assert result.documents == 2 and len(docs) == 2
+    assert docs.iloc[0]["doc_id"] == "1" and docs.iloc[0]["label"] == "delivery"
+    assert dict(docs.iloc[0]["metadata"]) == {"channel": "chat"}
+    hashed = docs[docs.doc_id != "1"].iloc[0]
+    assert hashed["doc_id"] == ingest.stable_doc_id("in.jsonl", "No id here, a hash is made.")
+    assert dict(hashed["metadata"]) == {"stars": "4"}
+    reasons = read(ctx, QUARANTINE).set_index("line_no")["reason"].to_dict()
+    assert reasons[3].startswith("malformed JSON")
+    assert reasons[4] == "empty text" and reasons[5] == "empty text"
+    assert reasons[6] == "text longer than ingest.max_chars=100"
+    assert reasons[7] == "duplicate doc_id in this load"
+    assert reasons[8] == "invalid UTF-8"
+    assert result.quarantined == 6
+
+
+def test_csv_wrong_field_count_and_parquet(ctx, tmp_path):
+    folder = tmp_path / "drop"
+    folder.mkdir()
+    (folder / "a.csv").write_text('doc_id,text,label\nc1,"Hello, the invoice is wrong",billing\nc2,too,many,fields\nc3,"multi\nline text",account\n')
+    pd.DataFrame({"doc_id": ["p1", "p2"], "text": ["from parquet", ""], "user_id": ["u", "v"], "score": [1.5, 2.0]}).to_parquet(folder / "b.parquet")
+    result = ingest.run(ctx, str(folder))
+    docs = read(ctx, DOCUMENTS).set_index("doc_id")
+    assert sorted(docs.index) == ["c1", "c3", "p1"]
+    assert docs.loc["c3", "text"] == "multi\nline text"
+    assert dict(docs.loc["p1", "metadata"]) == {"score": "1.5"}
+    quarantine = read(ctx, QUARANTINE)
+    assert sorted(quarantine.reason) == ["empty text", "wrong field count: 4 (header has 3)"]
+    assert result.documents == 3
+
+
+def test_rerun_of_a_date_replaces_instead_of_duplicating(ctx, tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(json.dumps({"doc_id": str(i), "text": f"message {i}"}) for i in range(20)) + "\n{bad\n")
+    ingest.run(ctx, str(path))
+    ingest.run(ctx, str(path))
+    assert ctx.lakehouse.read(DOCUMENTS).count() == 20
+    assert ctx.lakehouse.read(QUARANTINE).count() == 1
+    history = DeltaTable(ctx.lakehouse.table_uri(DOCUMENTS)).history()
+    assert [h["operation"] for h in history] == ["WRITE", "WRITE", "CREATE TABLE"]
+    assert history[0]["operationParameters"]["mode"] == "Overwrite"
+    assert len(DeltaTable(ctx.lakehouse.table_uri(DOCUMENTS)).file_uris()) == 1  # old file removed from the snapshot
+
+
+def test_file_without_text_column_fails_and_writes_nothing(ctx, tmp_path):
+    path = tmp_path / "notext.csv"
+    path.write_text("doc_id,body\n1,hello\n")
+    with pytest.raises(ingest.IngestError, match="without a 'text' column: notext.csv"):
+        ingest.run(ctx, str(path))
+    assert DeltaTable(ctx.lakehouse.table_uri(DOCUMENTS)).version() == 0
+    assert DeltaTable(ctx.lakehouse.table_uri(QUARANTINE)).version() == 0
+
+
+@pytest.mark.skipif(not SHARED_DATA_READY, reason="shared data not present")
+def test_real_public_reviews_through_ingest(ctx, tmp_path):
+    from tests_support import SHARED_DATA
+
+    reviews = pd.read_csv(SHARED_DATA / "reviews" / "movie_snippets.tsv", sep="\t").head(300)
+    reviews = reviews.rename(columns={"id": "doc_id"}).assign(doc_id=lambda d: d.doc_id.astype(str),
+                                                              label=lambda d: (d.score > 0).map({True: "pos", False: "neg"}))
+    reviews.to_parquet(tmp_path / "reviews.parquet")
+    result = ingest.run(ctx, str(tmp_path / "reviews.parquet"))
+    assert result.documents + result.quarantined == 300
+    assert set(read(ctx, DOCUMENTS).label) == {"pos", "neg"}
