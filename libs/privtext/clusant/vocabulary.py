@@ -9,9 +9,9 @@ CluSanT's augmentation (Sec. 5, App. E), a local text generator asked for "N mor
 PUBLIC examples from the vocabulary built so far (never private spans) and filling the second half.
 
 ``exclude`` removes candidates equal (case- and space-insensitively) to given private values. Note that
-this makes the candidate set depend on the private corpus; the mechanism's mLDP guarantee is per span
-given the vocabulary, and the lead should pass the values through the secrets registry (counts only
-are logged here).
+this makes the candidate set depend on the private corpus (which values are absent); the mechanism's
+mLDP guarantee is per span GIVEN the vocabulary and does not cover that dependence. Nothing here logs
+phrases or excluded values.
 """
 from __future__ import annotations
 
