@@ -153,5 +153,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def job_main(stage: str, argv: list[str]) -> int:
+    """Entry point of ``jobs/<stage>.py`` under spark-submit: ``[--conf FILE] [stage options]``."""
+    conf = []
+    if "--conf" in argv:
+        at = argv.index("--conf")
+        conf, argv = argv[at:at + 2], argv[:at] + argv[at + 2:]
+    return main([*conf, "run", stage, *argv])
+
+
 if __name__ == "__main__":
     sys.exit(main())
