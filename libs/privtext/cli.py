@@ -98,6 +98,23 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_budget_show(args) -> int:
+    """Composed spend per dataset against its budget, from protected.privacy_ledger."""
+    from privtext.platform.lakehouse import Lakehouse
+    from privtext.platform.ledger import Ledger
+    from privtext.platform.tables import PRIVACY_LEDGER
+
+    settings = _settings(args)
+    lakehouse = Lakehouse(None, settings.lakehouse)
+    lakehouse.create(PRIVACY_LEDGER)
+    ledger = Ledger(lakehouse, settings)
+    datasets = [args.dataset] if args.dataset else sorted({e["dataset"] for e in ledger.entries()})
+    report = {d: {"spent": ledger.spent(d), "budget": settings.budget(d).model_dump(exclude_none=True),
+                  "charges": len(ledger.entries(d))} for d in datasets}
+    print(json.dumps(report, indent=2, default=str))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="privtext", description=__doc__)
     parser.add_argument("--conf", default="conf/local.yaml", help="environment config file (default conf/local.yaml)")
@@ -131,6 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--date", default="2026-01-15")
     demo.set_defaults(func=cmd_demo)
+
+    budget = sub.add_parser("budget", help="privacy budgets and what the ledger says was spent")
+    budget_sub = budget.add_subparsers(dest="budget_command", required=True)
+    show = budget_sub.add_parser("show", help="composed spend vs budget per dataset")
+    show.add_argument("--dataset")
+    show.set_defaults(func=cmd_budget_show)
 
     try:
         from privtext.privacy import cli as privacy_cli

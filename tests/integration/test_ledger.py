@@ -97,3 +97,38 @@ def test_concurrent_charges_from_two_processes_never_exceed_the_budget(tmp_path)
     assert accepted == 10 and sum(r["refused"] for r in results) == 6
     spent = ledger.spent("reviews")["secret_protection"]
     assert spent["r"] == pytest.approx(1e-2) and len(ledger.entries("reviews")) == 10
+
+
+def test_budget_show_cli_reports_composed_spend(tmp_path, capsys):
+    import yaml
+
+    from privtext.cli import main
+
+    ledger = make_ledger(tmp_path)
+    ledger.charge(sp_charge(4e-3))
+    conf = tmp_path / "c.yaml"
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path)},
+                                    "privacy": {"budgets": {"reviews": {"r_over_p_max": 10.0}}}}))
+    assert main(["--conf", str(conf), "budget", "show", "--dataset", "reviews"]) == 0
+    report = json.loads(capsys.readouterr().out)["reviews"]
+    assert report["charges"] == 1
+    assert report["spent"]["secret_protection"]["r_over_p"] == pytest.approx(4.0)
+    assert report["budget"]["r_over_p_max"] == 10.0
+
+
+def test_charge_is_mirrored_to_the_stage_mlflow_run(tmp_path):
+    import mlflow
+
+    from privtext.platform.tracking import stage_run
+
+    ledger = make_ledger(tmp_path)
+    settings = ledger.settings.model_copy(update={"tracking": ledger.settings.tracking.model_copy(update={"enabled": True})})
+    with stage_run(settings, "test", "synthesize", "2026-01-01", "run-1") as tracked:
+        ledger.charge(sp_charge(3e-3), tracked=tracked)
+        run_id = tracked.run_id
+    run = mlflow.get_run(run_id)
+    assert run.data.metrics["privacy.secret_protection.r"] == pytest.approx(3e-3)
+    assert run.data.metrics["privacy.total.secret_protection.r_over_p"] == pytest.approx(3.0)
+    assert run.data.tags["privtext.run_id"] == "run-1" and run.data.tags["stage"] == "synthesize"
+    artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(run_id, "privacy")]
+    assert artifacts == ["privacy/synthesize-secret_clustering.json"]
