@@ -91,11 +91,23 @@ class Standardizer:
     out_std: np.ndarray
 
     @classmethod
-    def fit(cls, batch: ReleasedSequences) -> "Standardizer":
-        real = np.arange(batch.mask.shape[1])[None, :] < batch.lengths[:, None]
-        tokens = batch.released[real].astype(np.float64)
-        targets = batch.targets().astype(np.float64)
-        return cls(tokens.mean(0), tokens.std(0) + 1e-6, targets.mean(0), targets.std(0) + 1e-6)
+    def fit(cls, batch: ReleasedSequences, chunk: int = 256) -> "Standardizer":
+        """Streaming sums over chunks of documents: memory O(chunk * L * d), not O(n * L * d)."""
+        dim = batch.released.shape[2]
+        stats = {"in": [0, np.zeros(dim), np.zeros(dim)], "out": [0, np.zeros(dim), np.zeros(dim)]}
+        for start in range(0, batch.n, chunk):
+            part = batch.take(np.arange(start, min(start + chunk, batch.n)))
+            real = np.arange(part.mask.shape[1])[None, :] < part.lengths[:, None]
+            for key, values in (("in", part.released[real]), ("out", part.targets())):
+                values = values.astype(np.float64)
+                stats[key][0] += values.shape[0]
+                stats[key][1] += values.sum(0)
+                stats[key][2] += (values * values).sum(0)
+        moments = []
+        for count, total, total_sq in stats.values():
+            mean = total / max(count, 1)
+            moments += [mean, np.sqrt(np.maximum(total_sq / max(count, 1) - mean * mean, 0.0)) + 1e-6]
+        return cls(*moments)
 
 
 @dataclass
@@ -200,6 +212,8 @@ def train_adversary(kind: str, train: ReleasedSequences, val: ReleasedSequences,
         history.append(val_loss)
         if val_loss < best:
             best, best_state = val_loss, copy.deepcopy(model.state_dict())
+    if best_state is None:
+        raise FloatingPointError(f"{kind} adversary: validation loss was never finite")
     model.load_state_dict(best_state)
     adversary = TrainedAdversary(kind, model, scaler, placeholder, device, settings.batch_size, 0.0, seconds, history)
     adversary.val_mse = float(np.mean((adversary.predict(val) - val.targets()) ** 2))

@@ -100,3 +100,16 @@ def test_settings_validation():
         AmplSettings(hidden_size=10, heads=4)
     with pytest.raises(ValueError):
         AmplSettings(unknown_key=1)
+
+
+def test_streaming_standardizer_matches_direct_moments():
+    from privtext.ampl.adversary import Standardizer
+
+    _, secrets, candidates = _data(n_docs=50)
+    release = _leaked(secrets, candidates)
+    scaler = Standardizer.fit(release, chunk=7)
+    real = np.arange(release.mask.shape[1])[None, :] < release.lengths[:, None]
+    np.testing.assert_allclose(scaler.in_mean, release.released[real].mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scaler.in_std, release.released[real].std(0) + 1e-6, rtol=1e-5)
+    np.testing.assert_allclose(scaler.out_mean, release.targets().mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scaler.out_std, release.targets().std(0) + 1e-6, rtol=1e-5)
