@@ -1,0 +1,151 @@
+"""DPED noisy multi-layer aggregation (Alg. 1 lines 13-28, Eq. 1-2, Sec. 3.4) and its accounting.
+
+Guarantee: (epsilon, delta)-DP for add/remove of one privacy unit (a user when shards are keyed by
+``user_id``, else a document; see ``sharding``), composed with the PLD accountant over all queries
+(and the DP vocabulary selection when it runs). Such a change alters one shard, hence one teacher,
+arbitrarily; the per-query sensitivities implemented (tighter-but-correct versions of App. B.2):
+
+* hidden mean H(x) = (1/N) sum_i h_i(x) with ||h_i(x)|| <= C_h: the changed teacher's vector can
+  go from h to -h, so Delta_H = 2 C_h / N (the paper's C_h / N is too small by 2).
+* votes V(x) = sum_i y_i(x), each teacher voting for a SET of at most k words: the changed teacher
+  can drop k bins and raise k others by 1, so Delta_V (L2) = sqrt(2k) (the paper's 1 holds only for a
+  single vote under L1 with replace-one-vote; for k = 1 it is sqrt 2).
+* consensus check (confident-GNMax, Papernot et al. 2018): max_w V(x)[w] changes by <= 1, so the
+  check  max_w V(x)[w] + N(0, sigma_T^2) >= T  is a Gaussian mechanism with sensitivity 1. The
+  paper's exact-count threshold (Alg. 1 line 18) is not DP; abstaining here is decided by the noisy
+  count only, and releasing the decision is paid for.
+
+Accounting is data-independent: every query is charged for the check AND both releases, whether it
+abstains or not (PATE's data-dependent smooth-sensitivity analysis is not implemented). The
+queries are M public words fixed before the private data is read (the released vocabulary is a
+subset chosen by DP post-processing, so charging M >= its size is an upper bound).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
+
+from privtext.dped.settings import DpedSettings
+from privtext.privacy.accounting import calibrate_noise_multiplier, epsilon_of
+from privtext.privacy.mechanisms import gaussian_noise
+
+
+@dataclass(frozen=True)
+class NoiseMultipliers:
+    """z = sigma / L2-sensitivity per mechanism (per query for the query mechanisms); None = not run."""
+
+    threshold: float
+    hidden: float | None = None
+    vote: float | None = None
+    vocabulary: float | None = None
+
+
+def sensitivities(settings: DpedSettings) -> dict[str, float]:
+    """L2 sensitivities per query (module docstring) and of the vocabulary counts (sqrt L0)."""
+    return {
+        "threshold": 1.0,
+        "hidden": 2.0 * settings.clip_hidden / settings.n_teachers,
+        "vote": float(np.sqrt(2 * settings.top_k)),
+        "vocabulary": float(np.sqrt(settings.vocab_words_per_unit)),
+    }
+
+
+def sigmas(settings: DpedSettings, multipliers: NoiseMultipliers) -> dict[str, float | None]:
+    """Noise standard deviations sigma = z * sensitivity."""
+    sens = sensitivities(settings)
+    return {k: (None if z is None else z * sens[k]) for k, z in vars(multipliers).items()}
+
+
+def split_noise(z: float, settings: DpedSettings, n_queries: int) -> NoiseMultipliers:
+    """Per-mechanism multipliers from one overall z: a mechanism with budget share s gets
+    mu^2 = s / z^2 in total, i.e. z * sqrt(M / s) per query (z / sqrt(s) for the one-shot vocabulary).
+    All mechanisms together are then exactly (1/z)-GDP."""
+    shares = settings.active_shares()
+    per_query = {k: z * np.sqrt(n_queries / s) for k, s in shares.items() if k != "vocabulary"}
+    vocab = float(z / np.sqrt(shares["vocabulary"])) if "vocabulary" in shares else None
+    return NoiseMultipliers(vocabulary=vocab, **{k: float(v) for k, v in per_query.items()})
+
+
+def dped_event(settings: DpedSettings, noise_multipliers: NoiseMultipliers, n_queries: int) -> dpe.DpEvent:
+    """The DpEvent of a DPED run: [vocabulary selection] + M x (check + hidden + votes)."""
+    per_query = [
+        dpe.GaussianDpEvent(z)
+        for z in (noise_multipliers.threshold, noise_multipliers.hidden, noise_multipliers.vote)
+        if z is not None
+    ]
+    events: list[dpe.DpEvent] = [dpe.SelfComposedDpEvent(dpe.ComposedDpEvent(per_query), int(n_queries))]
+    if noise_multipliers.vocabulary is not None:
+        events.insert(0, dpe.GaussianDpEvent(noise_multipliers.vocabulary))
+    return dpe.ComposedDpEvent(events)
+
+
+def calibrate(settings: DpedSettings, n_queries: int) -> NoiseMultipliers:
+    """The smallest noise (one overall z split by ``noise_split``) meeting (epsilon, delta) in conf.
+
+    ``split_noise(z)`` composes Gaussians only, whose composition is exactly the Gaussian mechanism
+    GaussianDpEvent(z) (GDP, Dong et al. 2019), so z is calibrated on that single event (the PLD of
+    M self-composed low-noise Gaussians is too large to build during the bracket search), and the
+    full ``dped_event`` is then checked with the PLD accountant.
+    """
+    z = calibrate_noise_multiplier(dpe.GaussianDpEvent, settings.epsilon, settings.delta)
+    multipliers = split_noise(z, settings, n_queries)
+    spent = epsilon_of(dped_event(settings, multipliers, n_queries), settings.delta)
+    if spent > settings.epsilon * (1 + 1e-3):
+        raise RuntimeError(f"calibrated DPED event spends epsilon={spent:.6g} > {settings.epsilon}")
+    return multipliers
+
+
+def vote_histogram(vote_sets: Iterable[np.ndarray], n_queries: int) -> sp.csr_matrix:
+    """V(x) of Eq. 1: [M, M] counts, summed over teachers' [M, k] vote sets (-1 = no vote)."""
+    rows, cols = [], []
+    for votes in vote_sets:
+        r, c = np.nonzero(votes >= 0)
+        rows.append(r)
+        cols.append(votes[r, c])
+    r, c = (np.concatenate(rows), np.concatenate(cols)) if rows else (np.zeros(0, int), np.zeros(0, int))
+    return sp.csr_matrix((np.ones(r.size, dtype=np.float64), (r, c)), shape=(n_queries, n_queries))
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    answered: np.ndarray  # [M] bool: the noisy consensus check passed
+    hidden: np.ndarray | None  # [M, d] noisy mean hidden vectors H~(x) (NaN where abstained)
+    labels: np.ndarray | None  # [M, k] top-k of the noisy votes V~(x), positions into the queries (-1 where abstained)
+
+
+def aggregate(
+    hidden_sum: np.ndarray | None, votes: sp.csr_matrix, settings: DpedSettings,
+    multipliers: NoiseMultipliers, rng: np.random.Generator, chunk: int = 1024,
+) -> Aggregate:
+    """Alg. 1 lines 13-28 with the noisy check: answer x iff max_w V(x)[w] + N(0, sigma_T^2) >= T,
+    then release H~ = (1/N) sum_i h_i(x) + N(0, sigma_h^2 I_d) and the top-k of
+    V~ = V(x) + N(0, sigma_v^2 I_M) (a post-processing of V~; the query word itself is excluded).
+
+    ``hidden_sum`` is sum_i h_i(x) over the N teachers of already-clipped vectors
+    (``teacher.teacher_answers`` clips); the sensitivities assume ||h_i(x)|| <= C_h.
+    """
+    sig = sigmas(settings, multipliers)
+    m = votes.shape[0]
+    max_votes = votes.max(axis=1).toarray().ravel()
+    answered = max_votes + gaussian_noise(rng, m, sig["threshold"]) >= settings.threshold
+    ans = np.flatnonzero(answered)
+    hidden = None
+    if multipliers.hidden is not None:
+        hidden = np.full((m, hidden_sum.shape[1]), np.nan)
+        mean = hidden_sum[ans] / settings.n_teachers
+        hidden[ans] = mean + gaussian_noise(rng, mean.shape, sig["hidden"])
+    labels = None
+    if multipliers.vote is not None:
+        k = min(settings.top_k, m - 1)
+        labels = np.full((m, settings.top_k), -1, dtype=np.int64)
+        for s in range(0, ans.size, chunk):
+            rows = ans[s:s + chunk]
+            noisy = votes[rows].toarray() + gaussian_noise(rng, (rows.size, m), sig["vote"])
+            noisy[np.arange(rows.size), rows] = -np.inf
+            top = np.argpartition(-noisy, k - 1, axis=1)[:, :k]
+            labels[rows, :k] = top
+    return Aggregate(answered=answered, hidden=hidden, labels=labels)
