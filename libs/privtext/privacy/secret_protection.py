@@ -11,9 +11,13 @@ This module holds the conversions (Lemma 3.3, Remark C.1, Lemma C.2, Thm. 3) and
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+from dp_accounting.pld import pld_pmf
+from dp_accounting.pld import privacy_loss_distribution as pld
+from scipy import optimize, sparse
+from scipy.special import logsumexp
 from scipy.stats import norm
 
 __all__ = [
@@ -114,3 +118,319 @@ def compose_pr(ps, rs):
     if ps.shape != rs.shape or ps.ndim == 0:
         raise ValueError("ps and rs need the same shape (k,) or (k, m)")
     return ps.min(axis=0), np.minimum(rs.sum(axis=0), 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# SecretNoise (Alg. 1): linear program (Eq. 6) and sampling probabilities (line 4)
+# ---------------------------------------------------------------------------------------------
+
+def incidence_matrix(record_index, secret_index, n_records: int, n_secrets: int) -> sparse.csr_matrix:
+    """Boolean record x secret incidence (CSR) from (record, secret) index pairs; duplicates merge."""
+    rows, cols = np.asarray(record_index, dtype=np.int64), np.asarray(secret_index, dtype=np.int64)
+    data = np.ones(rows.shape[0], dtype=np.float64)
+    m = sparse.csr_matrix((data, (rows, cols)), shape=(n_records, n_secrets))
+    m.data[:] = 1.0  # duplicates summed by the constructor count once
+    return m
+
+
+def secret_noise_weights(incidence: sparse.spmatrix, eta) -> np.ndarray:
+    """Eq. 6: max sum_i w_i s.t. sum_{i in D_pri,j} w_i <= eta_j for every secret j, w in [0, 1].
+
+    Solved with HiGHS interior point + crossover (``scipy.optimize.linprog``; a vertex, ~4 s at
+    10^5 records x 10^4 secrets where dual simplex takes minutes) over the records that contain a secret; a record
+    free of secrets is in no constraint, so its optimal weight is 1 and it is not sent to the solver.
+    """
+    inc = sparse.csr_matrix(incidence, dtype=np.float64)
+    inc.data[:] = 1.0
+    n_records, n_secrets = inc.shape
+    eta = np.broadcast_to(np.asarray(eta, dtype=np.float64), (n_secrets,))
+    if np.any(eta < 0):
+        raise ValueError("eta must be >= 0 (r_j >= p_j)")
+    w = np.ones(n_records)
+    has_secret = np.diff(inc.indptr) > 0
+    if not has_secret.any():
+        return w
+    a_ub = inc[has_secret].T.tocsr()  # secrets x constrained records
+    res = optimize.linprog(
+        c=-np.ones(a_ub.shape[1]), A_ub=a_ub, b_ub=eta, bounds=(0.0, 1.0), method="highs-ipm"
+    )
+    if res.status != 0:
+        raise RuntimeError(f"SecretNoise LP failed: {res.message}")
+    w[has_secret] = np.clip(res.x, 0.0, 1.0)
+    return w
+
+
+def sampling_probabilities(w: np.ndarray) -> np.ndarray:
+    """Alg. 1 line 4, read as rho_i = V * w_i with V = 1 / max_i w_i.
+
+    The printed formula rho_i = V * w_i / sum_i' w_i' is garbled: its rho sum to V = 1/max w, so the
+    whole data set would contribute about one expected record (and Sec. 3.2.1's version
+    1 / (max w * sum w) does not depend on i at all). Dropping the 1/sum w factor gives
+    probabilities in [0, 1] that keep the LP's proportions, the largest weight sampled with
+    probability 1, and a record free of secrets (w = 1, so max w = 1) sampled with probability 1.
+    Privacy does not depend on this choice: sigma is calibrated to the rho actually used.
+    """
+    w = np.asarray(w, dtype=np.float64)
+    if w.size == 0 or np.any((w < 0) | (w > 1)):
+        raise ValueError("weights must be non-empty and in [0, 1]")
+    top = w.max()
+    return np.zeros_like(w) if top == 0 else np.minimum(w / top, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# sigma calibration (Alg. 1 lines 5-6)
+# ---------------------------------------------------------------------------------------------
+
+def poisson_binomial_pmf(rho) -> np.ndarray:
+    """pmf of C = sum_i Bernoulli(rho_i) on {0, ..., len(rho)} (exact convolution)."""
+    pmf = np.ones(1)
+    for q in np.asarray(rho, dtype=np.float64):
+        pmf = np.convolve(pmf, [1.0 - q, q])
+    return pmf
+
+
+
+def mixture_pld(count_pmf, noise: float, releases_per_round: int = 2, discretization: float = 1e-3,
+                tail_mass: float = 1e-16) -> pld.PrivacyLossDistribution:
+    """Pessimistic PLD of one round's pair P = sum_k Pr[C=k] N(sqrt(m) k, noise^2), Q = N(0, noise^2).
+
+    The m Gaussian releases of a round (Alg. 2: noisy counts and noisy centres, each with L2
+    sensitivity C after the 2R/n_k scaling) use the same sampled subset, so their joint pair is
+    sum_k Pr[C=k] N(k 1_m, noise^2 I_m) vs N(0, noise^2 I_m); rotating 1_m/sqrt(m) onto an axis
+    makes it the scalar mixture above (exact, not a bound; treating the m releases as independent
+    mixtures would understate the loss). Only the direction P || Q (secret present vs absent) is
+    needed for the blow-up B(alpha) = sup{P(E) : Q(E) <= alpha}.
+
+    Built here rather than with ``pld.from_mixture_gaussian_mechanism``, which takes minutes at a
+    fine grid: the privacy loss L(x) = log sum_k w_k exp(s_k x - s_k^2/2) (unit noise, s_k =
+    sqrt(m) k / noise) is increasing in x, so the P-mass of each cell of a fine x-grid (cell width
+    d / max s_k, so L moves by at most d in a cell) is put on L at the cell's right end rounded up to
+    the grid d: every loss is rounded up, which makes delta(eps), hence B, upper bounds. The P-mass
+    beyond the x-range and the atoms of C's upper tail of total mass < ``tail_mass`` go to the
+    infinity mass (also an upper bound). Composition and delta(eps) are dp-accounting's.
+    """
+    w = np.asarray(count_pmf, dtype=np.float64)
+    k = np.flatnonzero(w > 0)
+    w = w[k]
+    upper_tail = np.cumsum(w[::-1])[::-1]  # Pr[C >= k_i]
+    keep = upper_tail > tail_mass
+    keep[0] = True
+    infinity = float(w[~keep].sum())
+    k, w = k[keep], w[keep]
+    s = np.sqrt(releases_per_round) * k / noise
+    if s[-1] == 0:
+        return pld.PrivacyLossDistribution(pld_pmf.DensePLDPmf(discretization, 0, np.array([1.0 - infinity]),
+                                                               infinity, True))
+    lo, hi = s[0] - 10.0, s[-1] + 10.0
+    n_cells = int(np.ceil((hi - lo) * s[-1] / discretization))
+    edges = np.linspace(lo, hi, n_cells + 1)
+    # mixture CDF F on the edges, as sum_k w_k (Phi(z) if z < 0 else 1 - sf(z)), z = edge - s_k,
+    # so that cell masses in the right tail come from sf differences (no cancellation)
+    z = edges[:, None] - s[None, :]
+    right = z >= 0
+    cdf_left = np.where(right, 0.0, norm.cdf(z)) @ w
+    sf_right = np.where(right, norm.sf(z), 0.0) @ w
+    mass = np.maximum(np.diff(cdf_left) + np.diff(right @ w) - np.diff(sf_right), 0.0)
+    mass[0] += cdf_left[0]  # P-mass left of lo has losses below the first cell's: rounded up into it
+    infinity += float(sf_right[-1])  # P-mass right of hi
+    loss = logsumexp(np.outer(edges[1:], s) - 0.5 * s**2, b=w, axis=1) - np.log(w.sum())
+    idx = np.ceil(loss / discretization - 1e-9).astype(np.int64)
+    base = int(idx.min())
+    probs = np.bincount(idx - base, weights=mass)
+    return pld.PrivacyLossDistribution(pld_pmf.DensePLDPmf(discretization, base, probs, infinity, True))
+
+
+def blowup(privacy_loss: pld.PrivacyLossDistribution, alpha: float) -> float:
+    """B(alpha) = sup{P(E) : Q(E) <= alpha} = 1 - T(alpha) from the privacy profile delta(eps).
+
+    By convex duality B(alpha) = inf_eps [delta(eps) + e^eps alpha] (Dong et al. 2019, Prop. 2.12);
+    for a discrete PLD the infimum is attained at one of its loss values, all multiples of the grid
+    d, so it is taken over the grid points in [-5, log(1/alpha)] (a larger eps cannot help since
+    e^eps alpha > 1 there). Every eps gives an upper bound, so the result is one for a pessimistic PLD.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    d = privacy_loss._pmf_remove._discretization  # noqa: SLF001 (grid of the PLD's loss values)
+    eps = np.arange(np.floor(-5.0 / d), np.ceil(np.log(1.0 / alpha) / d) + 1) * d
+    values = np.asarray(privacy_loss.get_delta_for_epsilon(eps)) + np.exp(eps) * alpha
+    return float(min(1.0, values.min()))
+
+
+def secret_blowup(count_pmf, sigma: float, alpha: float, rounds: int, releases_per_round: int = 2,
+                  discretization: float = 1e-3) -> float:
+    """Upper bound on B(alpha) of T rounds of Alg. 2 for one secret (Alg. 1 line 5).
+
+    C = sum of Bernoulli(rho_i) over the secret's records is drawn afresh every round (Alg. 2
+    line 7 runs inside each round of Alg. 3), so the T rounds are T independent mixtures and their
+    PLDs compose (the T-fold product of the mixture pair, not the mixture of T-fold products).
+    """
+    per_round = mixture_pld(count_pmf, sigma, releases_per_round, discretization)
+    return blowup(per_round.self_compose(rounds) if rounds > 1 else per_round, alpha)
+
+
+def _one_round_blowup(pmfs: np.ndarray, sigma: np.ndarray, z: np.ndarray, m: int) -> np.ndarray:
+    """Exact B(alpha) of a single round (T = 1): the Neyman-Pearson sets of all mixture components
+    are the same half-line, so B = sum_k Pr[C=k] sf(z - sqrt(m) k / sigma), z = Phi^-1(1-alpha)."""
+    k = np.arange(pmfs.shape[1])
+    return (pmfs * norm.sf(z[:, None] - np.sqrt(m) * k[None, :] / sigma[:, None])).sum(axis=1)
+
+
+@dataclass(frozen=True)
+class SecretNoiseResult:
+    """Output of ``secret_noise`` (Alg. 1)."""
+
+    sigma: float  # noise multiplier of every Gaussian release of Alg. 2
+    rho: np.ndarray  # sampling probability of each record
+    weights: np.ndarray  # LP solution w (Eq. 6)
+    mu: np.ndarray  # mu(p_j, r_j) per secret (= eta_j by default)
+    binding_secret: int  # index of a secret with sigma_j = sigma (-1 if no secret constrains sigma)
+    expected_sampled: float  # sum_i rho_i
+    n_groups: int  # distinct (p, r, rho multiset) classes
+    n_calibrated: int  # PLD evaluations (T-fold compositions) spent on the calibration
+
+
+def calibrate_sigma(incidence: sparse.spmatrix, rho, p, r, rounds: int, releases_per_round: int = 2,
+                    method: str = "exact", discretization: float = 1e-3, rel_tol: float = 1e-3):
+    """Alg. 1 lines 5-6: sigma = max_j min{sigma : B_(P_j,Q_j)(p_j) <= r_j}.
+
+    Returns (sigma, binding_secret, n_groups, n_calibrated).
+
+    Guarantee: (p, r)-secret protection (Def. 3.2) of T rounds of Alg. 2 that sample record i with
+    probability rho_i each round and make ``releases_per_round`` Gaussian releases of noise sigma
+    (after Alg. 2's 2R/n_k scaling) with L2 sensitivity C_j each, under Def. 3.1's adjacency.
+
+    method="exact" (default): the pair P_j = (sum_k Pr[C_j=k] N(sqrt(m) k, sigma^2))^{(x)T},
+    Q_j = N(0, sigma^2)^{(x)T} through pessimistic PLDs (``secret_blowup``), sigma_j by bisection on
+    log sigma to relative ``rel_tol``, returned on the safe side.
+    method="gaussian": the paper's single-Gaussian reading, N(E[C_j], sigma^2) per release, i.e.
+    sqrt(m T) E[C_j] / sigma = mu(p_j, r_j) (the capacity eta_j of Eq. 6 is this mean). It is NOT a
+    guarantee: for a single round the exact B is E[sf(z - sqrt(m) C/sigma)], which exceeds
+    sf(z - sqrt(m) E[C]/sigma) by Jensen wherever sf(z - .) is convex (shifts below z).
+
+    Secrets are grouped by (p_j, r_j, rho multiset, rounded up to 2^-30: a larger rho makes C
+    stochastically larger, so rounding up is safe). If C_a >= C_b stochastically, B_a >= B_b for
+    every sigma (the likelihood ratio of each round's pair is increasing, so the one-round curves
+    are ordered, and composition keeps the order); dominated groups are dropped. The rest are
+    sorted by their exact one-round sigma (a lower bound on sigma_j); the first is calibrated, then
+    the others are certified at that sigma in blocks through the CDF envelope of the block (a
+    stochastically larger C), splitting blocks that fail down to single groups, which are bisected.
+    """
+    inc = sparse.csc_matrix(incidence, dtype=np.float64)
+    n_secrets = inc.shape[1]
+    rho = np.asarray(rho, dtype=np.float64)
+    p = np.broadcast_to(np.asarray(p, dtype=np.float64), (n_secrets,))
+    r = np.broadcast_to(np.asarray(r, dtype=np.float64), (n_secrets,))
+    mu = np.broadcast_to(mu_from_pr(p, r), (n_secrets,))
+    if method not in ("exact", "gaussian"):
+        raise ValueError(f"method must be 'exact' or 'gaussian', got {method!r}")
+    if rounds < 1 or releases_per_round < 1:
+        raise ValueError("rounds and releases_per_round must be >= 1")
+    m = releases_per_round
+
+    # rho multiset of every secret (rounded up to 2^-30), grouped with its (p, r)
+    grid = 2.0**30
+    groups: dict[tuple, list[int]] = {}
+    for j in range(n_secrets):
+        vals = np.ceil(rho[inc.indices[inc.indptr[j]:inc.indptr[j + 1]]] * grid) / grid
+        vals = np.sort(vals[vals > 0])[::-1]
+        if vals.size == 0 or r[j] >= 1:
+            continue  # nothing of this secret is ever sampled, or no constraint
+        if mu[j] <= 0:
+            raise ValueError(f"secret {j}: r_j <= p_j cannot be met by any finite noise")
+        groups.setdefault((p[j], r[j], tuple(vals)), []).append(j)
+    if not groups:
+        return 0.0, -1, 0, 0
+    keys = list(groups)
+    if method == "gaussian":
+        sig = np.array([np.sqrt(m * rounds) * sum(key[2]) / mu_from_pr(key[0], key[1]) for key in keys])
+        g = int(np.argmax(sig))
+        return float(sig[g]), groups[keys[g]][0], len(keys), len(keys)
+
+    length = max(len(key[2]) for key in keys) + 1
+    pmfs = np.zeros((len(keys), length))
+    for g, key in enumerate(keys):
+        pmf = poisson_binomial_pmf(np.asarray(key[2]))
+        pmfs[g, : pmf.size] = pmf
+    cdfs = np.cumsum(pmfs, axis=1)
+    kp = np.array([key[0] for key in keys])
+    kr = np.array([key[1] for key in keys])
+    z = norm.isf(kp)
+
+    # exact one-round sigma of every group (vectorised bisection): a lower bound on sigma_j
+    lo, hi = np.full(len(keys), 1e-6), np.full(len(keys), 1e6)
+    for _ in range(80):
+        mid = np.sqrt(lo * hi)
+        ok = _one_round_blowup(pmfs, mid, z, m) <= kr
+        hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
+    order = np.argsort(-hi)
+
+    # dominance pruning within each (p, r) class, visiting larger lower bounds first
+    frontier: list[int] = []
+    for g in order:
+        same = [f for f in frontier if kp[f] == kp[g] and kr[f] == kr[g]]
+        if same and np.any(np.all(cdfs[same] <= cdfs[g] + 1e-15, axis=1)):
+            continue
+        frontier.append(int(g))
+
+    state = {"sigma": 0.0, "binding": -1, "evals": 0}
+
+    def fails(pmf, g, sig):
+        state["evals"] += 1
+        return secret_blowup(pmf, sig, kp[g], rounds, m, discretization) > kr[g]
+
+    def raise_sigma(g):
+        # bisect on [low, high]: B(lo[g]) > r_g (one round already fails there); every returned
+        # value was checked (B <= r_g) and is >= the previous sigma, so covered groups stay covered
+        low = max(lo[g], state["sigma"])
+        kmax = np.flatnonzero(pmfs[g] > 0)[-1]
+        high = max(np.sqrt(m * rounds) * kmax / mu_from_pr(kp[g], kr[g]), low) * (1 + rel_tol)
+        while fails(pmfs[g], g, high):  # worst-case Gaussian can fail only by the PLD's rounding
+            low, high = high, high * 1.25
+        while high / low > 1 + rel_tol:
+            mid = np.sqrt(low * high)
+            if fails(pmfs[g], g, mid):
+                low = mid
+            else:
+                high = mid
+        state["sigma"], state["binding"] = high, groups[keys[g]][0]
+
+    def certify(members):
+        # the pointwise minimum of the members' CDFs is a CDF that dominates every member, so one
+        # check of it at sigma certifies them all; otherwise split (members are in proxy order)
+        env = np.diff(np.concatenate([[0.0], cdfs[members].min(axis=0)]))
+        if not fails(env, members[0], state["sigma"]):
+            return
+        if len(members) == 1:
+            raise_sigma(members[0])
+            return
+        half = len(members) // 2
+        certify(members[:half])
+        certify(members[half:])
+
+    by_class: dict[tuple, list[int]] = {}
+    for g in frontier:
+        by_class.setdefault((kp[g], kr[g]), []).append(g)
+    for members in by_class.values():
+        if state["sigma"] < hi[members[0]]:
+            raise_sigma(members[0])  # the largest lower bound of its class: calibrate it first
+        certify(members)
+    sigma, binding, n_cal = state["sigma"], state["binding"], state["evals"]
+    return float(sigma), int(binding), len(keys), n_cal
+
+
+def secret_noise(incidence: sparse.spmatrix, p, r, rounds: int, releases_per_round: int = 2,
+                 method: str = "exact", eta=None, discretization: float = 1e-3) -> SecretNoiseResult:
+    """Alg. 1 SECRETNOISE: LP weights (Eq. 6, eta_j = mu(p_j, r_j) unless given), sampling
+    probabilities rho (line 4), and the noise sigma for ``rounds`` rounds (lines 5-6).
+
+    ``incidence``: records x secrets (sparse, nonzero = record contains secret); ``p``, ``r``:
+    scalars or one value per secret. See ``calibrate_sigma`` for the guarantee.
+    """
+    n_secrets = incidence.shape[1]
+    mu = np.broadcast_to(np.asarray(mu_from_pr(p, r), dtype=np.float64), (n_secrets,)).copy()
+    w = secret_noise_weights(incidence, mu if eta is None else eta)
+    rho = sampling_probabilities(w)
+    sigma, binding, n_groups, n_cal = calibrate_sigma(
+        incidence, rho, p, r, rounds, releases_per_round, method, discretization
+    )
+    return SecretNoiseResult(sigma, rho, w, mu, binding, float(rho.sum()), n_groups, n_cal)
