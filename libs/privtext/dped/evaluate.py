@@ -52,9 +52,12 @@ def cosine_by_frequency_band(
 ) -> list[tuple[float, int]]:
     """Mean cosine to the reference vectors per frequency quintile (rarest first), after an
     orthogonal Procrustes rotation of ``vectors`` onto ``reference`` over the covered words
-    (embeddings are only defined up to rotation). Returns (mean cosine, words) per band."""
+    (embeddings are only defined up to rotation). Returns (mean cosine, words) per band; NaN when
+    fewer than 3*d words are covered, where the fitted rotation would overfit (inflated cosines)."""
     ok = _present(vectors) & _present(reference)
     idx = np.flatnonzero(ok)
+    if idx.size < 3 * vectors.shape[1]:
+        return [(float("nan"), int(b.size)) for b in np.array_split(idx, n_bands)]
     rot, _ = orthogonal_procrustes(_unit(vectors[idx]), _unit(reference[idx]))
     cos = (_unit(vectors[idx] @ rot) * _unit(reference[idx])).sum(1)
     order = np.argsort(counts[idx], kind="stable")
