@@ -110,13 +110,3 @@ def register(subparsers) -> None:
     conv.add_argument("--json", action="store_true")
     conv.set_defaults(func=convert)
 
-
-def _main(argv=None) -> int:  # for `python -m privtext.privacy.cli` before the top-level CLI wires it
-    parser = argparse.ArgumentParser(prog="privtext")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())
