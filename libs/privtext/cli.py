@@ -16,12 +16,11 @@ def _settings(args):
 
 
 def cmd_run(args) -> int:
-    from privtext.stages.runner import run_stage
+    from privtext.stages.runner import run_stage, stage_parser
 
-    kwargs = {"input_path": args.input} if args.stage == "ingest" else {}
-    if args.stage == "ingest" and not args.input:
-        raise SystemExit("privtext run ingest: --input PATH is required")
-    result = run_stage(args.stage, _settings(args), date=args.date, pipeline=args.pipeline, **kwargs)
+    options = vars(stage_parser(args.stage).parse_args(args.options))
+    date, pipeline, run_id = options.pop("date"), options.pop("pipeline"), options.pop("run_id")
+    result = run_stage(args.stage, _settings(args), date=date, pipeline=pipeline, run_id=run_id, **options)
     print(json.dumps({"stage": args.stage, **result.__dict__}, default=str))
     return 0
 
@@ -121,11 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run one stage")
+    run = sub.add_parser("run", help="run one stage: privtext run STAGE [--date D] [stage options] (STAGE -h lists them)",
+                         add_help=False)
     run.add_argument("stage")
-    run.add_argument("--date", help="YYYY-MM-DD (default: today, UTC)")
-    run.add_argument("--input", help="input file or folder (ingest)")
-    run.add_argument("--pipeline", default="adhoc")
+    run.add_argument("options", nargs=argparse.REMAINDER)
     run.set_defaults(func=cmd_run)
 
     init = sub.add_parser("init", help="create the zones' tables (idempotent)")

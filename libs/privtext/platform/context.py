@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -30,6 +31,7 @@ class RunContext:
     run_id: str
     date: dt.date
     pipeline: str = "adhoc"
+    tracked: Any = None  # the stage's MLflow run (platform.tracking.StageRun), set by the runner
 
     @classmethod
     def create(cls, settings: Settings, date: str | None = None, pipeline: str = "adhoc",

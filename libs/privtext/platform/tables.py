@@ -64,4 +64,193 @@ PRIVACY_LEDGER = TableSpec(
     "Append-only record of every privacy spend (JSON params/spend, serialized dp-accounting event).",
 )
 
-ALL_TABLES: tuple[TableSpec, ...] = (DOCUMENTS, QUARANTINE, PRIVACY_LEDGER)
+DATE = pa.date32()
+F32_VECTOR = pa.list_(pa.float32())
+
+PII_SPANS = TableSpec(
+    "restricted",
+    "pii_spans",
+    pa.schema(
+        [
+            ("doc_id", STR),
+            ("entity_type", STR),
+            ("start", pa.int32()),
+            ("end", pa.int32()),
+            ("score", pa.float64()),
+            ("tier", STR),
+            ("secret_id", STR),
+            ("run_id", STR),
+            ("date", DATE),
+        ]
+    ),
+    ("date",),
+    "Detected sensitive spans (character offsets into documents.text, keyed hash of the value). Restricted.",
+)
+
+SECRETS = TableSpec(
+    "restricted",
+    "secrets",
+    pa.schema(
+        [
+            ("secret_id", STR),
+            ("entity_type", STR),
+            ("tier", STR),
+            ("doc_count", pa.int64()),
+            ("user_count", pa.int64()),
+            ("first_date", DATE),
+            ("last_date", DATE),
+            ("run_id", STR),
+        ]
+    ),
+    (),
+    "Secret registry: one row per keyed-hash secret id, counts over all nights. Never raw values.",
+)
+
+DOC_EMBEDDINGS = TableSpec(
+    "restricted",
+    "doc_embeddings",
+    pa.schema(
+        [
+            ("doc_id", STR),
+            ("embedding", F32_VECTOR),
+            ("model", STR),
+            ("dim", pa.int32()),
+            ("run_id", STR),
+            ("date", DATE),
+        ]
+    ),
+    ("date",),
+    "Sentence embeddings of documents (L2-normalised), one row per (doc_id, model). Restricted.",
+)
+
+SANITIZED_COLUMNS = [
+    ("doc_id", STR),
+    ("sanitized_text", STR),
+    ("n_spans", pa.int32()),
+    ("n_replaced", pa.int32()),
+    ("method", STR),
+    ("params", STR),
+    ("run_id", STR),
+    ("date", DATE),
+]
+
+STAGED_SANITIZED_DOCUMENTS = TableSpec(
+    "restricted",
+    "sanitized_documents",
+    pa.schema(SANITIZED_COLUMNS),
+    ("date",),
+    "Staged sanitized documents: not yet audited, so they stay restricted until publish.",
+)
+
+PUBLISHED_SANITIZED_DOCUMENTS = TableSpec(
+    "published",
+    "sanitized_documents",
+    pa.schema(SANITIZED_COLUMNS),
+    ("date",),
+    "Sanitized documents whose date passed the leakage audit gate.",
+)
+
+LEAKAGE_AUDITS = TableSpec(
+    "protected",
+    "leakage_audits",
+    pa.schema(
+        [
+            ("target", STR),
+            ("date", DATE),
+            ("adversary", STR),
+            ("eps", pa.float64()),
+            ("triplets", pa.int64()),
+            ("violation_ratio", pa.float64()),
+            ("delta_target", pa.float64()),
+            ("log10_p_fail", pa.float64()),
+            ("utility_loss", pa.float64()),
+            ("passed", pa.bool_()),
+            ("run_id", STR),
+        ]
+    ),
+    ("date",),
+    "mPL leakage audit results per target, date and adversary (aggregates only).",
+)
+
+SYNTHETIC_COLUMNS = [
+    ("synthetic_id", STR),
+    ("text", STR),
+    ("label", STR),
+    ("method", STR),
+    ("round", pa.int32()),
+    ("run_id", STR),
+    ("date", DATE),
+]
+
+STAGED_SYNTHETIC_DOCUMENTS = TableSpec(
+    "protected",
+    "synthetic_documents",
+    pa.schema(SYNTHETIC_COLUMNS),
+    ("date",),
+    "Synthetic documents released under (p,r)-secret protection / GDP, staged before evaluation.",
+)
+
+PUBLISHED_SYNTHETIC_DOCUMENTS = TableSpec(
+    "published",
+    "synthetic_documents",
+    pa.schema(SYNTHETIC_COLUMNS),
+    ("date",),
+    "Published synthetic documents (evaluated, ledger-charged).",
+)
+
+NOISY_CENTERS = TableSpec(
+    "protected",
+    "noisy_centers",
+    pa.schema(
+        [
+            ("run_id", STR),
+            ("round", pa.int32()),
+            ("label", STR),
+            ("center_id", pa.int32()),
+            ("noisy_count", pa.float64()),
+            ("center", F32_VECTOR),
+            ("date", DATE),
+        ]
+    ),
+    ("date",),
+    "SecretClustering releases per round (noisy counts and centres, Alg. 2 / Eq. 7).",
+)
+
+UTILITY_REPORTS = TableSpec(
+    "protected",
+    "utility_reports",
+    pa.schema(
+        [
+            ("target", STR),
+            ("method", STR),
+            ("metric", STR),
+            ("value", pa.float64()),
+            ("details", STR),
+            ("run_id", STR),
+            ("date", DATE),
+        ]
+    ),
+    ("date",),
+    "Utility metrics of a release (FID, length statistics, downstream accuracy...).",
+)
+
+WORD_VECTORS = TableSpec(
+    "published",
+    "word_vectors",
+    pa.schema(
+        [
+            ("word", STR),
+            ("vector", F32_VECTOR),
+            ("model_version", STR),
+            ("run_id", STR),
+        ]
+    ),
+    ("model_version",),
+    "DPED word embeddings (the student's vectors), released after the ledger charge.",
+)
+
+ALL_TABLES: tuple[TableSpec, ...] = (
+    DOCUMENTS, QUARANTINE, PRIVACY_LEDGER, PII_SPANS, SECRETS, DOC_EMBEDDINGS,
+    STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, LEAKAGE_AUDITS,
+    STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, NOISY_CENTERS, UTILITY_REPORTS, WORD_VECTORS,
+)

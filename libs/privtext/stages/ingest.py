@@ -235,6 +235,10 @@ def validate(parsed: DataFrame, max_chars: int) -> DataFrame:
     ).drop("_rank")
 
 
+def add_arguments(parser) -> None:
+    parser.add_argument("--input", dest="input_path", required=True, help="input file or folder")
+
+
 def run(ctx: RunContext, input_path: str) -> IngestResult:
     parsed = validate(parse_inputs(ctx, input_path), ctx.settings.ingest.max_chars).cache()
     try:
