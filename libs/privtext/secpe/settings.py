@@ -1,0 +1,27 @@
+"""Config section ``secpe``: SecPE synthetic text (Alg. 2-3) and its Aug-PE baseline."""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from privtext.platform.strict import StrictModel
+
+
+class SecpeSettings(StrictModel):
+    method: Literal["secpe", "aug_pe"] = "secpe"
+    n_syn: int = Field(8, ge=1)  # N_syn: synthetic texts released (over all labels)
+    variations: int = Field(2, ge=1)  # L: VARIATION(., L) per survivor; the first pool is N_syn * L
+    rounds: int = Field(2, ge=1)  # T: rounds of Alg. 3 (one SecretClustering release each)
+    clusters: int = Field(20, ge=1)  # K: public KMeans centres in all (split over labels by public size)
+    p: float = Field(1e-4, gt=0, lt=1)  # prior success p of a reconstruction attack (Def. 3.2)
+    r_over_p: float = Field(10.0, gt=1)  # budget r = r_over_p * p (capped at 1); inf = no protection
+    clip_radius: float = Field(1.0, gt=0)  # R (Remark 3.4: 1 for L2-normalised embeddings)
+    noise_method: Literal["exact", "gaussian"] = "exact"  # SecretNoise calibration (privacy.secret_protection)
+    use_labels: bool = True  # per-label evolution when documents carry labels
+    kmeans_max_iter: int = Field(30, ge=1)
+
+    @property
+    def r(self) -> float:
+        return 1.0 if math.isinf(self.r_over_p) else min(1.0, self.r_over_p * self.p)
