@@ -21,6 +21,7 @@ from privtext.clusant.settings import ClusantSettings
 from privtext.dped.settings import DpedSettings
 from privtext.embed.settings import EmbedSettings
 from privtext.pii.settings import PiiSettings
+from privtext.secpe.settings import SecpeSettings
 from privtext.platform.strict import StrictModel
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -96,6 +97,7 @@ class Settings(StrictModel):
     clusant: ClusantSettings = ClusantSettings()
     ampl: AmplSettings = AmplSettings()
     dped: DpedSettings = DpedSettings()
+    secpe: SecpeSettings = SecpeSettings()
 
     def budget(self, dataset: str) -> DatasetBudget:
         return self.privacy.budgets.get(dataset, DatasetBudget())
