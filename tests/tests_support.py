@@ -14,3 +14,23 @@ def make_budget_settings(root):
         "lakehouse": {"root": str(root)}, "tracking": {"enabled": False},
         "privacy": {"budgets": {"reviews": budget}},
     })
+
+
+def write_rows(ctx, spec, rows: list[dict], partition_values: dict | None = None):
+    """Write literal rows into a table (replacing the partitions given) — input fixtures for stage tests."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    frame = ctx.spark.createDataFrame(pa.Table.from_pylist(rows, schema=spec.schema),
+                                      schema=from_arrow_schema(spec.schema))
+    if partition_values is None:
+        return ctx.lakehouse.append(spec, frame)
+    return ctx.lakehouse.replace_partitions(spec, frame, partition_values)
+
+
+def document(doc_id: str, text: str, date, user_id: str | None = None, label: str | None = None) -> dict:
+    """A ``restricted.documents`` row."""
+    import datetime as dt
+
+    return {"doc_id": doc_id, "user_id": user_id, "text": text, "label": label, "metadata": [],
+            "ingest_date": dt.date.fromisoformat(str(date)), "run_id": "fixture"}

@@ -98,6 +98,7 @@ class UserTermSettings(StrictModel):
 
 class SecretsSettings(StrictModel):
     mode: Literal["pii", "random_words", "user_list"] = "pii"
+    tiers: list[Tier] = Field(default_factory=lambda: ["PII"])  # mode pii: detected types of these tiers are secrets
     random_words: RandomWordsSettings = RandomWordsSettings()
     user_list: list[UserTermSettings] = Field(default_factory=list)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -12,6 +12,7 @@ from privtext.platform.config import Settings
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.spark import get_spark
 from privtext.platform.tables import ALL_TABLES
+from privtext.platform.tracking import StageRun
 
 
 def parse_date(value: str | None) -> dt.date:
@@ -31,7 +32,7 @@ class RunContext:
     run_id: str
     date: dt.date
     pipeline: str = "adhoc"
-    tracked: Any = None  # the stage's MLflow run (platform.tracking.StageRun), set by the runner
+    tracked: Any = field(default_factory=lambda: StageRun(None))  # the stage's MLflow run; set by the runner
 
     @classmethod
     def create(cls, settings: Settings, date: str | None = None, pipeline: str = "adhoc",

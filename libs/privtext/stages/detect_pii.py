@@ -1,0 +1,144 @@
+"""Stage ``detect_pii``: ``restricted.documents`` -> ``restricted.pii_spans`` + the ``restricted.secrets`` registry.
+
+Presidio (``pii.detect``) runs in ``mapInPandas`` with one analyzer per Python worker; every detected
+span is written with its keyed hash (``secret_id``), never its value. When ``pii.secrets.mode`` is
+``random_words`` or ``user_list`` the matched secret words/terms are written as spans too (their own
+entity type), so the sanitizer and the audit keep the Presidio spans while SecPE uses the chosen
+secrets. Random words are chosen from document frequencies computed in Spark (O(|V|) on the driver).
+
+The date's spans replace the date's partition; the registry is then updated by a merge whose rows are
+recomputed from ALL nights' spans for every secret seen tonight or in the replaced partition, so a
+rerun of a date never double counts. ``secret_split`` is SecPE's public/private split (a document is
+private when it holds at least one secret), exposed as a DataFrame and the view
+``restricted.document_split``, never as a copy of the text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
+
+from privtext.pii.hashing import load_hmac_key
+from privtext.pii.secrets import select_random_words, word_set
+from privtext.pii.settings import PiiSettings
+from privtext.platform.context import RunContext
+from privtext.platform.tables import DOCUMENTS, PII_SPANS, SECRETS
+
+SPAN_SCHEMA = StructType(
+    [
+        StructField("doc_id", StringType()),
+        StructField("entity_type", StringType()),
+        StructField("start", IntegerType()),
+        StructField("end", IntegerType()),
+        StructField("score", DoubleType()),
+        StructField("tier", StringType()),
+        StructField("secret_id", StringType()),
+    ]
+)
+
+
+@dataclass
+class DetectResult:
+    documents: int
+    spans: int
+    secrets_total: int
+    private_documents: int
+    spans_by_type: dict[str, int]
+
+
+def _detect_partition(settings: PiiSettings, key: bytes, random_words: list[str] | None):
+    def detect(frames):
+        from privtext.pii.detect import detect_frame, get_analyzer
+        from privtext.pii.secrets import match_frame, matcher_for
+
+        analyzer = get_analyzer(settings)  # once per Python worker (module cache)
+        matcher = matcher_for(settings, random_words) if settings.secrets.mode != "pii" else None
+        for frame in frames:
+            spans = [detect_frame(analyzer, frame, settings, key)]
+            if matcher is not None:
+                spans.append(match_frame(frame, matcher, key))
+            out = pd.concat(spans, ignore_index=True)
+            yield out.astype({"start": "int32", "end": "int32"})
+
+    return detect
+
+
+def choose_random_words(documents: DataFrame, settings: PiiSettings) -> list[str]:
+    """SecPE's random-word secrets (Sec. 4.2): document frequencies in Spark, choice on the driver."""
+    words = F.udf(lambda text: sorted(word_set(text or "")), "array<string>")
+    freq = documents.select(F.explode(words("text")).alias("word")).groupBy("word").count()
+    doc_freq = {row["word"]: row["count"] for row in freq.toLocalIterator()}  # O(|V|)
+    rw = settings.secrets.random_words
+    return select_random_words(doc_freq, rw.quantile, rw.n_words, rw.min_chars)
+
+
+def secret_types(settings: PiiSettings) -> list[str]:
+    """The entity types that define SecPE secrets under ``pii.secrets.mode``."""
+    mode = settings.secrets.mode
+    if mode == "random_words":
+        return [settings.secrets.random_words.entity_type]
+    if mode == "user_list":
+        return sorted({t.entity_type for t in settings.secrets.user_list})
+    return [e for e in settings.detected_entities() if settings.tier_of(e) in settings.secrets.tiers]
+
+
+def secret_split(ctx: RunContext, date=None) -> DataFrame:
+    """(doc_id, ingest_date, n_secrets, is_private) for the documents (of ``date`` if given)."""
+    documents = ctx.lakehouse.read(DOCUMENTS).select("doc_id", "ingest_date")
+    if date is not None:
+        documents = documents.where(F.col("ingest_date") == F.lit(date))
+    spans = ctx.lakehouse.read(PII_SPANS).where(F.col("entity_type").isin(secret_types(ctx.settings.pii)))
+    counts = spans.groupBy("doc_id").agg(F.countDistinct("secret_id").alias("n_secrets"))
+    return (documents.join(counts, "doc_id", "left")
+            .select("doc_id", "ingest_date", F.coalesce("n_secrets", F.lit(0)).alias("n_secrets"))
+            .withColumn("is_private", F.col("n_secrets") > 0))
+
+
+def registry_updates(ctx: RunContext, touched: DataFrame) -> DataFrame:
+    """Registry rows recomputed from all nights' spans for the ``touched`` secret ids."""
+    users = ctx.lakehouse.read(DOCUMENTS).select(
+        "doc_id", F.coalesce("user_id", F.concat(F.lit("doc:"), "doc_id")).alias("user_key"))
+    spans = ctx.lakehouse.read(PII_SPANS).join(touched, "secret_id", "left_semi").join(users, "doc_id", "left")
+    typed = spans.groupBy("secret_id", "entity_type").count()
+    main_type = typed.groupBy("secret_id").agg(
+        F.max_by("entity_type", F.struct("count", "entity_type")).alias("entity_type"))
+    return (spans.groupBy("secret_id").agg(
+        F.when(F.array_contains(F.collect_set("tier"), "PII"), "PII").otherwise("PoII").alias("tier"),
+        F.countDistinct("doc_id").cast("long").alias("doc_count"),
+        F.countDistinct(F.coalesce("user_key", F.concat(F.lit("doc:"), "doc_id"))).cast("long").alias("user_count"),
+        F.min("date").alias("first_date"),
+        F.max("date").alias("last_date"))
+        .join(main_type, "secret_id")
+        .withColumn("run_id", F.lit(ctx.run_id))
+        .select(*SECRETS.schema.names))
+
+
+def run(ctx: RunContext) -> DetectResult:
+    settings = ctx.settings.pii
+    key = load_hmac_key(ctx.settings.run.hmac_key_env, ctx.settings.run.hmac_key_file, ctx.settings.run.deterministic)
+    date = F.lit(ctx.date).cast("date")
+    documents = ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") == date).select("doc_id", "text")
+    random_words = None
+    if settings.secrets.mode == "random_words":
+        random_words = choose_random_words(
+            ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") <= date), settings)
+    previous = ctx.lakehouse.delta_table(PII_SPANS)
+    spans = (documents.mapInPandas(_detect_partition(settings, key, random_words), SPAN_SCHEMA)
+             .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", date))
+    written = ctx.lakehouse.replace_partitions(PII_SPANS, spans, {"date": [ctx.date]})
+
+    replaced = ctx.lakehouse.read(PII_SPANS, version=previous.version()).where(F.col("date") == date)
+    tonight = ctx.lakehouse.read(PII_SPANS).where(F.col("date") == date)
+    touched = tonight.select("secret_id").union(replaced.select("secret_id")).distinct()
+    merged = ctx.lakehouse.merge(SECRETS, registry_updates(ctx, touched), keys=["secret_id"])
+
+    by_type = {r["entity_type"]: r["count"] for r in tonight.groupBy("entity_type").count().collect()}
+    private = secret_split(ctx, ctx.date).where("is_private").count()
+    ctx.tracked.log_params({"pii.secrets.mode": settings.secrets.mode, "pii.score_threshold": settings.score_threshold,
+                            "pii.entities": ",".join(settings.detected_entities())})
+    ctx.tracked.log_metrics({f"spans_{t}": n for t, n in by_type.items()})
+    return DetectResult(documents=documents.count(), spans=written.rows, secrets_total=merged.rows,
+                        private_documents=private, spans_by_type=by_type)

@@ -1,0 +1,83 @@
+"""Stage ``embed``: ``restricted.documents`` -> ``restricted.doc_embeddings``, incrementally per model.
+
+Only documents (ingested up to the run's date) without an embedding for ``embed.model`` are encoded;
+the new rows are the run's ``date`` partition, together with that partition's rows of other models,
+so a rerun of a date replaces its own rows and never re-encodes what earlier nights did.
+
+Encoding runs in ``mapInPandas``: one sentence-transformers model per Python worker (the encoder's
+module cache), Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows. On a cluster
+with Spark GPU scheduling (``spark.executor.resource.gpu.amount``, ``spark.task.resource.gpu.amount``
+and a discovery script in ``spark.conf``) each task uses the GPU Spark assigned it; otherwise CUDA
+when present, else CPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, FloatType, StringType, StructField, StructType
+
+from privtext.embed.settings import EmbedSettings
+from privtext.platform.context import RunContext
+from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS
+
+EMBED_SCHEMA = StructType([StructField("doc_id", StringType()), StructField("embedding", ArrayType(FloatType()))])
+
+
+@dataclass
+class EmbedResult:
+    documents: int
+    embedded: int
+    already_embedded: int
+    dim: int
+
+
+def task_device(settings: EmbedSettings) -> EmbedSettings:
+    """Pin the task to the GPU Spark assigned it (``TaskContext.resources()``), if any."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    gpus = context.resources().get("gpu") if context is not None else None
+    if gpus is None or not gpus.addresses or settings.device == "cpu":
+        return settings
+    import torch
+
+    torch.cuda.set_device(int(gpus.addresses[0]))
+    return settings.model_copy(update={"device": "cuda"})
+
+
+def _encode_partition(settings: EmbedSettings):
+    def encode(frames):
+        from privtext.embed.encoder import encode_texts
+
+        task_settings = task_device(settings)
+        for frame in frames:
+            vectors = encode_texts(frame["text"].tolist(), task_settings)
+            yield pd.DataFrame({"doc_id": frame["doc_id"], "embedding": list(vectors)})
+
+    return encode
+
+
+def run(ctx: RunContext) -> EmbedResult:
+    settings = ctx.settings.embed
+    date = F.lit(ctx.date).cast("date")
+    documents = ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") <= date).select("doc_id", "text")
+    existing = ctx.lakehouse.read(DOC_EMBEDDINGS)
+    done_before = existing.where((F.col("model") == settings.model) & (F.col("date") != date)).select("doc_id")
+    todo = documents.join(done_before, "doc_id", "left_anti")
+    new_rows = (todo.mapInPandas(_encode_partition(settings), EMBED_SCHEMA)
+                .withColumn("model", F.lit(settings.model))
+                .withColumn("dim", F.size("embedding"))
+                .withColumn("run_id", F.lit(ctx.run_id))
+                .withColumn("date", date))
+    other_models = existing.where((F.col("date") == date) & (F.col("model") != settings.model))
+    ctx.lakehouse.replace_partitions(
+        DOC_EMBEDDINGS, other_models.unionByName(new_rows), {"date": [ctx.date]})
+    mine = ctx.lakehouse.read(DOC_EMBEDDINGS).where((F.col("date") == date) & (F.col("model") == settings.model))
+    embedded = mine.count()
+    dims = [r["dim"] for r in mine.select("dim").distinct().collect()]
+    ctx.tracked.log_params({"embed.model": settings.model, "embed.batch_size": settings.batch_size,
+                            "embed.device": settings.device})
+    return EmbedResult(documents=documents.count(), embedded=embedded,
+                       already_embedded=done_before.count(), dim=dims[0] if dims else 0)

@@ -1,0 +1,112 @@
+"""Stage detect_pii on real Presidio: offsets, the secret registry across nights, no raw values stored."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+from tests_support import document, write_rows
+
+from privtext.platform.context import RunContext
+from privtext.platform.tables import DOCUMENTS, PII_SPANS, SECRETS
+from privtext.stages import detect_pii
+from privtext.stages.runner import run_stage
+
+NIGHT1, NIGHT2 = "2026-03-01", "2026-03-02"
+EMAIL = "zoë.müller@example.org"
+LONG_FILLER = "The parcel was late again and nobody answered. " * 60  # ~2.9k chars: several chunks
+
+
+def _docs(date, rows):
+    return [document(d, t, date, user_id=u) for d, t, u in rows]
+
+
+def _spans(ctx, date):
+    return {(r["doc_id"], r["entity_type"], r["start"], r["end"]): r["secret_id"]
+            for r in ctx.lakehouse.read(PII_SPANS).where(F.col("date") == F.lit(date).cast("date")).collect()}
+
+
+@pytest.fixture
+def night_settings(tmp_path):
+    from conftest import make_settings
+
+    # small chunks force the multi-chunk path on the long document
+    return make_settings(tmp_path / "lake", pii={"max_chunk_chars": 2000, "chunk_overlap_chars": 100})
+
+
+def test_offsets_unicode_and_multichunk(night_settings):
+    ctx = RunContext.create(night_settings, date=NIGHT1)
+    texts = {
+        "u1": f"Grüße! Schreib an {EMAIL} oder ruf 212-555-0173 an.",
+        "long": LONG_FILLER + f"Contact {EMAIL} now. " + LONG_FILLER + "Card 4111 1111 1111 1111 was charged.",
+        "empty": "",
+        "blank": "   \n\t ",
+    }
+    write_rows(ctx, DOCUMENTS, _docs(NIGHT1, [(k, v, "user-a") for k, v in texts.items()]),
+               {"ingest_date": [NIGHT1]})
+    result = run_stage("detect_pii", night_settings, date=NIGHT1)
+    spans = _spans(ctx, NIGHT1)
+    found = {(doc, etype, texts[doc][s:e]) for doc, etype, s, e in spans}
+    assert ("u1", "EMAIL_ADDRESS", EMAIL) in found
+    assert ("u1", "PHONE_NUMBER", "212-555-0173") in found
+    assert ("long", "EMAIL_ADDRESS", EMAIL) in found  # after the first chunk boundary
+    assert ("long", "CREDIT_CARD", "4111 1111 1111 1111") in found  # in the last chunk
+    assert not any(doc in ("empty", "blank") for doc, *_ in spans)
+    # same normalized value -> same keyed secret id in both documents
+    ids = {sid for (doc, etype, *_), sid in spans.items() if etype == "EMAIL_ADDRESS"}
+    assert len(ids) == 1
+    assert result.documents == 4 and result.private_documents == 2
+
+
+def test_registry_counts_across_two_nights_and_rerun(night_settings):
+    ctx = RunContext.create(night_settings, date=NIGHT1)
+    write_rows(ctx, DOCUMENTS, _docs(NIGHT1, [("a", f"Mail {EMAIL} please.", "u1"),
+                                              ("b", f"My address is {EMAIL}.", "u2")]), {"ingest_date": [NIGHT1]})
+    write_rows(ctx, DOCUMENTS, _docs(NIGHT2, [("c", f"Again: {EMAIL}", "u1"),
+                                              ("d", "Refund jane.roe@example.net today", "u3")]), {"ingest_date": [NIGHT2]})
+    run_stage("detect_pii", night_settings, date=NIGHT1)
+    run_stage("detect_pii", night_settings, date=NIGHT2)
+    run_stage("detect_pii", night_settings, date=NIGHT2)  # a rerun must not double count
+
+    email_id = next(sid for (doc, etype, *_), sid in _spans(ctx, NIGHT2).items() if doc == "c" and etype == "EMAIL_ADDRESS")
+    registry = {r["secret_id"]: r for r in ctx.lakehouse.read(SECRETS).collect()}
+    row = registry[email_id]
+    assert (row["doc_count"], row["user_count"]) == (3, 2)
+    assert (row["first_date"], row["last_date"]) == (dt.date(2026, 3, 1), dt.date(2026, 3, 2))
+    assert row["entity_type"] == "EMAIL_ADDRESS" and row["tier"] == "PII"
+    assert len([r for r in registry.values() if r["entity_type"] == "EMAIL_ADDRESS"]) == 2
+    assert len(ctx.lakehouse.read(PII_SPANS).where("doc_id = 'c'").collect()) == 1  # replaced, not appended
+
+    split = {r["doc_id"]: r["is_private"] for r in detect_pii.secret_split(ctx).collect()}
+    assert split == {"a": True, "b": True, "c": True, "d": True}
+
+
+def test_no_raw_value_in_tables_or_mlflow(tmp_path):
+    from conftest import make_settings
+
+    settings = make_settings(tmp_path / "lake", tracking={"enabled": True})
+    ctx = RunContext.create(settings, date=NIGHT1)
+    secrets = [EMAIL, "212-555-0173", "Ingrid Svensson"]
+    write_rows(ctx, DOCUMENTS, _docs(NIGHT1, [("a", f"Ingrid Svensson wrote from {EMAIL}, call 212-555-0173.", "u1")]),
+               {"ingest_date": [NIGHT1]})
+    result = run_stage("detect_pii", settings, date=NIGHT1)
+    assert result.spans >= 3
+    stored = [p for zone in ("restricted/pii_spans", "restricted/secrets") for p in (tmp_path / "lake" / zone).rglob("*")
+              if p.is_file()] + [p for p in (tmp_path / "lake").rglob("*") if p.is_file() and "mlruns" in p.parts]
+    stored += [tmp_path / "lake" / "mlflow.db"]
+    assert len(stored) > 5
+    for path in stored:
+        blob = Path(path).read_bytes()
+        for value in secrets:
+            for form in {value, value.lower(), value.casefold()}:
+                assert form.encode() not in blob, f"raw value in {path}"
+
+
+def test_missing_hmac_key_refused_outside_deterministic(tmp_path):
+    from conftest import make_settings
+    from privtext.pii.hashing import MissingKeyError
+
+    settings = make_settings(tmp_path / "lake", run={"deterministic": False, "hmac_key_env": "PRIVTEXT_TEST_NO_SUCH_KEY"})
+    with pytest.raises(MissingKeyError, match="PRIVTEXT_TEST_NO_SUCH_KEY"):
+        run_stage("detect_pii", settings, date=NIGHT1)
