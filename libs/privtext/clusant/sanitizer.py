@@ -5,6 +5,11 @@ public clustering (``clustering.py``) and a mechanism (``mechanism.py``) with th
 (PII stricter than PoII). ``replace`` maps a batch of (type, span embedding) to replacement phrases,
 vectorised per type. Guarantee per span: eps_type-metric-LDP (see ``mechanism.py``); spans are
 sanitized independently, so a document's spans of one secret compose additively in eps.
+
+A type without a vocabulary (not configured, or no public source yields candidates) gets the typed
+placeholder ``[TYPE]``: a deterministic mask that releases only the type and position of the span.
+``merge_spans`` and ``splice`` rebuild a document: overlapping spans become one, everything outside
+the spans is kept character for character (offsets are Python string indices, i.e. code points).
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import numpy as np
 from .clustering import cluster_vocabulary
 from .mechanism import METRIC, CluSanT, build_mechanism
 from .settings import ClusantSettings
-from .vocabulary import Encode, Generate, build_vocabulary, embed_vocabulary
+from .vocabulary import Encode, Generate, NoVocabulary, build_vocabulary, embed_vocabulary, normalize
 
 
 @dataclass(frozen=True)
@@ -27,10 +32,48 @@ class TypeSanitizer:
     mechanism: CluSanT
 
 
+def placeholder(entity_type: str) -> str:
+    """The typed mask of a span whose type has no replacement vocabulary."""
+    return f"[{entity_type}]"
+
+
+def merge_spans(spans: Iterable[tuple[int, int, str, str, float]], length: int) -> list[tuple[int, int, str, str]]:
+    """Disjoint, sorted (start, end, entity_type, tier) from possibly overlapping (start, end, type, tier, score).
+
+    Offsets are clipped to [0, length]; empty spans are dropped; spans that overlap (share at least one
+    character) become one span covering their union, with the type and tier of the member ranked first
+    by: PII tier before PoII, higher score, longer, earlier. Touching spans (end == next start) stay apart.
+    """
+    clipped = sorted((max(0, int(s)), min(length, int(e)), t, tier, float(score))
+                     for s, e, t, tier, score in spans if min(length, int(e)) > max(0, int(s)))
+    groups: list[list[tuple]] = []
+    for span in clipped:
+        if groups and span[0] < max(m[1] for m in groups[-1]):
+            groups[-1].append(span)
+        else:
+            groups.append([span])
+    merged = []
+    for group in groups:
+        best = min(group, key=lambda m: (m[3] != "PII", -m[4], m[0] - m[1], m[0]))
+        merged.append((group[0][0], max(m[1] for m in group), best[2], best[3]))
+    return merged
+
+
+def splice(text: str, spans: Sequence[tuple[int, int]], replacements: Sequence[str]) -> str:
+    """``text`` with each of the disjoint, sorted ``spans`` replaced; the rest is kept as is."""
+    out, pos = [], 0
+    for (start, end), replacement in zip(spans, replacements):
+        out += [text[pos:start], replacement]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 class ClusantSanitizer:
-    def __init__(self, settings: ClusantSettings, per_type: Mapping[str, TypeSanitizer]):
+    def __init__(self, settings: ClusantSettings, per_type: Mapping[str, TypeSanitizer], missing: Iterable[str] = ()):
         self.settings = settings
         self.per_type = dict(per_type)
+        self.missing = tuple(missing)  # configured types without a vocabulary (masked with a placeholder)
 
     @classmethod
     def build(
@@ -44,17 +87,37 @@ class ClusantSanitizer:
         cache_dir: str | None = None,
     ) -> "ClusantSanitizer":
         """Vocabulary, embeddings (cached in ``cache_dir``, default ``settings.cache_dir``), clusters, mechanism per type."""
-        exclude = list(exclude) if settings.exclude_private_values else []
-        per_type = {}
-        for entity_type in settings.entity_types:
-            phrases = build_vocabulary(entity_type, settings.vocabulary, exclude, generate)
-            emb = embed_vocabulary(entity_type, phrases, encode, model_name, cache_dir or settings.cache_dir)
+        vocabularies = build_vocabularies(settings, encode, model_name, generate, cache_dir)
+        return cls.from_vocabularies(settings, vocabularies, tier_of, exclude)
+
+    @classmethod
+    def from_vocabularies(
+        cls,
+        settings: ClusantSettings,
+        vocabularies: Mapping[str, tuple[Sequence[str], np.ndarray] | None],
+        tier_of: Callable[[str], str],
+        exclude: Iterable[str] = (),
+    ) -> "ClusantSanitizer":
+        """Clusters and mechanism per type over the given (phrases, embeddings); None: no vocabulary.
+
+        ``exclude`` (private values; used when ``settings.exclude_private_values``) removes matching
+        candidates (case- and space-insensitively) from the full vocabulary, so the cached embeddings
+        stay valid whatever a night's private values are; the vocabulary shrinks by the matches.
+        """
+        banned = {normalize(v) for v in exclude} if settings.exclude_private_values else set()
+        per_type, missing = {}, []
+        for entity_type, vocabulary in vocabularies.items():
+            keep = [] if vocabulary is None else [i for i, p in enumerate(vocabulary[0]) if normalize(p) not in banned]
+            if len(keep) < 2:
+                missing.append(entity_type)
+                continue
+            phrases, emb = [vocabulary[0][i] for i in keep], vocabulary[1][keep]
             rng = np.random.default_rng([settings.vocabulary.seed, len(phrases)])  # public clustering
             labels = cluster_vocabulary(emb, settings.clustering, settings.n_clusters, rng)
             tier = tier_of(entity_type)
             mech = build_mechanism(settings.method, emb, labels, settings.eps_for(entity_type, tier), settings.k)
             per_type[entity_type] = TypeSanitizer(entity_type, tier, tuple(phrases), mech)
-        return cls(settings, per_type)
+        return cls(settings, per_type, missing)
 
     def replace(self, rng: np.random.Generator, entity_types: Sequence[str], embeddings: np.ndarray) -> list[str | None]:
         """A public replacement for every span (row i: type ``entity_types[i]``, embedding row i).
@@ -72,6 +135,26 @@ class ClusantSanitizer:
     def ledger_params(self) -> dict:
         """Parameters of the ledger record of a sanitization run (one 'mldp' entry per span type)."""
         return ledger_params(self.settings, {t: (ts.tier, ts.mechanism) for t, ts in self.per_type.items()})
+
+
+def build_vocabularies(
+    settings: ClusantSettings,
+    encode: Encode,
+    model_name: str,
+    generate: Generate | None = None,
+    cache_dir: str | None = None,
+) -> dict[str, tuple[list[str], np.ndarray] | None]:
+    """(phrases, unit-norm embeddings) of every configured type's full public vocabulary; None if it has none."""
+    out: dict[str, tuple[list[str], np.ndarray] | None] = {}
+    for entity_type in settings.entity_types:
+        try:
+            phrases = build_vocabulary(entity_type, settings.vocabulary, generate=generate)
+        except NoVocabulary:
+            out[entity_type] = None
+            continue
+        out[entity_type] = (phrases, embed_vocabulary(entity_type, phrases, encode, model_name,
+                                                      cache_dir or settings.cache_dir))
+    return out
 
 
 def ledger_params(settings: ClusantSettings, mechanisms: Mapping[str, tuple[str, CluSanT]]) -> dict:

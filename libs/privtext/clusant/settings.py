@@ -33,6 +33,14 @@ class VocabularySettings(StrictModel):
         return self.sizes.get(entity_type, self.size)
 
 
+class SanitizeMetricsSettings(StrictModel):
+    """Utility metrics of a sanitize run (aggregates only, computed in executors, logged to MLflow)."""
+
+    similarity: bool = True  # mean cosine of sentence embeddings, original vs sanitized document
+    perplexity: bool = True  # mean perplexity of sanitized documents under the local LM (privtext.generate)
+    sample_rate: float = Field(1.0, gt=0.0, le=1.0)  # fraction of documents with spans measured (doc_id hash)
+
+
 class ClusantSettings(StrictModel):
     method: Literal["clusant", "santext", "custext"] = "clusant"  # custext has no guarantee across clusters
     n_clusters: int = Field(40, ge=1)  # per entity type (capped at the vocabulary size)
@@ -45,6 +53,7 @@ class ClusantSettings(StrictModel):
     vocabulary: VocabularySettings = VocabularySettings()
     exclude_private_values: bool = True  # drop candidates equal to a detected private value
     cache_dir: str = "cache/clusant"  # vocabulary embeddings, keyed by (type, vocabulary hash, model)
+    metrics: SanitizeMetricsSettings = SanitizeMetricsSettings()
 
     @model_validator(mode="after")
     def _check(self) -> "ClusantSettings":

@@ -29,6 +29,10 @@ from .settings import VocabularySettings
 Encode = Callable[[list[str]], np.ndarray]
 Generate = Callable[[str, Sequence[str], int], list[str]]
 
+
+class NoVocabulary(ValueError):
+    """No public source yields (at least two) replacement candidates for an entity type."""
+
 _DATE_PATTERNS = ("%B %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%B %Y", "%d.%m.%Y", "%b %d")
 _FAKER: dict[str, tuple[Callable, ...]] = {
     "PERSON": (lambda f: f.name(), lambda f: f"{f.first_name()} {f.last_name()}"),
@@ -160,7 +164,7 @@ def build_vocabulary(
             stalled = stalled + 1 if len(taken) == before else 0
         _interleave(base, size, taken, banned)  # top up if the generator ran dry
     if len(taken) < 2:
-        raise ValueError(f"no public replacement source yields candidates for entity type {entity_type}")
+        raise NoVocabulary(f"no public replacement source yields candidates for entity type {entity_type}")
     return list(taken.values())
 
 

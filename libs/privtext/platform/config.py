@@ -24,7 +24,8 @@ from privtext.pii.settings import PiiSettings
 from privtext.secpe.settings import SecpeSettings
 from privtext.platform.strict import StrictModel
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+# PRIVTEXT_HOME: the project checkout, for code imported from a zip/wheel shipped with spark-submit --py-files
+PROJECT_ROOT = Path(os.environ.get("PRIVTEXT_HOME") or Path(__file__).resolve().parents[3])
 ENV_PREFIX = "PRIVTEXT_"
 ZONES = ("restricted", "protected", "published")
 
@@ -81,6 +82,15 @@ class DatasetBudget(StrictModel):
     mldp_eps_max: float | None = Field(None, gt=0)
 
 
+class PublishSettings(StrictModel):
+    """The ``publish`` stage: export location and the leakage-audit gate."""
+
+    export_path: str = "exports"  # local folder (relative to the project) or an object-store URI
+    formats: tuple[Literal["parquet", "jsonl"], ...] = ("parquet", "jsonl")
+    require_audit: bool = True  # false only for demos: publish without an audit (recorded in the ledger)
+    audit_adversaries: tuple[str, ...] = ("transformer", "lstm", "rnn")  # each must have passed for the date
+
+
 class PrivacySettings(StrictModel):
     budgets: dict[str, DatasetBudget] = Field(default_factory=dict)
 
@@ -98,6 +108,7 @@ class Settings(StrictModel):
     ampl: AmplSettings = AmplSettings()
     dped: DpedSettings = DpedSettings()
     secpe: SecpeSettings = SecpeSettings()
+    publish: PublishSettings = PublishSettings()
 
     def budget(self, dataset: str) -> DatasetBudget:
         return self.privacy.budgets.get(dataset, DatasetBudget())

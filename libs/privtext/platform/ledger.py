@@ -13,6 +13,8 @@ nothing written) when a limit in ``privacy.budgets.<dataset>`` would be exceeded
   export date: the same documents) compose by summing eps; disjoint scopes compose in parallel
   (max). The limit is that max <= mldp_eps_max.
 * ``empirical_mpl``: measured leakage (audits); recorded, not budgeted.
+* ``none``: an action without a formal guarantee (a CusText sanitization, a publish without a passed
+  audit: gate override or ``publish.require_audit: false``); recorded with who and why, not budgeted.
 
 Concurrency: a charge reads the ledger snapshot, checks the budget and appends with a Delta
 application transaction named after the dataset; two charges from the same snapshot conflict, the
@@ -35,7 +37,7 @@ from privtext.platform.config import DatasetBudget, Settings
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import PRIVACY_LEDGER
 
-GUARANTEES = ("secret_protection", "gdp", "approx_dp", "mldp", "empirical_mpl")
+GUARANTEES = ("secret_protection", "gdp", "approx_dp", "mldp", "empirical_mpl", "none")
 
 
 class BudgetExceeded(RuntimeError):

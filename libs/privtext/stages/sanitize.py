@@ -1,0 +1,296 @@
+"""Stage ``sanitize``: ``restricted.documents`` + ``restricted.pii_spans`` -> staged ``restricted.sanitized_documents``.
+
+Every detected span of the date's documents is replaced; the rest of the text is kept character for
+character (overlapping spans are merged first, ``clusant.sanitizer.merge_spans``). A span whose type
+has a public replacement vocabulary (``clusant.entity_types``) gets a CluSanT replacement
+(``clusant.method``: clusant, santext or custext); any other span gets the typed placeholder
+``[TYPE]``. Sanitization runs in ``mapInPandas`` with one ``ClusantSanitizer`` per Python worker,
+built once from the disk cache of vocabulary embeddings (``clusant.cache_dir``, which executors must
+be able to read on a cluster; otherwise each worker re-embeds the vocabularies once).
+
+Guarantee: each span is released under eps_T-metric-LDP (T = its type, eps_T from its tier, PII
+stricter than PoII) for the metric D_k of ``clusant.mechanism`` (Euclidean distance of phrase
+embeddings within a cluster; between clusters the bound grows linearly with k). Adjacency: any two
+values of ONE span (local model). Spans are randomised independently, so a value occurring in n spans
+is protected at n * eps_T. The ledger gets one ``mldp`` charge per span type present, with scope
+``sanitized_documents/<date>/<type>`` (a rerun of the date sums with the earlier run's charge), BEFORE
+anything is written. ``custext`` has no guarantee across clusters: it is recorded as guarantee
+``none`` and ``publish`` refuses its output. Placeholders are deterministic masks (no spend).
+
+Exclusion of private values (``clusant.exclude_private_values``): a public candidate equal to a value
+detected tonight is removed, so no real value of the corpus can be emitted. The set is a semi-join
+of the public vocabulary (O(|V|), built on the driver) against the span values computed in
+executors; only vocabulary phrases come back to the driver, never span values. The candidate set
+then depends on which public phrases occur privately; the per-span mLDP guarantee holds given the
+candidate set and does not cover that dependence.
+
+Metrics (MLflow, aggregates only): replaced and masked span counts per type, mean cosine similarity
+of sentence embeddings original vs sanitized, mean perplexity of sanitized documents under the local
+LM (``privtext.generate.perplexity``, when that module is installed), spans per second; over the
+documents with spans, sampled by ``clusant.metrics.sample_rate``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import unicodedata
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
+
+from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies, merge_spans, placeholder, splice
+from privtext.platform.context import RunContext
+from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+
+TARGET = "sanitized_documents"
+EDGE_PUNCT = " \t\n\"'`.,;:!?()[]{}<>"
+OUT_SCHEMA = StructType([
+    StructField("doc_id", StringType()),
+    StructField("sanitized_text", StringType()),
+    StructField("n_spans", IntegerType()),
+    StructField("n_replaced", IntegerType()),
+    StructField("similarity", DoubleType()),
+    StructField("perplexity", DoubleType()),
+    StructField("replaced", MapType(StringType(), IntegerType())),
+    StructField("masked", MapType(StringType(), IntegerType())),
+])
+_SANITIZERS: dict[str, ClusantSanitizer] = {}  # one per Python worker and (settings, exclusions)
+
+
+@dataclass
+class SanitizeResult:
+    documents: int
+    spans: int
+    replaced: int
+    masked: int
+    excluded_candidates: int
+    semantic_similarity: float | None
+    perplexity: float | None
+    spans_per_second: float
+    replaced_by_type: dict[str, int] = field(default_factory=dict)
+    masked_by_type: dict[str, int] = field(default_factory=dict)
+
+
+def match_key(value: str) -> str:
+    """Comparison key of a span value and a candidate: NFKC, case-folded, spaces collapsed, edge punctuation off."""
+    return " ".join(unicodedata.normalize("NFKC", value).casefold().split()).strip(EDGE_PUNCT)
+
+
+def _tier_of(ctx_settings):
+    pii = ctx_settings.pii
+
+    def tier_of(entity_type: str) -> str:
+        try:
+            return pii.tier_of(entity_type)
+        except KeyError:
+            return "PII"  # unknown type: the stricter tier
+
+    return tier_of
+
+
+def _encoder(embed_settings):
+    from privtext.embed.encoder import encode_phrases
+
+    return lambda phrases: encode_phrases(phrases, embed_settings)
+
+
+def get_sanitizer(settings, exclude: list[str]) -> ClusantSanitizer:
+    """The worker's sanitizer for these settings and exclusions (built once, then reused)."""
+    key = hashlib.sha256(json.dumps([settings.clusant.model_dump(mode="json"), settings.embed.model_dump(mode="json"),
+                                     settings.pii.model_dump(mode="json"), sorted(exclude)]).encode()).hexdigest()
+    if key not in _SANITIZERS:
+        vocabularies = build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
+                                          cache_dir=_cache_dir(settings))
+        _SANITIZERS[key] = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings), exclude)
+    return _SANITIZERS[key]
+
+
+def _cache_dir(settings) -> str:
+    from privtext.platform.config import resolve_uri
+
+    return resolve_uri(settings.clusant.cache_dir)
+
+
+def _doc_spans(text: str, spans) -> list[tuple[int, int, str, str]]:
+    raw = [] if spans is None else [(s["start"], s["end"], s["entity_type"], s["tier"] or "PII", s["score"] or 0.0)
+                                   for s in spans]
+    return merge_spans(raw, len(text))
+
+
+def _span_keys(frames):
+    """Executor side of the exclusion semi-join: match keys of every raw and merged span value."""
+    for frame in frames:
+        keys = set()
+        for text, spans in zip(frame["text"], frame["spans"]):
+            if spans is None:
+                continue
+            for s in spans:
+                keys.add(match_key(text[max(0, s["start"]):s["end"]]))
+            keys.update(match_key(text[s:e]) for s, e, _, _ in _doc_spans(text, spans))
+        yield pd.DataFrame({"key": sorted(k for k in keys if k)}, dtype=object)
+
+
+def _sampled(doc_id: str, rate: float) -> bool:
+    return rate >= 1.0 or int(hashlib.sha256(doc_id.encode()).hexdigest()[:8], 16) < rate * 2**32
+
+
+def _perplexity_fn(settings):
+    """``privtext.generate.perplexity`` and its settings, or None when the generator is not installed."""
+    generate_settings = getattr(settings, "generate", None)
+    try:
+        from privtext.generate import perplexity
+    except ImportError:
+        return None
+    if generate_settings is None:
+        return None
+    return lambda texts: perplexity(texts, generate_settings)
+
+
+def _sanitize_batches(settings, exclude: list[str], seed_material: str):
+    metrics = settings.clusant.metrics
+
+    def run(frames):
+        from privtext.embed.encoder import encode_texts
+        from privtext.privacy.mechanisms import make_rng
+
+        sanitizer = get_sanitizer(settings, exclude)
+        encode = _encoder(settings.embed)
+        perplexity = _perplexity_fn(settings) if metrics.perplexity else None
+        for frame in frames:
+            seed = int.from_bytes(hashlib.sha256((seed_material + "".join(frame["doc_id"])).encode()).digest()[:8], "little")
+            rng = make_rng(settings.run.deterministic, seed)
+            docs = [_doc_spans(text, spans) for text, spans in zip(frame["text"], frame["spans"])]
+            flat = [(i, s, e, t) for i, spans in enumerate(docs) for s, e, t, _ in spans]
+            texts = list(frame["text"])
+            values = [texts[i][s:e] for i, s, e, _ in flat]
+            types = [t for *_, t in flat]
+            known = [j for j, t in enumerate(types) if t in sanitizer.per_type]
+            chosen: list[str | None] = [None] * len(flat)
+            if known:
+                emb = encode([values[j] for j in known]).astype(np.float64)
+                for j, r in zip(known, sanitizer.replace(rng, [types[j] for j in known], emb)):
+                    chosen[j] = r
+            out_text, replaced, masked = [], [], []
+            pos = 0
+            for i, spans in enumerate(docs):
+                picks = chosen[pos:pos + len(spans)]
+                pos += len(spans)
+                out_text.append(splice(texts[i], [(s, e) for s, e, _, _ in spans],
+                                       [r if r is not None else placeholder(t) for r, (_, _, t, _) in zip(picks, spans)]))
+                rep, msk = {}, {}
+                for r, (_, _, t, _) in zip(picks, spans):
+                    target = rep if r is not None else msk
+                    target[t] = target.get(t, 0) + 1
+                replaced.append(rep)
+                masked.append(msk)
+            measured = [i for i, spans in enumerate(docs) if spans and _sampled(frame["doc_id"].iloc[i], metrics.sample_rate)]
+            similarity = np.full(len(docs), np.nan)
+            ppl = np.full(len(docs), np.nan)
+            if measured and metrics.similarity:
+                a = encode_texts([texts[i] for i in measured], settings.embed)
+                b = encode_texts([out_text[i] for i in measured], settings.embed)
+                similarity[measured] = (a.astype(np.float64) * b).sum(axis=1)
+            if measured and perplexity is not None:
+                ppl[measured] = perplexity([out_text[i] for i in measured])
+            yield pd.DataFrame({
+                "doc_id": frame["doc_id"], "sanitized_text": out_text,
+                "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in replaced],
+                "similarity": similarity, "perplexity": ppl, "replaced": replaced, "masked": masked,
+            })
+
+    return run
+
+
+def _inputs(ctx: RunContext) -> DataFrame:
+    """The date's documents, each with the list of its spans (empty for documents without spans)."""
+    date = F.lit(ctx.date).cast("date")
+    documents = ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") == date).select("doc_id", "text")
+    spans = (ctx.lakehouse.read(PII_SPANS).where(F.col("date") == date)
+             .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score")).alias("spans")))
+    return documents.join(spans, "doc_id", "left")
+
+
+def private_candidates(ctx: RunContext, inputs: DataFrame, phrases: list[str]) -> list[str]:
+    """The public phrases equal (``match_key``) to a span value of ``inputs``: a semi-join, O(|V|) out."""
+    if not phrases:
+        return []
+    vocab = ctx.spark.createDataFrame(pd.DataFrame({"key": [match_key(p) for p in phrases], "phrase": phrases}))
+    keys = inputs.where(F.col("spans").isNotNull()).mapInPandas(_span_keys, "key string").distinct()
+    return sorted({r["phrase"] for r in vocab.join(keys, "key", "left_semi").select("phrase").toLocalIterator()})
+
+
+def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, spans_by_type: dict[str, int]) -> None:
+    """One ledger record per span type present: ``mldp`` (scope: date and type), ``none`` for CusText."""
+    ledger = Ledger(ctx.lakehouse, ctx.settings)
+    for entity_type in sorted(t for t in spans_by_type if t in sanitizer.per_type):
+        ts = sanitizer.per_type[entity_type]
+        g = ts.mechanism.guarantee()
+        params = {**g, "entity_type": entity_type, "tier": ts.tier, "target": TARGET, "date": ctx.date.isoformat(),
+                  "clustering": ctx.settings.clusant.clustering, "spans": spans_by_type[entity_type],
+                  "adjacency": "any two values of one span (local model); n spans of one value: n * eps",
+                  "exclude_private_values": ctx.settings.clusant.exclude_private_values}
+        spend = {"epsilon": g["eps"], "scope": f"{TARGET}/{ctx.date.isoformat()}/{entity_type}"} if g["guarantee"] == "mldp" else {}
+        ledger.charge(Charge(ctx.settings.run.dataset, "sanitize", ctx.run_id, g["mechanism"], g["guarantee"],
+                             params, spend), tracked=ctx.tracked)
+
+
+def _row_params(sanitizer: ClusantSanitizer) -> str:
+    p = sanitizer.ledger_params()
+    keep = ("guarantee", "mechanism", "metric", "k", "clustering", "eps_by_type", "n_clusters_by_type")
+    return json.dumps({**{k: p[k] for k in keep}, "placeholder_types": sorted(sanitizer.missing)}, sort_keys=True)
+
+
+def _sum_maps(df: DataFrame, column: str) -> dict[str, int]:
+    rows = df.select(F.explode(column).alias("t", "n")).groupBy("t").agg(F.sum("n").alias("n")).collect()
+    return {r["t"]: int(r["n"]) for r in rows}
+
+
+def run(ctx: RunContext) -> SanitizeResult:
+    settings = ctx.settings
+    inputs = _inputs(ctx)
+    vocabularies = build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
+                                      cache_dir=_cache_dir(settings))  # warms the disk cache for the workers
+    exclude: list[str] = []
+    if settings.clusant.exclude_private_values:
+        exclude = private_candidates(ctx, inputs, [p for v in vocabularies.values() if v for p in v[0]])
+    sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings), exclude)
+    spans_by_type = {r["entity_type"]: r["count"] for r in
+                     ctx.lakehouse.read(PII_SPANS).where(F.col("date") == F.lit(ctx.date).cast("date"))
+                     .groupBy("entity_type").count().collect()}
+    _charge(ctx, sanitizer, spans_by_type)  # before anything is written
+
+    seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
+    out = (inputs.mapInPandas(_sanitize_batches(settings, exclude, seed_material), OUT_SCHEMA)
+           .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer)))
+           .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
+           .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        started = time.perf_counter()
+        written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
+                                                   {"date": [ctx.date]})
+        seconds = time.perf_counter() - started
+        agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
+                      F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity")).first()
+        replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
+    finally:
+        out.unpersist()
+    spans = int(agg["spans"] or 0)
+    result = SanitizeResult(
+        documents=written.rows, spans=spans, replaced=int(agg["replaced"] or 0), masked=sum(masked_by_type.values()),
+        excluded_candidates=len(exclude), semantic_similarity=agg["similarity"], perplexity=agg["perplexity"],
+        spans_per_second=spans / seconds if seconds > 0 else 0.0,
+        replaced_by_type=replaced_by_type, masked_by_type=masked_by_type)
+    ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
+                            "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,
+                            "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
+                            "perplexity_available": _perplexity_fn(settings) is not None})
+    ctx.tracked.log_metrics({**{f"replaced_{t}": n for t, n in replaced_by_type.items()},
+                             **{f"masked_{t}": n for t, n in masked_by_type.items()}})
+    return result

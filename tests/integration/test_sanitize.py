@@ -1,0 +1,137 @@
+"""Stage sanitize: spans replaced in place (rest byte-identical), private values never emitted, ledger
+charged per span type before writing, rerun of a date replaces, placeholders for types without vocabulary."""
+import datetime as dt
+import json
+import re
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies
+from privtext.platform.context import RunContext
+from privtext.platform.ledger import Ledger
+from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.stages import sanitize
+from conftest import make_settings
+
+DATE = dt.date(2026, 1, 15)
+EPS = 40.0  # large: without the exclusion the nearest candidate, the private value itself, would be likely
+
+
+def clusant_conf(tmp_path, **kw):
+    return {"entity_types": ["PERSON", "LOCATION"], "n_clusters": 4, "k": 4.0, "eps": {"PII": EPS, "PoII": EPS},
+            "vocabulary": {"size": 40}, "cache_dir": str(tmp_path / "vocab-cache"),
+            "metrics": {"perplexity": False}, **kw}
+
+
+def vocab_of(settings):
+    from privtext.embed.encoder import encode_phrases
+
+    vocabs = build_vocabularies(settings.clusant, lambda p: encode_phrases(p, settings.embed), settings.embed.model,
+                                cache_dir=settings.clusant.cache_dir)
+    return {t: v[0] for t, v in vocabs.items()}
+
+
+def write_inputs(ctx, names, city):
+    """Documents whose PERSON values are PUBLIC vocabulary phrases (the hard case for exclusion)."""
+    a, b = names
+    docs = [
+        ("d1", f"Hello {a}, your parcel left {city} today.", [(6, 6 + len(a), "PERSON", "PII", 0.9),
+                                                             (23 + len(a), 23 + len(a) + len(city), "LOCATION", "PoII", 0.8)]),
+        # unicode before the span (offsets are code points) and overlapping spans merged into one PERSON span
+        ("d2", f"👋🏽 Grüße — {b} wrote from {city}! ✓", []),
+        ("d3", "No entities here at all. ∑", []),
+        ("d4", f"Passport X1234567 belongs to {a}.", [(9, 17, "US_PASSPORT", "PII", 0.7),
+                                                      (30, 30 + len(a), "PERSON", "PII", 0.85)]),
+    ]
+    t2 = docs[1][1]
+    s = t2.index(b)
+    c = t2.index(city)
+    docs[1] = ("d2", t2, [(s, s + len(b) - 2, "PERSON", "PII", 0.6), (s + 2, s + len(b), "LOCATION", "PoII", 0.9),
+                          (c, c + len(city), "LOCATION", "PoII", 0.9)])
+    doc_rows = [(d, "u1", text, "billing", {}, DATE, "ingest-run") for d, text, _ in docs]
+    span_rows = [(d, t, s, e, score, tier, f"sid-{d}-{s}", "detect-run", DATE) for d, _, spans in docs
+                 for s, e, t, tier, score in spans]
+    spark = ctx.spark
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    ctx.lakehouse.replace_partitions(DOCUMENTS, spark.createDataFrame(doc_rows, from_arrow_schema(DOCUMENTS.schema)),
+                                     {"ingest_date": [DATE]})
+    ctx.lakehouse.replace_partitions(PII_SPANS, spark.createDataFrame(span_rows, from_arrow_schema(PII_SPANS.schema)),
+                                     {"date": [DATE]})
+    merged = {"d1": docs[0][2][:2], "d2": [(s, s + len(b), "PERSON", "PII", 0), (c, c + len(city), "LOCATION", "PoII", 0)],
+              "d3": [], "d4": [(9, 17, "US_PASSPORT", "PII", 0), (30, 30 + len(a), "PERSON", "PII", 0)]}
+    return {d: text for d, text, _ in docs}, merged
+
+
+def staged(ctx):
+    rows = ctx.lakehouse.read(STAGED_SANITIZED_DOCUMENTS).where(F.col("date") == F.lit(DATE)).collect()
+    return {r["doc_id"]: r for r in rows}
+
+
+@pytest.fixture
+def setup(tmp_path, spark):
+    settings = make_settings(tmp_path / "lake", clusant=clusant_conf(tmp_path))
+    vocab = vocab_of(settings)
+    ctx = RunContext.create(settings, date=DATE.isoformat(), run_id="run-1")
+    names = (vocab["PERSON"][0], vocab["PERSON"][1])
+    city = next(p for p in vocab["LOCATION"] if " " not in p and p.isascii())
+    originals, spans = write_inputs(ctx, names, city)
+    return settings, ctx, vocab, originals, spans, names + (city,)
+
+
+def test_sanitize_replaces_spans_in_place_never_emits_private_values_charges_and_reruns(setup, tmp_path):
+    settings, ctx, vocab, originals, spans, private = setup
+    # without the exclusion the mechanism would emit the private value itself with high probability
+    from privtext.embed.encoder import encode_phrases
+
+    full = ClusantSanitizer.build(settings.clusant, lambda t: "PII", lambda p: encode_phrases(p, settings.embed),
+                                  settings.embed.model)
+    person = full.per_type["PERSON"]
+    p_self = person.mechanism.probabilities(person.mechanism.vocab[0])[0]
+    assert p_self > 0.3
+
+    result = sanitize.run(ctx)
+    out = staged(ctx)
+    assert set(out) == set(originals) and result.documents == 4
+    for doc_id, text in originals.items():
+        row = out[doc_id]
+        pieces, pos = [], 0
+        for s, e, t, *_ in spans[doc_id]:
+            options = [re.escape(p) for p in sorted(vocab.get(t, []), key=len, reverse=True)] or [re.escape(f"[{t}]")]
+            pieces += [re.escape(text[pos:s]), f"({'|'.join(options)})"]
+            pos = e
+        pieces.append(re.escape(text[pos:]))
+        match = re.fullmatch("".join(pieces), row["sanitized_text"], flags=re.S)
+        assert match, doc_id  # identical outside the spans, a public phrase (or placeholder) inside
+        for value in match.groups():
+            assert value not in private
+        assert row["n_spans"] == len(spans[doc_id])
+        assert row["n_replaced"] == sum(t in vocab for _, _, t, *_ in spans[doc_id])
+        assert row["method"] == "clusant" and json.loads(row["params"])["k"] == 4.0
+    assert out["d3"]["sanitized_text"] == originals["d3"]
+    assert "[US_PASSPORT]" in out["d4"]["sanitized_text"]
+    assert result.spans == 6 and result.replaced == 5 and result.masked == 1
+    assert result.masked_by_type == {"US_PASSPORT": 1} and result.replaced_by_type == {"PERSON": 3, "LOCATION": 2}
+    assert result.excluded_candidates == 3  # the two names and the city
+    assert 0.3 < result.semantic_similarity < 1.0
+
+    entries = Ledger(ctx.lakehouse, ctx.settings).entries()
+    assert sorted(e["params"]["entity_type"] for e in entries) == ["LOCATION", "PERSON"]  # no spend for placeholders
+    for e in entries:
+        assert e["guarantee"] == "mldp" and e["stage"] == "sanitize" and e["run_id"] == "run-1"
+        assert e["spend"] == {"epsilon": EPS, "scope": f"sanitized_documents/{DATE}/{e['params']['entity_type']}"}
+        assert e["params"]["k"] == 4.0 and e["params"]["metric"] == "euclidean" and "linearly with k" in e["params"]["bound_note"]
+    assert not any(p in json.dumps([e["params"] for e in entries]) for p in private)
+
+    # a rerun of the date (here with CusText) replaces the partition; CusText is recorded without guarantee
+    again = make_settings(tmp_path / "lake", clusant=clusant_conf(tmp_path, method="custext"))
+    sanitize.run(RunContext.create(again, date=DATE.isoformat(), run_id="run-2"))
+    out = staged(ctx)
+    assert len(out) == 4 and {r["run_id"] for r in out.values()} == {"run-2"}
+    assert {r["method"] for r in out.values()} == {"custext"}
+    ledger = Ledger(ctx.lakehouse, ctx.settings)
+    entries = ledger.entries()
+    assert [e["guarantee"] for e in entries if e["run_id"] == "run-2"] == ["none", "none"]
+    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == EPS  # custext adds no mldp spend
