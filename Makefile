@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: setup demo test test-fast bench clean
+.PHONY: setup demo test test-fast bench clean airflow
 
 setup: $(STAMP)
 
@@ -26,11 +26,35 @@ $(STAMP): pyproject.toml requirements.lock
 demo: setup
 	$(VENV)/bin/privtext demo
 
-test: setup
+test: setup airflow
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Airflow in its own venv (its pins conflict with the project's), AIRFLOW_HOME under the project, SQLite.
+AIRFLOW_VENV := .venv-airflow
+AIRFLOW_STAMP := $(AIRFLOW_VENV)/.airflow-setup
+AIRFLOW_ENV := AIRFLOW_HOME=$(CURDIR)/airflow_home AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags AIRFLOW__CORE__LOAD_EXAMPLES=False
+PROJECT_ZIP := build/airflow/privtext.zip
+SAMPLE := build/sample/messages-3000-7.jsonl
+
+airflow: setup $(AIRFLOW_STAMP) $(PROJECT_ZIP) $(SAMPLE)
+
+$(AIRFLOW_STAMP): requirements-airflow.txt
+	test -x $(AIRFLOW_VENV)/bin/python || $(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/pip install -q --upgrade pip
+	$(AIRFLOW_VENV)/bin/pip install -q -r requirements-airflow.txt
+	$(AIRFLOW_ENV) $(AIRFLOW_VENV)/bin/airflow db migrate >/dev/null
+	$(AIRFLOW_ENV) $(AIRFLOW_VENV)/bin/airflow connections delete spark_default >/dev/null 2>&1 || true
+	$(AIRFLOW_ENV) $(AIRFLOW_VENV)/bin/airflow connections add spark_default --conn-type spark --conn-host 'local[2]'
+	touch $@
+
+$(PROJECT_ZIP): $(shell find libs/privtext -name '*.py')
+	mkdir -p $(@D) && rm -f $@ && cd libs && ../$(PY) -m zipfile -c ../$@ privtext
+
+$(SAMPLE): | setup
+	$(VENV)/bin/privtext sample-data --n 3000 --seed 7 --out $@
 
 clean:
 	rm -rf lakehouse benchmarks/out

@@ -56,12 +56,8 @@ class StageRun:
             self._mlflow.log_artifact(path, artifact_path)
 
 
-@contextlib.contextmanager
-def stage_run(settings: Settings, pipeline: str, stage: str, date: str | None, run_id: str):
-    """Open an MLflow run for one stage run (nested under an active pipeline run if there is one)."""
-    if not settings.tracking.enabled:
-        yield StageRun(None)
-        return
+def use_mlflow(settings: Settings):
+    """mlflow, pointed at the configured tracking server and experiment (created on first use)."""
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     import mlflow
@@ -75,7 +71,56 @@ def stage_run(settings: Settings, pipeline: str, stage: str, date: str | None, r
             location = f"file://{location}"
         mlflow.create_experiment(settings.tracking.experiment, artifact_location=location)
     mlflow.set_experiment(settings.tracking.experiment)
+    return mlflow
+
+
+@contextlib.contextmanager
+def stage_run(settings: Settings, pipeline: str, stage: str, date: str | None, run_id: str):
+    """Open an MLflow run for one stage run (nested under an active pipeline run if there is one).
+
+    In a process of its own (an Airflow task) the pipeline run is the one named by the environment
+    variable ``PRIVTEXT_PIPELINE_RUN`` (see ``pipeline_run``), if set.
+    """
+    if not settings.tracking.enabled:
+        yield StageRun(None)
+        return
+    mlflow = use_mlflow(settings)
+    if mlflow.active_run() is None and os.environ.get(PIPELINE_RUN_ENV):
+        with pipeline_run(settings, pipeline, date, key=os.environ[PIPELINE_RUN_ENV]):
+            with stage_run(settings, pipeline, stage, date, run_id) as tracked:
+                yield tracked
+        return
     tags = {"pipeline": pipeline, "stage": stage, "date": date or "", "privtext.run_id": run_id}
     nested = mlflow.active_run() is not None
     with mlflow.start_run(run_name=f"{stage}-{date or 'adhoc'}", nested=nested, tags=tags):
         yield StageRun(mlflow)
+
+
+PIPELINE_RUN_ENV = "PRIVTEXT_PIPELINE_RUN"
+
+
+@contextlib.contextmanager
+def pipeline_run(settings: Settings, pipeline: str, date: str | None, key: str | None = None):
+    """The parent MLflow run of one pipeline run; stage runs opened inside it are nested under it.
+
+    ``key`` names the pipeline run across processes (Airflow: ``<dag_id>/<run_id>``): the first
+    process creates the run tagged ``privtext.pipeline_key``, later ones reopen the same run.
+    """
+    if not settings.tracking.enabled:
+        yield StageRun(None)
+        return
+    mlflow = use_mlflow(settings)
+    tags = {"pipeline": pipeline, "stage": "pipeline", "date": date or "", "privtext.pipeline_key": key or ""}
+    existing = []
+    if key:
+        experiment = mlflow.get_experiment_by_name(settings.tracking.experiment)
+        escaped = key.replace("'", "\\'")
+        existing = mlflow.search_runs([experiment.experiment_id], f"tags.`privtext.pipeline_key` = '{escaped}'",
+                                      max_results=1, output_format="list")
+    if existing:
+        with mlflow.start_run(run_id=existing[0].info.run_id):
+            yield StageRun(mlflow)
+    else:
+        with mlflow.start_run(run_name=f"{pipeline}-{date or 'adhoc'}", nested=mlflow.active_run() is not None,
+                              tags=tags):
+            yield StageRun(mlflow)

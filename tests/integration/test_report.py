@@ -1,0 +1,125 @@
+"""``privtext report``: budget over time, the date's guarantees, audits, utility; logged to the pipeline run."""
+import datetime as dt
+import json
+
+import pytest
+import yaml
+
+from privtext.cli import main
+from privtext.platform.config import load_settings
+from privtext.platform.lakehouse import Lakehouse
+from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.tables import LEAKAGE_AUDITS, PRIVACY_LEDGER, UTILITY_REPORTS
+from privtext.platform.tracking import PIPELINE_RUN_ENV, pipeline_run, stage_run
+from privtext.privacy.accounting import epsilon_of, event_to_json, gaussian_event
+
+DATE = "2026-01-15"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _ledger_row(day, run_id, p, r):
+    return {"entry_id": f"e-{day}", "dataset": "reviews", "stage": "synthesize", "run_id": run_id,
+            "mechanism": "secret_clustering", "guarantee": "secret_protection", "params": "{}",
+            "spend": json.dumps({"p": p, "r": r}), "dp_event": None,
+            "created_at": dt.datetime.fromisoformat(f"{day}T03:00:00+00:00")}
+
+
+@pytest.fixture
+def conf(tmp_path):
+    data = {"lakehouse": {"root": str(tmp_path / "lake")}, "tracking": {"enabled": True},
+            "privacy": {"budgets": {"reviews": {"r_over_p_max": 10.0, "eps_max": 4.0, "delta_max": 1e-5,
+                                                "mldp_eps_max": 20.0}}}}
+    path = tmp_path / "conf.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _fill(settings):
+    """Two earlier days of charges, today's three charges (one run of another date), audits, utility."""
+    lake = Lakehouse(None, settings.lakehouse)
+    for spec in (PRIVACY_LEDGER, LEAKAGE_AUDITS, UTILITY_REPORTS):
+        lake.create(spec)
+    lake.append_rows(PRIVACY_LEDGER, [_ledger_row("2026-01-13", "old1", 0.01, 0.02),
+                                      _ledger_row("2026-01-14", "old2", 0.01, 0.03)])
+    ledger = Ledger(lake, settings)
+    event = gaussian_event(sigma=6.0, count=3)
+    ledger.charge(Charge("reviews", "train_dped", "run-d", "dped", "approx_dp", {"adjacency": "one document"},
+                         {"sigma": 6.0}, event_to_json(event)))
+    ledger.charge(Charge("reviews", "sanitize", "run-s", "clusant", "mldp", {"date": DATE},
+                         {"epsilon": 3.0, "scope": f"sanitized_documents/{DATE}/PERSON"}))
+    ledger.charge(Charge("reviews", "sanitize", "run-other", "clusant", "mldp", {"date": "2026-01-10"},
+                         {"epsilon": 1.0, "scope": "sanitized_documents/2026-01-10/PERSON"}))
+    audit = {"target": "sanitized_documents", "eps": 2.0, "triplets": 900, "delta_target": 0.05,
+             "log10_p_fail": -6.0, "utility_loss": 0.1}
+    lake.append_rows(LEAKAGE_AUDITS, [
+        {**audit, "date": dt.date(2026, 1, 15), "adversary": "lstm", "violation_ratio": 0.01, "passed": True,
+         "run_id": "run-a"},
+        {**audit, "date": dt.date(2026, 1, 15), "adversary": "rnn", "violation_ratio": 0.2, "passed": False,
+         "run_id": "run-a"},
+        {**audit, "date": dt.date(2026, 1, 14), "adversary": "rnn", "violation_ratio": 0.5, "passed": False,
+         "run_id": "run-x"}])
+    lake.append_rows(UTILITY_REPORTS, [
+        {"target": "synthetic_documents", "method": "secpe", "metric": "accuracy", "value": 0.8, "details": "{}",
+         "run_id": "run-d", "date": dt.date(2026, 1, 15)}])
+    return event
+
+
+def test_report_html_pngs_guarantees_and_mlflow_run_tree(conf, tmp_path, monkeypatch):
+    settings = load_settings(conf, environ={})
+    event = _fill(settings)
+    key = "nightly_sanitized_export/manual__2026-01-15"
+    monkeypatch.setenv(PIPELINE_RUN_ENV, key)
+    with stage_run(settings, "nightly_sanitized_export", "sanitize", DATE, "run-s") as tracked:
+        tracked.log_metrics({"documents": 12})  # a separate process's stage run: nests via the env key
+
+    out = tmp_path / "reports"
+    assert main(["--conf", str(conf), "report", "--date", DATE, "--dataset", "reviews", "--out", str(out),
+                 "--mlflow", "--pipeline", "nightly_sanitized_export"]) == 0
+
+    folder = out / "reviews" / DATE
+    data = json.loads((folder / "report.json").read_text())
+    # budget over time: one point per day with charges, composed cumulatively
+    days = [d for d, _ in data["timeline"]]
+    assert days[:2] == ["2026-01-13", "2026-01-14"] and len(days) == 3
+    r_over_p = [t["secret_protection"]["r_over_p"] for _, t in data["timeline"]]
+    assert r_over_p == pytest.approx([2.0, 5.0, 5.0])  # (min p, sum r)
+    assert data["spent"]["approx_dp"]["epsilon"] == pytest.approx(epsilon_of(event, 1e-5), rel=1e-9)
+    assert data["spent"]["mldp"]["epsilon"] == pytest.approx(3.0)  # max over scopes
+    # the date's guarantees: runs of the date only (by table run ids, MLflow tags, params.date)
+    stages = sorted(c["run_id"] for c in data["charges"])
+    assert stages == ["run-d", "run-s"]
+    words = " ".join(c["plain_words"] for c in data["charges"])
+    assert "differential privacy" in words and "metric local DP" in words and "one document" in words
+    assert [a["adversary"] for a in data["audits"]] == ["lstm", "rnn"]  # 2026-01-14's audit left out
+    assert data["utility"][0]["value"] == pytest.approx(0.8)
+    assert data["stage_metrics"][0]["metrics"]["documents"] == 12
+    for name in ("budget", "audits", "utility"):
+        assert (folder / f"{name}.png").read_bytes()[:8] == PNG
+    page = (folder / "report.html").read_text()
+    assert 'src="budget.png"' in page and "metric local DP" in page
+    assert "2026-01-10" not in page  # the other date's charge is not among this date's guarantees
+
+    # MLflow: one pipeline run holding the report artifacts, the stage run nested under it
+    import mlflow
+
+    experiment = mlflow.get_experiment_by_name("privtext")
+    runs = mlflow.search_runs([experiment.experiment_id], output_format="list")
+    parents = [r for r in runs if r.data.tags.get("privtext.pipeline_key") == key]
+    assert len(parents) == 1
+    parent = parents[0].info.run_id
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent]
+    assert [c.data.tags["stage"] for c in children] == ["sanitize"]
+    artifacts = {a.path for a in mlflow.artifacts.list_artifacts(run_id=parent, artifact_path="privacy_report/reviews")}
+    assert {"privacy_report/reviews/report.html", "privacy_report/reviews/budget.png"} <= artifacts
+
+
+def test_pipeline_run_nests_stage_runs_in_process(conf):
+    settings = load_settings(conf, environ={})
+    with pipeline_run(settings, "demo", DATE) as parent:
+        parent_id = parent.run_id
+        with stage_run(settings, "demo", "ingest", DATE, "r1") as child:
+            child_id = child.run_id
+    import mlflow
+
+    assert mlflow.get_run(child_id).data.tags["mlflow.parentRunId"] == parent_id
+    assert mlflow.get_run(parent_id).data.tags["stage"] == "pipeline"
