@@ -1,0 +1,227 @@
+"""Stage ``publish``: a staged date partition -> ``published.<target>`` + export files, behind the audit gate.
+
+``privtext run publish --target sanitized_documents --date D``
+
+Gate. The date is published only if ``protected.leakage_audits`` holds rows for (target, date) from
+every adversary in ``publish.audit_adversaries`` and all of them passed; otherwise the stage refuses
+(``PublishRefused``, naming target, date and each failing adversary's violation ratio) and writes
+nothing. ``--override-gate --reason "..."`` publishes anyway and records a ledger entry (guarantee
+``none``) with who (the OS user) and why; ``publish.require_audit: false`` (demos only) skips the
+audit and records that the same way. A partition sanitized without a guarantee (CusText) is never
+published, override or not.
+
+Writes, in order: (1) the staged rows replace the date's partition of ``published.<target>`` (one
+Delta commit); (2) executors write the export files (Parquet and/or JSONL, ``publish.formats``) into a
+temporary folder ``<export_path>/<target>/<date>/_tmp-<id>/`` and return their row counts and sha256
+(never rows); the folder is renamed to ``<id>/``; (3) ``manifest.json`` (rows, files with checksums,
+privacy parameters, ledger entry ids, gate outcome, published table version) is written to a temporary
+name and renamed over the previous one: this rename is the export's commit. Readers open
+``<export_path>/<target>/<date>/manifest.json`` and read the files it lists. A publish failing before
+the manifest rename leaves the previous manifest and its files intact (the temporary folder is
+removed); after it, older export folders of the date are deleted, so a rerun replaces.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from privtext.platform.config import resolve_uri
+from privtext.platform.context import RunContext
+from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.tables import LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS
+
+TARGETS = {"sanitized_documents": (STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS)}
+NO_GUARANTEE_METHODS = ("custext",)
+FILE_SCHEMA = StructType([StructField(n, t) for n, t in (("path", StringType()), ("format", StringType()),
+                                                         ("rows", LongType()), ("bytes", LongType()),
+                                                         ("sha256", StringType()))])
+
+
+class PublishRefused(RuntimeError):
+    """The gate (or the staged data's missing guarantee) refuses the publish; nothing was written."""
+
+
+@dataclass
+class PublishResult:
+    target: str
+    rows: int
+    files: int
+    gate: str  # passed | override | not_required
+    export_dir: str
+    published_version: int
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--target", choices=sorted(TARGETS), default="sanitized_documents")
+    parser.add_argument("--override-gate", dest="override_gate", action="store_true",
+                        help="publish although the leakage audit did not pass (recorded in the ledger)")
+    parser.add_argument("--reason", help="why the gate is overridden (required with --override-gate)")
+
+
+def gate_problems(ctx: RunContext, target: str) -> tuple[list[str], list[dict]]:
+    """What keeps (target, date) from passing the audit gate, and the audit rows it looked at."""
+    rows = [r.asDict() for r in ctx.lakehouse.read(LEAKAGE_AUDITS)
+            .where((F.col("target") == target) & (F.col("date") == F.lit(ctx.date).cast("date")))
+            .select("adversary", "eps", "violation_ratio", "delta_target", "passed", "run_id").collect()]
+    wanted = list(ctx.settings.publish.audit_adversaries) or sorted({r["adversary"] for r in rows}) or ["any adversary"]
+    problems = []
+    for adversary in wanted:
+        mine = [r for r in rows if r["adversary"] == adversary]
+        if not mine:
+            problems.append(f"no leakage audit by {adversary}")
+        for r in mine:
+            if not r["passed"]:
+                problems.append(f"{adversary} failed: violation ratio {r['violation_ratio']:.4g} "
+                                f"(delta target {r['delta_target']:.4g}, eps {r['eps']:g})")
+    return problems, rows
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(uri if "://" in uri else f"file://{uri}")
+
+
+def _sha256(fs: pafs.FileSystem, path: str) -> str:
+    digest = hashlib.sha256()
+    with fs.open_input_stream(path) as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _export_task(folder_uri: str, formats: tuple[str, ...], schema: pa.Schema):
+    """``mapInArrow``: write this task's rows as one file per format, yield (path, format, rows, bytes, sha256)."""
+
+    def run(batches):
+        batches = [b for b in batches if b.num_rows]
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches).select(schema.names).cast(schema)
+        fs, folder = _filesystem(folder_uri)
+        fs.create_dir(folder, recursive=True)
+        name = f"part-{uuid.uuid4().hex}"
+        out = []
+        for fmt in formats:
+            path = f"{folder}/{name}.{fmt}"
+            if fmt == "parquet":
+                pq.write_table(table, path, filesystem=fs, compression="zstd")
+            else:
+                with fs.open_output_stream(path) as stream:
+                    for row in table.to_pylist():
+                        line = json.dumps({k: v.isoformat() if isinstance(v, dt.date) else v for k, v in row.items()},
+                                          ensure_ascii=False)
+                        stream.write(line.encode("utf-8") + b"\n")
+            out.append({"path": f"{name}.{fmt}", "format": fmt, "rows": table.num_rows,
+                        "bytes": fs.get_file_info(path).size, "sha256": _sha256(fs, path)})
+        yield pa.RecordBatch.from_pylist(out, schema=pa.schema([("path", pa.string()), ("format", pa.string()),
+                                                                ("rows", pa.int64()), ("bytes", pa.int64()),
+                                                                ("sha256", pa.string())]))
+
+    return run
+
+
+def commit_manifest(fs: pafs.FileSystem, date_dir: str, manifest: dict) -> str:
+    """Write ``manifest.json`` under a temporary name and rename it over the previous one (the commit)."""
+    tmp = f"{date_dir}/_manifest-{uuid.uuid4().hex}.json"
+    with fs.open_output_stream(tmp) as stream:
+        stream.write(json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
+    fs.move(tmp, f"{date_dir}/manifest.json")
+    return f"{date_dir}/manifest.json"
+
+
+def _delete_dir(fs: pafs.FileSystem, path: str) -> None:
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        fs.delete_dir(path)
+
+
+def _remove_other_versions(fs: pafs.FileSystem, date_dir: str, keep: str) -> None:
+    for info in fs.get_file_info(pafs.FileSelector(date_dir)):
+        if info.base_name != keep:
+            _delete_dir(fs, info.path)
+
+
+def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: bool = False,
+        reason: str | None = None) -> PublishResult:
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; allowed: {', '.join(TARGETS)}")
+    if override_gate and not (reason or "").strip():
+        raise PublishRefused("--override-gate needs --reason \"...\" (recorded in the privacy ledger)")
+    staged_spec, published_spec = TARGETS[target]
+    settings, date = ctx.settings, ctx.date.isoformat()
+    staged = ctx.lakehouse.read(staged_spec).where(F.col("date") == F.lit(ctx.date).cast("date"))
+    summary = staged.groupBy("method", "params", "run_id").count().collect()  # O(runs), never rows
+    if not summary:
+        raise PublishRefused(f"nothing staged for target {target} date {date}; run the stage that stages it first")
+    methods = sorted({r["method"] for r in summary})
+    if any(m in NO_GUARANTEE_METHODS for m in methods):
+        raise PublishRefused(f"publish refused for target {target} date {date}: sanitized with {', '.join(methods)}, "
+                             "which has no privacy guarantee across clusters (CusText); rerun sanitize with clusant or santext")
+
+    problems, audits = gate_problems(ctx, target) if settings.publish.require_audit else ([], [])
+    ledger = Ledger(ctx.lakehouse, settings)
+    gate = "passed" if settings.publish.require_audit else "not_required"
+    if problems and not override_gate:
+        raise PublishRefused(f"publish refused for target {target} date {date}: leakage audit gate not passed: "
+                             + "; ".join(problems))
+    if problems or not settings.publish.require_audit:
+        gate = "override" if problems else gate
+        why = reason if problems else "publish.require_audit is false (demo)"
+        ledger.charge(Charge(settings.run.dataset, "publish", ctx.run_id, f"gate_{gate}", "none",
+                             {"target": target, "date": date, "who": _who(), "why": why, "gate_problems": problems}, {}),
+                      tracked=ctx.tracked)
+
+    written = ctx.lakehouse.replace_partitions(published_spec, staged, {"date": [ctx.date]})
+
+    root = resolve_uri(settings.publish.export_path)
+    fs, base = _filesystem(root)
+    date_dir = f"{base}/{target}/{date}"
+    version = uuid.uuid4().hex
+    tmp_dir = f"{date_dir}/_tmp-{version}"
+    try:
+        task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", tuple(settings.publish.formats),
+                            staged_spec.schema)
+        files = [r.asDict() for r in staged.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
+        fs.create_dir(tmp_dir, recursive=True)
+        fs.move(tmp_dir, f"{date_dir}/{version}")
+        run_ids = {r["run_id"] for r in summary}
+        entries = [e for e in ledger.entries(settings.run.dataset)
+                   if (e["run_id"] in run_ids and e["stage"] != "publish") or e["run_id"] == ctx.run_id]
+        manifest = {
+            "target": target, "date": date, "publish_run_id": ctx.run_id,
+            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "rows": sum(f["rows"] for f in files if f["format"] == settings.publish.formats[0]),
+            "files": sorted(({**f, "path": f"{version}/{f['path']}"} for f in files), key=lambda f: f["path"]),
+            "privacy": {"methods": methods, "params": sorted({r["params"] for r in summary}),
+                        "source_run_ids": sorted(run_ids), "ledger_entry_ids": [e["entry_id"] for e in entries],
+                        "guarantees": sorted({e["guarantee"] for e in entries})},
+            "gate": {"outcome": gate, "problems": problems,
+                     "audits": [{k: r[k] for k in ("adversary", "eps", "violation_ratio", "delta_target", "passed")}
+                                for r in audits]},
+            "published_table": {"name": published_spec.qualified_name, "version": written.version},
+        }
+        commit_manifest(fs, date_dir, manifest)
+    except BaseException:  # the previous manifest and its files are untouched; drop this attempt's files
+        _delete_dir(fs, tmp_dir)
+        _delete_dir(fs, f"{date_dir}/{version}")
+        raise
+    _remove_other_versions(fs, date_dir, keep=version)
+    ctx.tracked.log_params({"publish.target": target, "publish.gate": gate})
+    ctx.tracked.log_dict(manifest, f"publish/{target}-{date}-manifest.json")
+    return PublishResult(target=target, rows=manifest["rows"], files=len(files), gate=gate,
+                         export_dir=f"{root}/{target}/{date}", published_version=written.version)

@@ -1,0 +1,132 @@
+"""Stage publish: the audit gate (refuse, accept, override recorded), atomic exports with checksums, reruns."""
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from privtext.platform.context import RunContext
+from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.tables import LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS
+from privtext.stages import publish
+from privtext.stages.publish import PublishRefused
+from conftest import make_settings
+
+DATE = dt.date(2026, 1, 15)
+TARGET = "sanitized_documents"
+
+
+def make_ctx(tmp_path, run_id, **publish_conf):
+    conf = {"export_path": str(tmp_path / "exports"), "audit_adversaries": ["lstm", "rnn"], **publish_conf}
+    return RunContext.create(make_settings(tmp_path / "lake", publish=conf), date=DATE.isoformat(), run_id=run_id)
+
+
+def stage(ctx, texts, method="clusant", run_id="san-1"):
+    rows = [(f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE) for i, t in enumerate(texts)]
+    df = ctx.spark.createDataFrame(rows, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema))
+    ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, df, {"date": [DATE]})
+    Ledger(ctx.lakehouse, ctx.settings).charge(Charge("default", "sanitize", run_id, method, "mldp", {"k": 16.0},
+                                                      {"epsilon": 8.0, "scope": f"{TARGET}/{DATE}/PERSON"}))
+
+
+def audit(ctx, results):
+    rows = [(TARGET, DATE, adv, 8.0, 1000, ratio, 0.05, -4.0, 0.1, passed, "audit-run") for adv, ratio, passed in results]
+    df = ctx.spark.createDataFrame(rows, from_arrow_schema(LEAKAGE_AUDITS.schema))
+    ctx.lakehouse.replace_partitions(LEAKAGE_AUDITS, df, {"date": [DATE]})
+
+
+def published(ctx):
+    return sorted(r["sanitized_text"] for r in ctx.lakehouse.read(PUBLISHED_SANITIZED_DOCUMENTS)
+                  .where(F.col("date") == F.lit(DATE)).collect())
+
+
+def check_export(date_dir: Path, texts):
+    """The manifest's files exist, match their checksums and row counts, and hold exactly ``texts``."""
+    manifest = json.loads((date_dir / "manifest.json").read_text())
+    assert manifest["rows"] == len(texts)
+    for f in manifest["files"]:
+        data = (date_dir / f["path"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == f["sha256"] and len(data) == f["bytes"]
+    parquet = [r for f in manifest["files"] if f["format"] == "parquet"
+               for r in pq.read_table(date_dir / f["path"]).to_pylist()]
+    jsonl = [json.loads(line) for f in manifest["files"] if f["format"] == "jsonl"
+             for line in (date_dir / f["path"]).read_text().splitlines()]
+    assert sorted(r["sanitized_text"] for r in parquet) == sorted(r["sanitized_text"] for r in jsonl) == sorted(texts)
+    assert {r["date"] for r in jsonl} == {DATE.isoformat()}
+    versions = [p.name for p in date_dir.iterdir() if p.is_dir()]
+    assert versions == [manifest["files"][0]["path"].split("/")[0]]  # no leftover attempt or old version
+    return manifest
+
+
+def test_gate_refuses_failing_or_missing_audits_then_publishes_when_passed(tmp_path):
+    ctx = make_ctx(tmp_path, "pub-1")
+    stage(ctx, ["Hi [PERSON], café ✓", "Order 7 shipped to Lyon"])
+    with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*no leakage audit by lstm"):
+        publish.run(ctx, target=TARGET)
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.123, False)])
+    with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*rnn failed: violation ratio 0.123"):
+        publish.run(ctx, target=TARGET)
+    assert published(ctx) == [] and not (tmp_path / "exports").exists()  # refusals write nothing
+
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)])
+    result = publish.run(ctx, target=TARGET)
+    assert result.gate == "passed" and result.rows == 2
+    assert published(ctx) == sorted(["Hi [PERSON], café ✓", "Order 7 shipped to Lyon"])
+    manifest = check_export(tmp_path / "exports" / TARGET / DATE.isoformat(), published(ctx))
+    sanitize_ids = [e["entry_id"] for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["stage"] == "sanitize"]
+    assert manifest["privacy"]["ledger_entry_ids"] == sanitize_ids and manifest["privacy"]["methods"] == ["clusant"]
+    assert manifest["gate"]["outcome"] == "passed" and len(manifest["gate"]["audits"]) == 2
+    assert manifest["published_table"]["version"] == result.published_version
+    formats = [f["format"] for f in manifest["files"]]
+    assert formats.count("parquet") == formats.count("jsonl") == result.files // 2 >= 1
+
+
+def test_failed_publish_keeps_the_previous_export_and_rerun_replaces(tmp_path, monkeypatch):
+    ctx = make_ctx(tmp_path, "pub-1", require_audit=False)
+    stage(ctx, ["first A", "first B"])
+    assert publish.run(ctx, target=TARGET).gate == "not_required"
+    date_dir = tmp_path / "exports" / TARGET / DATE.isoformat()
+    before = check_export(date_dir, ["first A", "first B"])
+
+    stage(ctx, ["second A", "second B", "second C"], run_id="san-2")
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(publish, "commit_manifest", crash)
+    with pytest.raises(OSError, match="disk full"):
+        publish.run(make_ctx(tmp_path, "pub-2", require_audit=False), target=TARGET)
+    assert check_export(date_dir, ["first A", "first B"]) == before  # previous export intact, attempt removed
+
+    monkeypatch.undo()
+    publish.run(make_ctx(tmp_path, "pub-3", require_audit=False), target=TARGET)
+    after = check_export(date_dir, ["second A", "second B", "second C"])
+    assert after["publish_run_id"] == "pub-3" and published(ctx) == ["second A", "second B", "second C"]
+    records = [e for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["stage"] == "publish"]
+    assert all(e["guarantee"] == "none" and e["params"]["why"].startswith("publish.require_audit is false")
+               for e in records)
+
+
+def test_override_is_recorded_and_custext_is_never_published(tmp_path):
+    ctx = make_ctx(tmp_path, "pub-1")
+    stage(ctx, ["x [PERSON]"])
+    audit(ctx, [("lstm", 0.4, False), ("rnn", 0.01, True)])
+    with pytest.raises(PublishRefused, match="needs --reason"):
+        publish.run(ctx, target=TARGET, override_gate=True)
+    result = publish.run(ctx, target=TARGET, override_gate=True, reason="legal sign-off #42")
+    assert result.gate == "override" and published(ctx) == ["x [PERSON]"]
+    (record,) = [e for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["stage"] == "publish"]
+    assert record["guarantee"] == "none" and record["run_id"] == "pub-1" and record["spend"] == {}
+    assert record["params"]["why"] == "legal sign-off #42" and record["params"]["who"]
+    assert "lstm failed: violation ratio 0.4" in record["params"]["gate_problems"][0]
+    manifest = json.loads((tmp_path / "exports" / TARGET / DATE.isoformat() / "manifest.json").read_text())
+    assert record["entry_id"] in manifest["privacy"]["ledger_entry_ids"] and manifest["gate"]["outcome"] == "override"
+
+    stage(ctx, ["y [PERSON]"], method="custext", run_id="san-2")
+    with pytest.raises(PublishRefused, match="no privacy guarantee"):
+        publish.run(ctx, target=TARGET, override_gate=True, reason="try anyway")
+    assert published(ctx) == ["x [PERSON]"]
