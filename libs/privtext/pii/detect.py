@@ -40,6 +40,7 @@ SPACY_TO_PRESIDIO = {
 # identifier and must win over the e-mail-like "password@host" inside it.
 URL_WITH_USER = (r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:]+(?::[^\s/?#@]*)?@[^\s/?#]+"
                  r"(?:[/?#][^\s()<>\"']*[^\s()<>\"'.,;:!?])?")
+CENSUS_NAME_SCORE = 0.86  # above spaCy's 0.85, so "First Last" wins an overlap with a shorter NER span
 SPAN_COLUMNS = ["doc_id", "entity_type", "start", "end", "score", "tier", "secret_id"]
 
 _CACHE: dict[str, object] = {}
@@ -129,6 +130,9 @@ def _build_analyzer(settings: PiiSettings):
             deny_list=custom.deny_list or None,
             context=custom.context or None,
         ))
+    if settings.census_first_names:
+        recognizers.append(PatternRecognizer(supported_entity="PERSON", name="census_first_last", patterns=[
+            Pattern("census_first_last", census_name_regex(settings.census_first_names), CENSUS_NAME_SCORE)]))
     registry = RecognizerRegistry(supported_languages=[LANGUAGE])
     for recognizer in recognizers:
         registry.add_recognizer(recognizer)
@@ -138,6 +142,17 @@ def _build_analyzer(settings: PiiSettings):
         raise ValueError(f"pii.entities not detectable by any recognizer: {', '.join(unknown)}; "
                          f"available: {', '.join(sorted(supported))}")
     return AnalyzerEngine(registry=registry, nlp_engine=nlp_engine, supported_languages=[LANGUAGE])
+
+
+def census_name_regex(top_n: int) -> str:
+    """Case-sensitive "First Last": one of the ``top_n`` most frequent US-census (1990) first names of
+    each sex (package ``names``), then a Title-Case word."""
+    import names
+
+    root = Path(names.__file__).parent
+    first = sorted({line.split()[0].title() for f in ("dist.female.first", "dist.male.first")
+                    for line in (root / f).read_text().splitlines()[:top_n] if line.strip()})
+    return r"(?-i:\b(?:" + "|".join(first) + r")\s[A-Z][a-z]+\b)"
 
 
 def chunk_windows(text: str, max_chars: int, overlap: int) -> list[tuple[int, int, int, int]]:
