@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
         privacy_cli = None
     if privacy_cli is not None:
         privacy_cli.register(sub)
+    from privtext.pii import cli as pii_cli
+
+    pii_cli.register(sub)
     from privtext import report
     report.register(sub)
     return parser
