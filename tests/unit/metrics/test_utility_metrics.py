@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from privtext.metrics.fid import fid, fit_from_moments, frechet_distance, gaussian_fit
-from privtext.metrics.utility import downstream_accuracy, length_ks, length_plot, length_summary, word_lengths
+from privtext.metrics.utility import (fit_classifier, histogram_summary, length_histogram, length_ks,
+                                      length_plot, word_lengths)
 
 
 def test_frechet_distance_closed_form():
@@ -22,16 +23,25 @@ def test_fid_same_distribution_is_small_and_moments_match():
     np.testing.assert_allclose(cov, ref_cov, atol=1e-10)
 
 
-def test_lengths_and_accuracy(tmp_path):
+def test_length_histograms(tmp_path):
     assert word_lengths(["a b c", "", None]).tolist() == [3, 0, 0]
-    assert length_summary(np.array([1, 2, 3]))["median"] == 2
-    assert length_ks(np.array([1, 2, 3]), np.array([1, 2, 3])) == 0.0
-    rng = np.random.default_rng(1)
-    train = np.vstack([rng.normal(-2, 1, (20, 2)), rng.normal(2, 1, (20, 2))])
-    test = np.vstack([rng.normal(-2, 1, (50, 2)), rng.normal(2, 1, (50, 2))])
-    labels = ["x"] * 20 + ["y"] * 20
-    assert downstream_accuracy(train, labels, test, ["x"] * 50 + ["y"] * 50) > 0.95
-    assert downstream_accuracy(train[:5], ["x"] * 5, test, ["x"] * 50 + ["y"] * 50) == 0.5
-    assert (tmp_path / "l.png").exists() is False
-    length_plot(np.array([1, 2]), np.array([3]), str(tmp_path / "l.png"))
+    hist = length_histogram(["a", "a b", "a b c"])
+    assert histogram_summary(hist) == {"mean": 2.0, "median": 2.0, "p90": 3.0}
+    assert length_ks(hist, hist) == 0.0
+    assert length_ks(length_histogram(["a"]), length_histogram(["a b"])) == 1.0
+    length_plot(hist, length_histogram(["x y"]), str(tmp_path / "l.png"))
     assert (tmp_path / "l.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_trained_on_one_set_scores_another(n_classes):
+    rng = np.random.default_rng(1)
+    means = np.array([[-3, 0], [3, 0], [0, 3]])[:n_classes]
+    train = np.vstack([rng.normal(m, 0.5, (20, 2)) for m in means])
+    test = np.vstack([rng.normal(m, 0.5, (50, 2)) for m in means])
+    names = ["x", "y", "z"][:n_classes]
+    clf = fit_classifier(train, np.repeat(names, 20))
+    correct, total = clf.correct(test, np.repeat(names, 50))
+    assert total == 50 * n_classes and correct / total > 0.95
+    constant = fit_classifier(train[:5], ["x"] * 5)
+    assert constant.correct(test, np.repeat(names, 50)) == (50.0, 50.0 * n_classes)

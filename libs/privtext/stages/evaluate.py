@@ -1,0 +1,109 @@
+"""Stage ``evaluate``: utility of the date's staged synthetic documents -> ``protected.utility_reports``.
+
+Metrics (SecPE Sec. 4): Fréchet distance between the real and synthetic sentence-embedding sets
+(FID on ``embed.model`` embeddings), word-length distributions (summary + KS distance), and
+downstream accuracy of a classifier fitted on the synthetic texts' embeddings and labels, tested on
+the real labeled documents (``metrics.utility``). The real side is computed in the executors as
+summable aggregates (n, sum, Gram matrix for FID; length histogram; correct/total counts with the
+broadcast classifier), so the driver holds O(d^2), never real rows. Synthetic texts are a DP release,
+collected (N_syn rows). The report holds aggregates of private data that are not noised: it stays in
+the protected zone (not a release). The length plot goes to MLflow as an artifact.
+
+Held-out caveat: the real documents scored are those up to the run's date, the same corpus the
+synthesis voted with (the paper tests on a separate split); keep a date range out of ``synthesize``
+to evaluate on unseen documents.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from privtext.metrics.fid import fit_from_moments, frechet_distance, gaussian_fit
+from privtext.metrics.utility import fit_classifier, histogram_summary, length_histogram, length_ks, length_plot
+from privtext.platform.context import RunContext
+from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS
+from privtext.stages.synthesize import tree_sum
+
+
+@dataclass
+class EvaluateResult:
+    method: str
+    synthetic: int
+    real: int
+    fid: float
+    downstream_accuracy: float
+    length_ks: float
+    real_length_mean: float
+    synthetic_length_mean: float
+
+
+def run(ctx: RunContext) -> EvaluateResult:
+    from privtext.embed.encoder import encode_texts
+
+    date = F.lit(ctx.date).cast("date")
+    synth = (ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS).where(F.col("date") == date)
+             .select("text", "label", "method").toPandas())
+    if len(synth) < 2:
+        raise ValueError(f"evaluate needs >= 2 staged synthetic documents for {ctx.date}, found {len(synth)}")
+    method = str(synth["method"].iloc[0])
+    syn_emb = encode_texts(synth["text"].tolist(), ctx.settings.embed).astype(np.float64)
+    clf = fit_classifier(syn_emb, synth["label"].fillna("").tolist(), seed=ctx.settings.run.seed)
+
+    emb = ctx.lakehouse.read(DOC_EMBEDDINGS).where((F.col("model") == ctx.settings.embed.model) & (F.col("date") <= date))
+    docs = ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") <= date).select("doc_id", "text", "label")
+    real = emb.select("doc_id", "embedding").join(docs, "doc_id")
+    bc = ctx.spark.sparkContext.broadcast(clf)
+    dim = syn_emb.shape[1]
+
+    def per_partition(frames):
+        n, total, gram, correct, scored = np.zeros(1), np.zeros(dim), np.zeros((dim, dim)), np.zeros(1), np.zeros(1)
+        hist = length_histogram([])
+        for f in frames:
+            if not len(f):
+                continue
+            x = np.stack(f["embedding"].to_numpy()).astype(np.float64)
+            n += len(f)
+            total += x.sum(axis=0)
+            gram += x.T @ x
+            hist += length_histogram(f["text"].tolist())
+            labelled = f["label"].notna().to_numpy()
+            if labelled.any():
+                c, t = bc.value.correct(x[labelled], f["label"][labelled].tolist())
+                correct += c
+                scored += t
+        return n, total, gram, correct, scored, hist
+
+    n, total, gram, correct, scored, real_hist = tree_sum(real, per_partition)
+    bc.unpersist()
+    n_real = int(n[0])
+    if n_real < 2:
+        raise ValueError("evaluate needs >= 2 embedded real documents")
+    fd = frechet_distance(*fit_from_moments(n_real, total, gram), *gaussian_fit(syn_emb))
+    accuracy = float(correct[0] / scored[0]) if scored[0] else float("nan")
+    syn_hist = length_histogram(synth["text"].tolist())
+    ks = length_ks(real_hist, syn_hist)
+    real_len, syn_len = histogram_summary(real_hist), histogram_summary(syn_hist)
+
+    metrics = {"fid": fd, "downstream_accuracy": accuracy, "length_ks": ks,
+               **{f"real_length_{k}": v for k, v in real_len.items()},
+               **{f"synthetic_length_{k}": v for k, v in syn_len.items()}}
+    details = json.dumps({"synthetic": len(synth), "real": n_real, "scored": int(scored[0]),
+                          "classifier": "logistic_regression", "embedding": ctx.settings.embed.model})
+    rows = pd.DataFrame({"target": "synthetic_documents", "method": method, "metric": list(metrics),
+                         "value": [float(v) for v in metrics.values()], "details": details,
+                         "run_id": ctx.run_id, "date": ctx.date})
+    ctx.lakehouse.replace_partitions(UTILITY_REPORTS, ctx.spark.createDataFrame(
+        rows, from_arrow_schema(UTILITY_REPORTS.schema)), {"date": [ctx.date]})
+    if ctx.tracked is not None:
+        ctx.tracked.log_metrics({f"utility.{k}": v for k, v in metrics.items()})
+        with tempfile.TemporaryDirectory() as tmp:
+            ctx.tracked.log_artifact(length_plot(real_hist, syn_hist, os.path.join(tmp, "lengths.png"),
+                                                 f"{method}: words per text"), "evaluate")
+    return EvaluateResult(method, len(synth), n_real, fd, accuracy, ks, real_len["mean"], syn_len["mean"])

@@ -1,0 +1,341 @@
+"""Stage ``synthesize``: SecPE (or the Aug-PE baseline) synthetic text -> staged ``synthetic_documents``.
+
+Data: ``restricted.doc_embeddings`` (``embed.model``) and ``restricted.documents`` (labels) up to the
+run's date; a document is private when ``restricted.pii_spans`` holds a secret of it (the entity types
+of ``pii.secrets.mode``), public otherwise (SecPE's split).
+
+Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
+1. Public KMeans (Spark MLlib, per label with K split by public label sizes) -> centres and sizes.
+2. SecretNoise on the private records grouped by their secret set: Spark collects one row per distinct
+   set (its sorted secret ids and record count), the driver solves the LP and calibrates sigma
+   (``secpe.secret_clustering.group_secret_noise``: T rounds, 2 Gaussian releases per round) and
+   joins one rho per group back to the records. Aug-PE: sigma = c_max sqrt(T) / mu(p, r), with c_max
+   the largest record count of one secret (``secpe.aug_pe``).
+3. The ledger is charged (guarantee ``secret_protection``, spend (p, r)) before any private statistic
+   is computed; a refused charge (``BudgetExceeded``) leaves every table as it was.
+4. Protected Evolution (``secpe.evolution.evolve``): each round, the executors assign the rho-sampled
+   private rows to the broadcast public centres and return per-partition (counts, sums), tree-reduced
+   to the driver (SecPE); or every document votes for its nearest broadcast candidate (Aug-PE).
+   Candidates are generated in Spark tasks for the local model, on the driver for an endpoint.
+5. ``protected.noisy_centers`` (every round's Eq. 7 release) and ``protected.synthetic_documents``
+   (the N_syn survivors) replace the date's partition; MLflow gets per-round histogram summaries and
+   timings (no text, no embedding).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+from pyspark.sql.pandas.types import from_arrow_schema
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from privtext.platform.context import RunContext
+from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, NOISY_CENTERS, PII_SPANS,
+                                      STAGED_SYNTHETIC_DOCUMENTS)
+from privtext.privacy.mechanisms import make_rng
+from privtext.secpe.aug_pe import augpe_secret_sigma, augpe_vote, private_votes
+from privtext.secpe.evolution import evolve, secpe_vote
+from privtext.secpe.secret_clustering import NO_LABEL, PublicClusters, group_secret_noise, private_cluster_stats
+from privtext.secpe.settings import SecpeSettings
+
+STATS_SCHEMA = StructType([StructField("stats", BinaryType())])
+
+
+@dataclass
+class SynthesizeResult:
+    method: str
+    synthetic: int
+    rounds: int
+    public_documents: int
+    private_documents: int
+    clusters: int
+    secret_groups: int
+    sigma: float
+    r_over_p: float
+    vote_seconds: float
+    generate_seconds: float
+    embed_seconds: float
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--method", choices=["secpe", "aug_pe"], help="default: secpe.method")
+    parser.add_argument("--n-syn", dest="n_syn", type=int, help="N_syn (default: secpe.n_syn)")
+    parser.add_argument("--rounds", type=int, help="T (default: secpe.rounds)")
+    parser.add_argument("--clusters", type=int, help="K public centres (default: secpe.clusters)")
+    parser.add_argument("--r-over-p", dest="r_over_p", type=float, help="r/p budget (default: secpe.r_over_p)")
+    parser.add_argument("--variations", type=int, help="L (default: secpe.variations)")
+
+
+def _pack(*arrays) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, *arrays)
+    return buf.getvalue()
+
+
+def _unpack(blob: bytes) -> tuple:
+    with np.load(io.BytesIO(blob)) as z:
+        return tuple(z[f"arr_{i}"] for i in range(len(z.files)))
+
+
+def tree_sum(df: DataFrame, per_partition) -> tuple:
+    """Run ``per_partition(frames) -> tuple of arrays`` on every partition and sum them with a tree
+    reduction: the driver receives one O(K d) result, never rows."""
+
+    def task(frames):
+        yield pd.DataFrame({"stats": [_pack(*per_partition(frames))]})
+
+    packed = df.mapInPandas(task, STATS_SCHEMA).rdd.map(lambda row: _unpack(row.stats))
+    return packed.treeReduce(lambda a, b: tuple(x + y for x, y in zip(a, b)), depth=2)
+
+
+def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
+    """(doc_id, embedding, label_code, secrets, is_private) per embedded document; label names from public docs."""
+    from privtext.stages.detect_pii import secret_types
+
+    date = F.lit(ctx.date).cast("date")
+    lh = ctx.lakehouse
+    emb = lh.read(DOC_EMBEDDINGS).where((F.col("model") == ctx.settings.embed.model) & (F.col("date") <= date))
+    docs = lh.read(DOCUMENTS).where(F.col("ingest_date") <= date).select("doc_id", "label")
+    spans = (lh.read(PII_SPANS).where((F.col("date") <= date)
+                                      & F.col("entity_type").isin(secret_types(ctx.settings.pii)))
+             .select("doc_id", "secret_id").distinct())
+    secrets = spans.groupBy("doc_id").agg(F.array_sort(F.collect_set("secret_id")).alias("secrets"))
+    corpus = (emb.select("doc_id", "embedding").join(docs, "doc_id", "left").join(secrets, "doc_id", "left")
+              .withColumn("is_private", F.col("secrets").isNotNull()))
+    labels: list = [None]
+    if use_labels:
+        found = sorted(r.label for r in corpus.where(~F.col("is_private") & F.col("label").isNotNull())
+                       .select("label").distinct().collect())
+        labels = found or [None]
+    if labels == [None]:
+        corpus = corpus.withColumn("label_code", F.lit(0))
+    else:
+        mapping = F.create_map(*[x for i, name in enumerate(labels) for x in (F.lit(name), F.lit(i))])
+        corpus = corpus.withColumn("label_code", F.coalesce(mapping[F.col("label")], F.lit(-1)))
+    return corpus.select("doc_id", "embedding", "label_code", "secrets", "is_private"), labels
+
+
+def public_kmeans(public: DataFrame, labels: list, k_total: int, settings: SecpeSettings, seed: int) -> PublicClusters:
+    """KMEANS(D_pub, K) on Spark MLlib, per label (K split in proportion to public label sizes, >= 2;
+    MLlib may return fewer centres than asked when points coincide)."""
+    from pyspark.ml.clustering import KMeans
+    from pyspark.ml.functions import array_to_vector
+
+    sizes = {r.label_code: r["count"] for r in public.groupBy("label_code").count().collect()}
+    n_pub = sum(sizes.get(c, 0) for c in range(len(labels)))
+    centers, counts, codes = [], [], []
+    for c in range(len(labels)):
+        n = sizes.get(c, 0)
+        if n == 0:
+            continue
+        part = public.where(F.col("label_code") == c)
+        if n == 1:  # MLlib needs k >= 2; a single public document is its own centre
+            found, found_sizes = [np.asarray(part.first().embedding, dtype=np.float32)], [1]
+        else:
+            k = int(min(n, max(2, round(k_total * n / n_pub))))
+            model = KMeans(k=k, seed=seed, maxIter=settings.kmeans_max_iter).fit(
+                part.select(array_to_vector("embedding").alias("features")))
+            found, found_sizes = model.clusterCenters(), list(model.summary.clusterSizes)
+        centers += [np.asarray(x, dtype=np.float32) for x in found]
+        counts += found_sizes
+        codes += [c if labels != [None] else NO_LABEL] * len(found)
+    return PublicClusters.create(np.vstack(centers), counts, codes)
+
+
+def secret_groups(private: DataFrame) -> tuple[list, np.ndarray, list, int]:
+    """Distinct secret sets of the private records: (secret-index lists, record counts, secret-id
+    lists, number of secrets); one collected row per set, O(#groups) on the driver."""
+    rows = private.groupBy("secrets").count().collect()
+    secret_index: dict[str, int] = {}
+    groups = [[secret_index.setdefault(s, len(secret_index)) for s in r.secrets] for r in rows]
+    return groups, np.array([r["count"] for r in rows], dtype=np.int64), [r.secrets for r in rows], len(secret_index)
+
+
+class SparkGenerator:
+    """The configured generator, run in Spark tasks (texts partitioned) for the local model, or
+    directly on the driver for an endpoint (its own thread pool). Candidates are synthetic: collecting
+    them is O(N_syn L) and carries no private data."""
+
+    def __init__(self, ctx: RunContext):
+        from privtext.generate import get_generator
+
+        self.settings = ctx.settings.generate
+        self.spark = ctx.spark
+        self.local = getattr(self.settings, "backend", "local") == "local"
+        self.generator = None if self.local else get_generator(self.settings)
+        self.partitions = max(1, ctx.spark.sparkContext.defaultParallelism)
+
+    def _distributed(self, items: list, call) -> list:
+        settings = self.settings
+        frame = self.spark.createDataFrame(pd.DataFrame({"i": range(len(items)), "item": items}))
+        frame = frame.repartition(min(self.partitions, max(1, len(items))))
+
+        def task(frames):
+            from privtext.generate import get_generator
+
+            gen = get_generator(settings)
+            for f in frames:
+                out = call(gen, f["item"].tolist(), int(f["i"].iloc[0]) if len(f) else 0)
+                yield pd.DataFrame({"i": f["i"], "out": out})
+
+        rows = frame.mapInPandas(task, "i long, out array<string>").collect()
+        return [r.out for r in sorted(rows, key=lambda r: r.i)]
+
+    def random(self, n, label, seed=None):
+        if not self.local:
+            return self.generator.random(n, label, seed=seed)
+        return [x[0] for x in self._distributed([label] * n, lambda g, items, i: [
+            [t] for t in g.random(len(items), items[0] if items else label, seed=(seed or 0) + i)])]
+
+    def variation(self, texts, L, label=None, seed=None):
+        if not self.local:
+            return self.generator.variation(texts, L, label=label, seed=seed)
+        return self._distributed(list(texts), lambda g, items, i: g.variation(items, L, label=label, seed=(seed or 0) + i))
+
+
+def _embedder(settings):
+    from privtext.embed.encoder import encode_texts
+
+    return lambda texts: encode_texts(list(texts), settings.embed)
+
+
+def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, rounds: int | None = None,
+        clusters: int | None = None, r_over_p: float | None = None, variations: int | None = None) -> SynthesizeResult:
+    overrides = {k: v for k, v in dict(method=method, n_syn=n_syn, rounds=rounds, clusters=clusters,
+                                       r_over_p=r_over_p, variations=variations).items() if v is not None}
+    cfg = ctx.settings.secpe.model_copy(update=overrides)
+    SecpeSettings.model_validate(cfg.model_dump())  # validate the CLI overrides too
+    run_cfg = ctx.settings.run
+    rng = make_rng(run_cfg.deterministic, run_cfg.seed)
+    tracked = ctx.tracked
+    if tracked is not None:
+        tracked.log_params({f"secpe.{k}": v for k, v in cfg.model_dump().items()})
+
+    corpus, labels = load_corpus(ctx, cfg.use_labels)
+    corpus = corpus.where(F.col("label_code") >= 0).cache()
+    private = corpus.where("is_private")
+    n_private, n_public = private.count(), corpus.where(~F.col("is_private")).count()
+    if n_public == 0:
+        raise ValueError("synthesize needs public documents (no secret) for the public clusters; found none")
+    dim = len(corpus.select("embedding").first().embedding)
+
+    # SecretNoise / Aug-PE noise, then the charge, before any private statistic is computed
+    groups, sizes, keys, n_secrets = secret_groups(private)
+    if cfg.method == "secpe":
+        noise = group_secret_noise(groups, sizes, n_secrets, cfg.p, cfg.r, cfg.rounds, cfg.noise_method)
+        sigma = noise.sigma
+        params = {"sigma": sigma, "rounds": cfg.rounds, "releases_per_round": 2, "clusters": cfg.clusters,
+                  "clip_radius": cfg.clip_radius, "noise_method": cfg.noise_method, "secret_groups": noise.n_groups,
+                  "expected_sampled": noise.expected_sampled, "private_documents": n_private}
+        event = None
+    else:
+        c_max = int(private.select(F.explode("secrets").alias("s")).groupBy("s").count()
+                    .agg(F.max("count")).first()[0] or 0)
+        sigma = augpe_secret_sigma(cfg.p, cfg.r, cfg.rounds, c_max)
+        params = {"sigma": sigma, "rounds": cfg.rounds, "max_records_per_secret": c_max,
+                  "clip_radius": cfg.clip_radius, "private_documents": n_private}
+        from privtext.privacy.accounting import event_to_json, gaussian_event
+
+        event = event_to_json(gaussian_event(sigma, max(c_max, 1), cfg.rounds)) if sigma > 0 else None
+    Ledger(ctx.lakehouse, ctx.settings).charge(Charge(
+        ctx.settings.run.dataset, "synthesize", ctx.run_id, f"{cfg.method}_histogram", "secret_protection",
+        params, {"p": cfg.p, "r": cfg.r}, event), tracked=tracked)
+
+    spark = ctx.spark
+    R = cfg.clip_radius
+    releases: list[tuple[int, object]] = []
+    if cfg.method == "secpe":
+        public_clusters = public_kmeans(corpus.where(~F.col("is_private")), labels, cfg.clusters, cfg, run_cfg.seed)
+        rho_table = spark.createDataFrame(pd.DataFrame({"key": [_key(k) for k in keys], "rho": noise.rho}))
+        sampled = (private.withColumn("key", F.sha2(F.concat_ws("\u0001", "secrets"), 256))
+                   .join(F.broadcast(rho_table), "key").select("embedding", "label_code", "rho"))
+        bc = spark.sparkContext.broadcast(public_clusters)
+        labelled = labels != [None]
+
+        def private_stats(t: int):
+            round_seed = int(rng.integers(2**63))
+
+            def per_partition(frames):
+                from pyspark import TaskContext
+
+                part = TaskContext.get().partitionId()
+                prng = np.random.default_rng([round_seed, part])
+                counts = np.zeros(bc.value.k)
+                sums = np.zeros((bc.value.k, dim))
+                for f in frames:
+                    emb = np.stack(f["embedding"].to_numpy()) if len(f) else np.zeros((0, dim), np.float32)
+                    keep = prng.random(len(f)) < f["rho"].to_numpy()
+                    c, s = private_cluster_stats(emb, bc.value, R, keep, f["label_code"].to_numpy() if labelled else None)
+                    counts += c
+                    sums += s
+                return counts, sums
+
+            if n_private == 0:
+                return np.zeros(public_clusters.k), np.zeros((public_clusters.k, dim))
+            return tree_sum(sampled, per_partition)
+
+        vote = secpe_vote(private_stats, public_clusters, sigma, rng, R,
+                          on_release=lambda t, noisy: releases.append((t, noisy)))
+        n_clusters = public_clusters.k
+    else:
+        voters = corpus.select("embedding", "label_code")
+        labelled = labels != [None]
+
+        def votes(t, cand_emb, cand_labels):
+            bc = spark.sparkContext.broadcast((cand_emb, cand_labels))
+
+            def per_partition(frames):
+                out = np.zeros(bc.value[0].shape[0])
+                for f in frames:
+                    if len(f):
+                        out += private_votes(np.stack(f["embedding"].to_numpy()), bc.value[0], R,
+                                             f["label_code"].to_numpy() if labelled else None, bc.value[1])
+                return (out,)
+
+            (hist,) = tree_sum(voters, per_partition)
+            bc.unpersist()
+            return hist
+
+        vote = augpe_vote(votes, sigma, rng)
+        n_clusters = 0
+
+    result = evolve(SparkGenerator(ctx), _embedder(ctx.settings), vote, labels, cfg.n_syn, cfg.variations,
+                    cfg.rounds, R, seed=run_cfg.seed)
+    corpus.unpersist()
+
+    date = ctx.date
+    if releases:
+        rows = [{"run_id": ctx.run_id, "round": t, "label": None if c < 0 else labels[c], "center_id": k,
+                 "noisy_count": float(noisy.counts[k]), "center": noisy.centers[k].astype(np.float32).tolist(),
+                 "date": date}
+                for t, noisy in releases for k, c in enumerate(noisy.labels)]
+        ctx.lakehouse.replace_partitions(NOISY_CENTERS, spark.createDataFrame(
+            pd.DataFrame(rows), from_arrow_schema(NOISY_CENTERS.schema)), {"date": [date]})
+    synth = pd.DataFrame({"synthetic_id": [uuid.uuid4().hex for _ in result.texts], "text": result.texts,
+                          "label": result.labels, "method": cfg.method,
+                          "round": np.asarray(result.born, dtype=np.int32), "run_id": ctx.run_id, "date": date})
+    ctx.lakehouse.replace_partitions(STAGED_SYNTHETIC_DOCUMENTS,
+                                     spark.createDataFrame(synth, from_arrow_schema(STAGED_SYNTHETIC_DOCUMENTS.schema)), {"date": [date]})
+
+    if tracked is not None:
+        for s in result.rounds:
+            tracked.log_metrics({f"round{s.round}.{k}": v for k, v in s.__dict__.items()
+                                 if isinstance(v, (int, float)) and k != "round"})
+        tracked.log_dict({"rounds": [s.__dict__ for s in result.rounds], "labels": [str(x) for x in labels]},
+                         "synthesize/rounds.json")
+    return SynthesizeResult(
+        cfg.method, len(result.texts), cfg.rounds, n_public, n_private, n_clusters, len(groups), sigma,
+        cfg.r_over_p, sum(s.vote_seconds for s in result.rounds), sum(s.generate_seconds for s in result.rounds),
+        sum(s.embed_seconds for s in result.rounds))
+
+
+def _key(secrets) -> str:
+    """Spark's sha2(concat_ws('\\x01', secrets), 256) of a sorted secret-id list, on the driver."""
+    return hashlib.sha256("\u0001".join(secrets).encode()).hexdigest()

@@ -1,0 +1,134 @@
+"""Stage synthesize: Spark private statistics, secret groups, charge-before-write, budget refusal."""
+import datetime as dt
+import importlib
+
+import numpy as np
+from pyspark.sql.pandas.types import from_arrow_schema
+import pyarrow as pa
+import pytest
+
+from privtext.platform.ledger import BudgetExceeded, Ledger
+from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, NOISY_CENTERS, PII_SPANS,
+                                      STAGED_SYNTHETIC_DOCUMENTS)
+from privtext.sample_data import generate
+from privtext.secpe.secret_clustering import PublicClusters, private_cluster_stats
+from privtext.stages import synthesize
+
+DATE = dt.date(2026, 1, 15)
+N_DOCS = 36
+
+
+def _write_corpus(ctx):
+    from privtext.embed.encoder import encode_texts
+
+    spark, lh = ctx.spark, ctx.lakehouse
+    rows = generate(N_DOCS, seed=3)
+    docs = [{**{k: r[k] for k in ("doc_id", "user_id", "text", "label")}, "metadata": {}, "ingest_date": DATE,
+             "run_id": "t"} for r in rows]
+    lh.replace_partitions(DOCUMENTS, spark.createDataFrame(docs, from_arrow_schema(DOCUMENTS.schema)), {"ingest_date": [DATE]})
+    emb = encode_texts([r["text"] for r in rows], ctx.settings.embed)
+    lh.replace_partitions(DOC_EMBEDDINGS, spark.createDataFrame(
+        [{"doc_id": r["doc_id"], "embedding": e.tolist(), "model": ctx.settings.embed.model, "dim": emb.shape[1],
+          "run_id": "t", "date": DATE} for r, e in zip(rows, emb)], from_arrow_schema(DOC_EMBEDDINGS.schema)), {"date": [DATE]})
+    # every third document is private; secrets s0..s3 repeat across documents, d0 holds two
+    spans = [{"doc_id": r["doc_id"], "entity_type": "PERSON", "start": 0, "end": 1, "score": 1.0, "tier": "PII",
+              "secret_id": f"s{i % 4}", "run_id": "t", "date": DATE} for i, r in enumerate(rows) if i % 3 == 0]
+    spans.append({**spans[0], "secret_id": "s9"})
+    lh.replace_partitions(PII_SPANS, spark.createDataFrame(spans, from_arrow_schema(PII_SPANS.schema)), {"date": [DATE]})
+    return rows, emb
+
+
+def test_split_groups_and_spark_statistics_match_numpy(ctx):
+    rows, emb = _write_corpus(ctx)
+    corpus, labels = synthesize.load_corpus(ctx, use_labels=True)
+    assert labels == sorted({r["label"] for i, r in enumerate(rows) if i % 3})
+    private = corpus.where("is_private")
+    assert private.count() == 12
+    groups, sizes, keys, n_secrets = synthesize.secret_groups(private)
+    assert n_secrets == 5 and sorted(sizes.tolist()) == [1, 2, 3, 3, 3]  # d0 = {s0, s9} is its own group
+    # the executors' tree-summed statistics equal the numpy pass over the same rows
+    clusters = PublicClusters.create(emb[:3], [2, 3, 4])
+    dim = emb.shape[1]
+
+    def per_partition(frames):
+        counts, sums = np.zeros(3), np.zeros((3, dim))
+        for f in frames:
+            c, s = private_cluster_stats(np.stack(f["embedding"].to_numpy()), clusters, 1.0)
+            counts, sums = counts + c, sums + s
+        return counts, sums
+
+    counts, sums = synthesize.tree_sum(private.select("embedding").repartition(3), per_partition)
+    private_emb = emb[[i for i in range(N_DOCS) if i % 3 == 0]]
+    ref_counts, ref_sums = private_cluster_stats(private_emb, clusters, 1.0)
+    np.testing.assert_array_equal(counts, ref_counts)
+    np.testing.assert_allclose(sums, ref_sums, atol=1e-5)
+    pub = synthesize.public_kmeans(corpus.where(~corpus.is_private), labels, 8, ctx.settings.secpe, 0)
+    assert pub.sizes.sum() == N_DOCS - 12 and set(pub.labels.tolist()) == set(range(len(labels)))
+
+
+def test_budget_refused_run_writes_nothing(ctx):
+    _write_corpus(ctx)
+    lh = ctx.lakehouse
+    before = {spec.name: lh.version(spec) for spec in (NOISY_CENTERS, STAGED_SYNTHETIC_DOCUMENTS)}
+    with pytest.raises(BudgetExceeded):  # default budget r_over_p_max = 50
+        synthesize.run(ctx, method="secpe", r_over_p=100.0, n_syn=2, rounds=1, clusters=4, variations=1)
+    after = {spec.name: lh.version(spec) for spec in (NOISY_CENTERS, STAGED_SYNTHETIC_DOCUMENTS)}
+    assert after == before
+    assert Ledger(lh, ctx.settings).entries() == []
+
+
+def _generator_ready() -> bool:
+    try:
+        return hasattr(importlib.import_module("privtext.generate"), "get_generator")
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(not _generator_ready(), reason="privtext.generate.get_generator has not landed")
+@pytest.mark.parametrize("method", ["secpe", "aug_pe"])
+def test_full_run_charges_before_writing_and_leaks_nothing(tmp_path, spark, monkeypatch, method):
+    from conftest import make_settings
+    from privtext.platform.context import RunContext
+    from privtext.platform.lakehouse import Lakehouse
+    from privtext.stages.runner import run_stage
+
+    settings = make_settings(tmp_path / "lake", tracking={"enabled": True})
+    rows, _ = _write_corpus(RunContext.create(settings, date=str(DATE)))
+    charges_at_write = []
+    original = Lakehouse.replace_partitions
+
+    def spy(self, spec, df, partition_values):
+        if spec in (NOISY_CENTERS, STAGED_SYNTHETIC_DOCUMENTS):
+            charges_at_write.append(len(Ledger(self, settings).entries()))
+        return original(self, spec, df, partition_values)
+
+    monkeypatch.setattr(Lakehouse, "replace_partitions", spy)
+    result = run_stage("synthesize", settings, date=str(DATE), method=method, n_syn=2, rounds=1, clusters=4,
+                       variations=1, r_over_p=10.0)
+    assert result.synthetic == 2 and charges_at_write and min(charges_at_write) == 1
+    ctx = RunContext.create(settings, date=str(DATE))
+    synth = ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS).toPandas()
+    private_texts = [r["text"] for i, r in enumerate(rows) if i % 3 == 0]
+    assert not any(p in t for p in private_texts for t in synth.text)
+    blob = b"".join(p.read_bytes() for p in (tmp_path / "lake").rglob("*") if p.is_file()
+                    and ("mlruns" in p.parts or p.name == "mlflow.db"))
+    assert not any(p.encode()[:40] in blob for p in private_texts)
+
+
+def test_evaluate_reports_fid_lengths_and_accuracy(ctx):
+    from privtext.platform.tables import UTILITY_REPORTS
+    from privtext.stages import evaluate
+
+    rows, _ = _write_corpus(ctx)
+    # a staged release that copies public documents: accuracy must be high, FID finite
+    public = [r for i, r in enumerate(rows) if i % 3][:12]
+    synth = [{"synthetic_id": f"x{i}", "text": r["text"], "label": r["label"], "method": "secpe", "round": 1,
+              "run_id": "t", "date": DATE} for i, r in enumerate(public)]
+    ctx.lakehouse.replace_partitions(STAGED_SYNTHETIC_DOCUMENTS, ctx.spark.createDataFrame(
+        synth, from_arrow_schema(STAGED_SYNTHETIC_DOCUMENTS.schema)), {"date": [DATE]})
+    result = evaluate.run(ctx)
+    assert result.real == N_DOCS and result.synthetic == 12
+    assert result.downstream_accuracy > 0.5 and np.isfinite(result.fid) and 0 <= result.length_ks <= 1
+    report = ctx.lakehouse.read(UTILITY_REPORTS).toPandas()
+    assert set(report.metric) >= {"fid", "downstream_accuracy", "length_ks"}
+    assert report.loc[report.metric == "fid", "value"].item() == pytest.approx(result.fid)
