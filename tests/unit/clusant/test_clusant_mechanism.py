@@ -169,3 +169,63 @@ def test_invalid_parameters_rejected(vocab):
         CluSanT(vocab, labels + 1, k=2.0, eps_cluster=1.0, eps_token=1.0, token_sensitivity=1.0)  # empty cluster 0
     with pytest.raises(ValueError):
         build_mechanism("textfooler", vocab, labels, 2.0, 2.0)
+
+
+@pytest.fixture(scope="module")
+def real_phrases(tmp_path_factory):
+    """~240 public PERSON/LOCATION phrases (the vocabulary) and 24 unseen real phrases (inputs), all-MiniLM-L6-v2."""
+    pytest.importorskip("sentence_transformers")
+    from privtext.clusant.settings import VocabularySettings
+    from privtext.clusant.vocabulary import build_vocabulary, embed_vocabulary
+    from privtext.embed.encoder import encode_phrases
+    from privtext.embed.settings import EmbedSettings
+
+    def encode(phrases):
+        return encode_phrases(phrases, EmbedSettings(device="cpu"))
+
+    vs = VocabularySettings(size=120)
+    cache = tmp_path_factory.mktemp("phrase-cache")
+    vocab = np.vstack([embed_vocabulary(t, build_vocabulary(t, vs), encode, "minilm", cache) for t in ("PERSON", "LOCATION")])
+    unseen = ["Angela Merkel", "Barack Obama", "Ada Lovelace", "Kylian Mbappe", "Frida Kahlo", "Nelson Mandela",
+              "Taylor Swift", "Lionel Messi", "Marie Curie", "Zinedine Zidane", "Reykjavik", "Timbuktu",
+              "Ouagadougou", "Kathmandu", "Montevideo", "Vladivostok", "Yellowknife", "Ushuaia", "the Sahara",
+              "Lake Baikal", "Mount Fuji", "Patagonia", "Silicon Valley", "Champs-Elysees"]
+    inputs = np.vstack([vocab, encode(unseen).astype(np.float64)])
+    return vocab.astype(np.float64), inputs
+
+
+def _worst_log_ratio(lp: np.ndarray, chunk: int = 32) -> np.ndarray:
+    """max_y ln Pr[M(x_i)=y] - ln Pr[M(x_j)=y] for all ordered pairs; +inf where y is possible for x_i only."""
+    out = np.empty((len(lp), len(lp)))
+    for s in range(0, len(lp), chunk):
+        with np.errstate(invalid="ignore"):
+            diff = lp[s:s + chunk, None, :] - lp[None]  # -inf - -inf = nan: impossible for both, no constraint
+        out[s:s + chunk] = np.where(np.isnan(diff), 0.0, diff).max(axis=2)
+    return out
+
+
+@pytest.mark.parametrize("method,k,n_clusters", [("santext", 1.0, 1), ("clusant", 1.0, 12), ("clusant", 8.0, 12),
+                                                 ("clusant", 64.0, 40), ("custext", math.inf, 12)])
+def test_exact_privacy_check_on_real_phrases_all_pairs_all_outputs(real_phrases, method, k, n_clusters):
+    """ln Pr[M(x)=y] - ln Pr[M(x')=y] <= eps * d_c(x, x') + 1e-9 for every input pair and every output, where
+    d_c = D_k, the metric of the guarantee (for SanText the Euclidean distance). CusText fails the same check:
+    inputs in different clusters have disjoint output supports (an infinite log ratio, Thm. 4)."""
+    vocab, x = real_phrases
+    eps = 2.0
+    labels = custext_clusters(vocab, n_clusters, np.random.default_rng(0))
+    mech = build_mechanism(method, vocab, labels, eps, k)
+    observed = _worst_log_ratio(mech.log_probabilities(x))
+    i, j = np.nonzero(~np.eye(len(x), dtype=bool))
+    if method == "custext":
+        euclid = np.linalg.norm(x[i] - x[j], axis=1)
+        violated = observed[i, j] > eps * euclid + TOL
+        _, cx = mech._prepare(x)
+        assert violated.any() and np.isinf(observed[i, j][cx[i] != cx[j]]).all()  # disjoint supports
+        assert not violated[cx[i] == cx[j]].any()  # within a cluster CusText's eps-mLDP does hold
+        return
+    d_c = mech.metric(x[i], x[j])
+    assert np.isfinite(observed).all()
+    assert (observed[i, j] <= eps * d_c + TOL).all()
+    if method == "santext":
+        np.testing.assert_allclose(d_c, np.linalg.norm(x[i] - x[j], axis=1), rtol=1e-12)
+    assert (observed[i, j] / (eps * d_c)).max() > 0.25  # the bound is attained up to a modest factor

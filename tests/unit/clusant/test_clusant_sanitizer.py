@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from privtext.clusant.mechanism import clusant, santext
-from privtext.clusant.sanitizer import ClusantSanitizer
+from privtext.clusant.sanitizer import ClusantSanitizer, merge_spans, placeholder, splice
 from privtext.clusant.settings import ClusantSettings, VocabularySettings
 
 TIERS = {"PERSON": "PII", "EMAIL_ADDRESS": "PII", "LOCATION": "PoII"}
@@ -97,3 +97,36 @@ def test_real_encoder_utility_orders_the_settings():
               "k64": expected_cos(clusant(v, labels, eps, 64.0))}
     assert min(scores.values()) > uniform
     assert scores["k64"] > scores["k1"] + 0.05  # pushing clusters apart picks the right cluster more often
+
+
+def test_merge_spans_unions_overlaps_prefers_pii_and_keeps_touching_spans_apart():
+    spans = [(5, 10, "LOCATION", "PoII", 0.99), (8, 14, "PERSON", "PII", 0.5), (14, 18, "DATE_TIME", "PoII", 0.9),
+             (-3, 2, "URL", "PII", 0.7), (30, 40, "NRP", "PoII", 0.9), (20, 20, "PERSON", "PII", 0.9),
+             (12, 13, "ORGANIZATION", "PoII", 1.0)]
+    assert merge_spans(spans, 35) == [(0, 2, "URL", "PII"), (5, 14, "PERSON", "PII"), (14, 18, "DATE_TIME", "PoII"),
+                                      (30, 35, "NRP", "PoII")]
+    # same tier: higher score wins, then the longer span
+    assert merge_spans([(0, 4, "A", "PoII", 0.5), (2, 9, "B", "PoII", 0.8)], 9) == [(0, 9, "B", "PoII")]
+    assert merge_spans([(0, 4, "A", "PII", 0.8), (2, 9, "B", "PII", 0.8)], 9) == [(0, 9, "B", "PII")]
+
+
+def test_splice_keeps_everything_outside_the_spans_code_point_exact():
+    text = "👋🏽 Grüße, Zoë Ångström — café ✓"
+    start = text.index("Zoë")
+    end = start + len("Zoë Ångström")
+    out = splice(text, [(0, 2), (start, end)], ["[X]", "Ana Lima"])
+    assert out == "[X] Grüße, Ana Lima — café ✓"
+    assert splice(text, [], []) == text and placeholder("US_PASSPORT") == "[US_PASSPORT]"
+
+
+def test_missing_vocabulary_types_and_exclusion_as_subset(tmp_path):
+    settings = _settings().model_copy(update={"entity_types": ("PERSON", "NO_SUCH_TYPE")})
+    full = ClusantSanitizer.build(settings, lambda t: "PII", hash_encode, "hash", cache_dir=str(tmp_path))
+    assert full.missing == ("NO_SUCH_TYPE",) and list(full.per_type) == ["PERSON"]
+    private = [full.per_type["PERSON"].phrases[3].upper(), "someone else"]
+    cached = sorted(tmp_path.glob("*.npy"))
+    sub = ClusantSanitizer.build(settings, lambda t: "PII", hash_encode, "hash", exclude=private, cache_dir=str(tmp_path))
+    assert sub.per_type["PERSON"].phrases == full.per_type["PERSON"].phrases[:3] + full.per_type["PERSON"].phrases[4:]
+    assert sorted(tmp_path.glob("*.npy")) == cached  # the cached full-vocabulary embeddings are reused
+    out = sub.replace(np.random.default_rng(0), ["PERSON", "NO_SUCH_TYPE"], hash_encode(["x", "y"]))
+    assert out[0] in sub.per_type["PERSON"].phrases and out[1] is None
