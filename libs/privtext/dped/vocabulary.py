@@ -36,10 +36,11 @@ def _minilm_dir() -> Path:
 
 
 def public_words(vocab_path: str | Path | None = None, min_len: int = 1) -> list[str]:
-    """Whole alphabetic entries of a tokenizer vocab.txt (default: the installed MiniLM's)."""
+    """Whole alphabetic entries of a tokenizer vocab.txt (default: the installed MiniLM's), in the
+    file's order (BERT's WordPiece list is roughly most-frequent-first, which ``public`` mode uses)."""
     path = Path(vocab_path) if vocab_path else _minilm_dir() / "vocab.txt"
     words = (w.strip() for w in path.read_text(encoding="utf-8").splitlines())
-    return sorted({w for w in words if w.isascii() and w.isalpha() and w.islower() and len(w) >= min_len})
+    return list(dict.fromkeys(w for w in words if w.isascii() and w.isalpha() and w.islower() and len(w) >= min_len))
 
 
 def public_anchor(words: Sequence[str], dim: int) -> np.ndarray:
@@ -56,8 +57,9 @@ def public_anchor(words: Sequence[str], dim: int) -> np.ndarray:
     rows = np.array([index.get(w, -1) for w in words])
     emb = np.where(rows[:, None] >= 0, table[np.maximum(rows, 0)], 0.0).astype(np.float64)
     centred = emb - emb[rows >= 0].mean(axis=0)
-    _, _, vt = np.linalg.svd(centred[rows >= 0], full_matrices=False)
-    out = centred @ vt[:dim].T
+    known = centred[rows >= 0]
+    _, axes = np.linalg.eigh(known.T @ known)  # principal axes from the [D, D] scatter matrix (cheap)
+    out = centred @ axes[:, ::-1][:, :dim]
     out[rows < 0] = 0.0
     return out.astype(np.float32)
 
@@ -74,11 +76,15 @@ def unit_word_counts(
     counts = np.zeros(len(candidates), dtype=np.int64)
     for texts in unit_docs:
         ids = np.array([index[t] for text in texts for t in tokenize(text) if t in index], dtype=np.int64)
-        if ids.size == 0:
-            continue
-        uniq, freq = np.unique(ids, return_counts=True)
-        counts[uniq[np.argsort(-freq, kind="stable")[:words_per_unit]]] += 1
+        counts[unit_top_ids(ids, words_per_unit)] += 1
     return counts
+
+
+def unit_top_ids(ids: np.ndarray, words_per_unit: int) -> np.ndarray:
+    """The distinct candidate ids one unit contributes to the counts: its ``words_per_unit`` most
+    frequent (ties by candidate order). Runs per unit, on executors in the Spark stage."""
+    uniq, freq = np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+    return uniq[np.argsort(-freq, kind="stable")[:words_per_unit]]
 
 
 def dp_select(

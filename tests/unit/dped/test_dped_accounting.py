@@ -31,3 +31,19 @@ def test_sensitivities_and_sigmas():
     # total is exactly (1/z)-GDP: sum over mechanisms of count / z_i^2 == 1 / z^2
     total = 100 * (nm.threshold ** -2 + nm.hidden ** -2 + nm.vote ** -2) + nm.vocabulary ** -2
     assert total == pytest.approx(1.5 ** -2)
+
+
+def test_dped_event_matches_gdp_closed_form():
+    # M queries x (check + hidden + votes) are Gaussians, so the whole run is exactly mu-GDP with
+    # mu^2 = sum count / z^2 (Dong et al. 2019); delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    s = DpedSettings(epsilon=2.0, delta=1e-5, vocabulary_mode="public", n_teachers=10, top_k=3)
+    m = 500
+    nm = calibrate(s, m)
+    mu = np.sqrt(m * (nm.threshold ** -2 + nm.hidden ** -2 + nm.vote ** -2))
+    closed = brentq(lambda e: norm.cdf(-e / mu + mu / 2) - np.exp(e) * norm.cdf(-e / mu - mu / 2) - s.delta, 1e-6, 50)
+    pld = epsilon_of(dped_event(s, nm, m), s.delta)
+    # the pessimistic PLD is an upper bound, within its discretisation of the exact value
+    assert closed <= pld <= closed * 1.01

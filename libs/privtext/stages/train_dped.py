@@ -1,0 +1,297 @@
+"""Stage ``train_dped``: restricted.documents -> DPED word embeddings (dped-paper.txt, Alg. 1).
+
+Flow (driver state O(|V| * d) plus the vote histogram, never O(rows)):
+
+1. Calibrate the noise for (epsilon, delta) in conf (data-independent) and CHARGE the ledger
+   (approx_dp, the full ``dped_event``) before any private row is read; a refused charge
+   (``BudgetExceeded``) stops the run with nothing computed or written.
+2. Read restricted.documents (the run's ``--date`` or ``--all-dates``), tokenize in Spark onto the
+   PUBLIC word list, and key every row by its privacy unit: ``user_id`` when every row has one
+   (user-level adjacency) else ``doc_id`` (record-level); the ledger entry says which. Shards are
+   ``hash(salt, unit) mod N``: disjoint, and one unit changes one shard.
+3. Vocabulary per conf: the first ``max_vocab`` public words, or (``dp_selection``) the public
+   words whose noisy unit counts clear the threshold. The counts are reduced in Spark (each unit
+   contributes at most ``vocab_words_per_unit`` distinct words); only the [|V|] count vector
+   reaches the driver, which adds Gaussian noise (accounted in step 1).
+4. Teachers: ``groupBy(shard).applyInPandas``, one SGNS teacher per task (torch, 1 thread), each
+   returning ONLY its answers to the public queries (clipped, anchor-rotated hidden vector and
+   top-k vote set per query): no counts, no tokens, no training rows leave the task. A second
+   Spark pass sums the answers per partition; the driver adds the partial sums.
+5. Driver: noisy consensus check + noisy hidden mean + noisy votes (``aggregation.aggregate``), the
+   student (post-processing), MLflow model ``dped-word-embeddings`` (when tracking is on; its
+   description names the ledger entry, epsilon and delta), then published.word_vectors.
+
+Guarantee: (epsilon, delta)-DP w.r.t. adding/removing one unit (user or document), for the vocabulary
+selection and all M queries together (PLD accountant; RDP cross-check logged). Sensitivities:
+see ``privtext.dped.aggregation``.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, FloatType, IntegerType, LongType, StructField, StructType
+
+from privtext.dped.aggregation import NoiseMultipliers, aggregate, calibrate, dped_event, sensitivities, sigmas
+from privtext.dped.settings import DpedSettings
+from privtext.dped.sharding import shard_of
+from privtext.dped.student import train_student
+from privtext.dped.teacher import teacher_answers, train_teacher
+from privtext.dped.vocabulary import dp_select, public_anchor, public_words, tokenize, unit_top_ids
+from privtext.platform.context import RunContext
+from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
+from privtext.privacy.accounting import epsilon_of, event_to_json
+from privtext.privacy.mechanisms import make_rng
+
+MODEL_NAME = "dped-word-embeddings"
+
+# The ONLY columns a teacher task returns: query position, clipped hidden vector, top-k vote set.
+TEACHER_ANSWER_SCHEMA = StructType([
+    StructField("shard", IntegerType(), False),
+    StructField("query", IntegerType(), False),
+    StructField("hidden", ArrayType(FloatType()), False),
+    StructField("votes", ArrayType(IntegerType()), False),
+])
+_PARTIAL_SCHEMA = StructType([
+    StructField("query", IntegerType(), False),
+    StructField("hidden_sum", ArrayType(FloatType()), False),
+    StructField("vote_ids", ArrayType(IntegerType()), False),
+    StructField("vote_counts", ArrayType(LongType()), False),
+])
+
+
+@dataclass
+class TrainDpedResult:
+    documents: int
+    teachers: int
+    adjacency: str
+    queries: int
+    released_words: int
+    answered_fraction: float
+    epsilon: float
+    delta: float
+    epsilon_pld: float
+    epsilon_rdp: float
+    ledger_entry_id: str
+    model_version: str
+    teacher_seconds: float
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--epsilon", type=float, help="target epsilon (default: dped.epsilon in conf)")
+    parser.add_argument("--teachers", type=int, help="number of teachers N (default: dped.n_teachers)")
+    parser.add_argument("--all-dates", dest="all_dates", action="store_true",
+                        help="train on every ingest date instead of --date")
+
+
+# ------------------------------------------------------------------------------------------------
+# Spark pieces (executors)
+# ------------------------------------------------------------------------------------------------
+
+def with_units_and_shards(docs: DataFrame, n_shards: int, salt: str) -> tuple[DataFrame, str]:
+    """Add ``unit`` and ``shard`` columns; adjacency "user" iff every row has a user_id."""
+    missing = docs.where(F.col("user_id").isNull() | (F.col("user_id") == "")).limit(1).count()
+    adjacency = "user" if missing == 0 else "record"
+    unit = F.concat(F.lit("user:"), F.col("user_id")) if adjacency == "user" else F.concat(F.lit("doc:"), F.col("doc_id"))
+
+    @F.pandas_udf(IntegerType())
+    def shard_udf(units: pd.Series) -> pd.Series:
+        return pd.Series([shard_of(u, n_shards, salt) for u in units], dtype="int32")
+
+    return docs.withColumn("unit", unit).withColumn("shard", shard_udf(F.col("unit"))), adjacency
+
+
+def tokenized(docs: DataFrame, words: list[str]) -> DataFrame:
+    """Replace ``text`` by ``ids``: positions of its tokens in the public word list (others dropped)."""
+    index = {w: i for i, w in enumerate(words)}
+
+    @F.pandas_udf(ArrayType(IntegerType()))
+    def ids_udf(texts: pd.Series) -> pd.Series:
+        return pd.Series([np.array([index[t] for t in tokenize(x or "") if t in index], dtype=np.int32)
+                          for x in texts])
+
+    return docs.withColumn("ids", ids_udf(F.col("text"))).drop("text")
+
+
+def unit_counts(tokens: DataFrame, n_words: int, words_per_unit: int) -> np.ndarray:
+    """[|V|] number of units using each word (each unit: at most ``words_per_unit`` words), reduced
+    in Spark; only the count vector reaches the driver."""
+    def top(pdf: pd.DataFrame) -> pd.DataFrame:
+        ids = np.concatenate([np.asarray(x, dtype=np.int64) for x in pdf["ids"]]) if len(pdf) else np.zeros(0, np.int64)
+        return pd.DataFrame({"word": unit_top_ids(ids, words_per_unit).astype(np.int32)})
+
+    per_unit = tokens.select("unit", "ids").groupBy("unit").applyInPandas(top, "word int")
+    counts = np.zeros(n_words, dtype=np.int64)
+    for row in per_unit.groupBy("word").count().collect():
+        counts[row["word"]] = row["count"]
+    return counts
+
+
+def teacher_answer_frame(tokens: DataFrame, n_words: int, query_ids: np.ndarray, settings: DpedSettings,
+                         anchor: np.ndarray | None, seed: int) -> DataFrame:
+    """One task per shard trains its teacher and returns only its answers (TEACHER_ANSWER_SCHEMA)."""
+    query_ids = np.asarray(query_ids, dtype=np.int64)
+
+    def teach(pdf: pd.DataFrame) -> pd.DataFrame:
+        import torch
+
+        torch.set_num_threads(1)
+        shard = int(pdf["shard"].iloc[0])
+        docs = [np.asarray(x, dtype=np.int64) for x in pdf["ids"]]
+        teacher = train_teacher(docs, n_words, settings, seed * 100_003 + shard)
+        hidden, votes = teacher_answers(teacher, query_ids, settings.top_k, clip=settings.clip_hidden, anchor=anchor)
+        return pd.DataFrame({"shard": np.full(query_ids.size, shard, dtype=np.int32),
+                             "query": np.arange(query_ids.size, dtype=np.int32),
+                             "hidden": list(hidden.astype(np.float32)), "votes": list(votes.astype(np.int32))})
+
+    # one partition per shard (range partitioning on the shard key; the groupBy reuses it), so the
+    # teachers run as parallel tasks rather than being coalesced into one
+    by_shard = tokens.select("shard", "ids").repartitionByRange(settings.n_teachers, "shard")
+    return by_shard.groupBy("shard").applyInPandas(teach, TEACHER_ANSWER_SCHEMA)
+
+
+def summed_answers(answers: DataFrame, n_queries: int, dim: int) -> tuple[np.ndarray, sp.csr_matrix]:
+    """sum_i h_i(x) [M, d] and the vote histogram V(x) [M, M] of Eq. 1, summed per partition in
+    Spark; the driver adds O(partitions) partial sums."""
+    def partial(batches):
+        hidden = np.zeros((n_queries, dim), dtype=np.float64)
+        votes = [dict() for _ in range(n_queries)]  # per query: voted word -> count
+        for pdf in batches:
+            q = pdf["query"].to_numpy()
+            np.add.at(hidden, q, np.stack(pdf["hidden"].to_numpy()).astype(np.float64))
+            for qi, vs in zip(q, pdf["votes"]):
+                for v in vs[vs >= 0]:
+                    votes[qi][v] = votes[qi].get(v, 0) + 1
+        yield pd.DataFrame({"query": np.arange(n_queries, dtype=np.int32), "hidden_sum": list(hidden.astype(np.float32)),
+                            "vote_ids": [np.fromiter(v.keys(), dtype=np.int32, count=len(v)) for v in votes],
+                            "vote_counts": [np.fromiter(v.values(), dtype=np.int64, count=len(v)) for v in votes]})
+
+    hidden_sum = np.zeros((n_queries, dim))
+    rows, cols, vals = [], [], []
+    for row in answers.mapInPandas(partial, _PARTIAL_SCHEMA).toLocalIterator():
+        hidden_sum[row["query"]] += np.asarray(row["hidden_sum"], dtype=np.float64)
+        rows += [row["query"]] * len(row["vote_ids"])
+        cols += list(row["vote_ids"])
+        vals += list(row["vote_counts"])
+    votes = sp.csr_matrix((np.asarray(vals, dtype=np.float64), (np.asarray(rows, dtype=np.int64),
+                          np.asarray(cols, dtype=np.int64))), shape=(n_queries, n_queries))
+    return hidden_sum, votes
+
+
+# ------------------------------------------------------------------------------------------------
+# Driver
+# ------------------------------------------------------------------------------------------------
+
+def n_charged_queries(settings: DpedSettings, n_public: int) -> int:
+    """M charged: the first max_vocab public words, or max_vocab >= |DP-selected vocabulary|."""
+    return min(settings.max_vocab or n_public, n_public)
+
+
+def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = None,
+        all_dates: bool = False) -> TrainDpedResult:
+    update = {k: v for k, v in (("epsilon", epsilon), ("n_teachers", teachers)) if v is not None}
+    settings = DpedSettings.model_validate({**ctx.settings.dped.model_dump(), **update})
+    seed = ctx.settings.run.seed
+    rng = make_rng(ctx.settings.run.deterministic, seed)
+    words = public_words()
+    n_queries = n_charged_queries(settings, len(words))
+    multipliers = calibrate(settings, n_queries)
+    event = dped_event(settings, multipliers, n_queries)
+
+    docs = ctx.lakehouse.read(DOCUMENTS)
+    if not all_dates:
+        docs = docs.where(F.col("ingest_date") == F.lit(ctx.date))
+    docs, adjacency = with_units_and_shards(docs.select("doc_id", "user_id", "text"), settings.n_teachers,
+                                            settings.shard_salt)
+    entry_id, eps_pld, eps_rdp = _charge(ctx, settings, multipliers, event, n_queries, adjacency)
+
+    tokens = tokenized(docs, words).select("unit", "shard", "ids").cache()
+    try:
+        n_docs = tokens.count()
+        if settings.vocabulary_mode == "dp_selection":
+            counts = unit_counts(tokens, len(words), settings.vocab_words_per_unit)
+            vocab = dp_select(counts, words, multipliers.vocabulary, settings.vocab_words_per_unit,
+                              settings.vocab_threshold_sigmas, settings.max_vocab, rng)
+        else:
+            vocab = words[:n_queries]
+        index = {w: i for i, w in enumerate(words)}
+        query_ids = np.array([index[w] for w in vocab], dtype=np.int64)
+        anchor = public_anchor(words, settings.dim)
+        t0 = time.time()
+        answers = teacher_answer_frame(tokens, len(words), query_ids, settings, anchor, seed)
+        hidden_sum, votes = summed_answers(answers, len(vocab), settings.dim)
+        teacher_seconds = time.time() - t0
+    finally:
+        tokens.unpersist()
+
+    agg = aggregate(hidden_sum, votes, settings, multipliers, rng)
+    vectors = train_student(agg, settings, seed)
+    released = np.flatnonzero(agg.answered)
+    model_version = _log_model(ctx, settings, vocab, vectors, released, entry_id)
+    out = pd.DataFrame({"word": [vocab[i] for i in released],
+                        "vector": [vectors[i].astype(np.float32) for i in released],
+                        "model_version": model_version, "run_id": ctx.run_id})
+    frame = ctx.spark.createDataFrame(out, schema="word string, vector array<float>, model_version string, run_id string")
+    ctx.lakehouse.replace_partitions(WORD_VECTORS, frame, {"model_version": [model_version]})
+    ctx.tracked.log_metrics({"dped.released_words": len(released), "dped.queries": len(vocab),
+                             "dped.answered_fraction": float(agg.answered.mean()) if len(vocab) else 0.0})
+    return TrainDpedResult(
+        documents=n_docs, teachers=settings.n_teachers, adjacency=adjacency, queries=len(vocab),
+        released_words=int(released.size), answered_fraction=float(agg.answered.mean()) if len(vocab) else 0.0,
+        epsilon=settings.epsilon, delta=settings.delta, epsilon_pld=eps_pld, epsilon_rdp=eps_rdp,
+        ledger_entry_id=entry_id, model_version=model_version, teacher_seconds=teacher_seconds,
+    )
+
+
+def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultipliers, event, n_queries: int,
+            adjacency: str) -> tuple[str, float, float]:
+    """Charge the whole run (vocabulary + M queries) before anything is computed or released."""
+    eps_pld = epsilon_of(event, settings.delta)
+    eps_rdp = epsilon_of(event, settings.delta, accountant="rdp")
+    ledger = Ledger(ctx.lakehouse, ctx.settings)
+    dataset = ctx.settings.run.dataset
+    ledger.charge(Charge(
+        dataset=dataset, stage="train_dped", run_id=ctx.run_id, mechanism="dped_noisy_aggregation",
+        guarantee="approx_dp",
+        params={"adjacency": adjacency, "n_teachers": settings.n_teachers, "queries_charged": n_queries,
+                "vocabulary_mode": settings.vocabulary_mode, "variant": settings.variant,
+                "top_k": settings.top_k, "threshold": settings.threshold, "clip_hidden": settings.clip_hidden,
+                "noise_multipliers": vars(multipliers), "sensitivities": sensitivities(settings),
+                "sigmas": sigmas(settings, multipliers)},
+        spend={"epsilon": eps_pld, "delta": settings.delta, "epsilon_rdp": eps_rdp},
+        dp_event=event_to_json(event),
+    ), tracked=ctx.tracked)
+    entry = [e for e in ledger.entries(dataset) if e["run_id"] == ctx.run_id and e["stage"] == "train_dped"][-1]
+    return entry["entry_id"], eps_pld, eps_rdp
+
+
+def _log_model(ctx: RunContext, settings: DpedSettings, vocab: list[str], vectors: np.ndarray,
+               released: np.ndarray, entry_id: str) -> str:
+    """Log + register the student in MLflow (after the charge); returns the model version string."""
+    if not ctx.settings.tracking.enabled:
+        return f"run-{ctx.run_id}"
+    import os
+    import tempfile
+
+    import mlflow
+
+    from privtext.dped.model import WordVectorsModel
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "word_vectors.npz")
+        np.savez(path, words=np.array([vocab[i] for i in released]), vectors=vectors[released].astype(np.float32))
+        info = mlflow.pyfunc.log_model(name="dped_student", python_model=WordVectorsModel(),
+                                       artifacts={"word_vectors": path}, registered_model_name=MODEL_NAME,
+                                       pip_requirements=["numpy", "pandas"])
+    version = str(info.registered_model_version)
+    description = (f"DPED student word vectors; (epsilon={settings.epsilon:g}, delta={settings.delta:g})-DP "
+                   f"(PLD); privacy ledger entry {entry_id}; run {ctx.run_id}; {released.size} words, dim {settings.dim}")
+    mlflow.MlflowClient().update_model_version(MODEL_NAME, version, description=description)
+    return version

@@ -1,0 +1,97 @@
+"""Stage train_dped on a tiny sample corpus: order of charge and release, refusal, shards, teacher output."""
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+from conftest import make_settings
+
+from privtext.platform.context import RunContext
+from privtext.platform.ledger import BudgetExceeded, Ledger
+from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
+from privtext.sample_data import generate
+from privtext.stages import train_dped
+
+DATE = dt.date(2026, 1, 15)
+TINY = {"n_teachers": 3, "dim": 16, "epochs": 1, "top_k": 3, "threshold": 1.0, "max_vocab": 150,
+        "vocab_words_per_unit": 20, "vocab_threshold_sigmas": 2.0, "student_epochs": 5, "batch_size": 512}
+DOC_DDL = ("doc_id string, user_id string, text string, label string, metadata map<string,string>, "
+           "ingest_date date, run_id string")
+
+
+def _context(tmp_path, eps_max: float = 10.0) -> RunContext:
+    settings = make_settings(tmp_path / "lake", dped=TINY,
+                             privacy={"budgets": {"default": {"eps_max": eps_max, "delta_max": 1e-5}}})
+    return RunContext.create(settings, date=DATE.isoformat())
+
+
+def _write_docs(ctx: RunContext, n: int = 300, users: bool = True) -> None:
+    rows = [(r["doc_id"], r["user_id"] if users else None, r["text"], r["label"], {}, DATE, "ingest")
+            for r in generate(n, seed=3)]
+    ctx.lakehouse.replace_partitions(DOCUMENTS, ctx.spark.createDataFrame(rows, DOC_DDL), {"ingest_date": [DATE]})
+
+
+def test_train_dped_charges_before_release_and_publishes_public_words(tmp_path):
+    ctx = _context(tmp_path)
+    _write_docs(ctx)
+    result = train_dped.run(ctx, epsilon=8.0)
+    assert result.adjacency == "user" and result.documents == 300 and result.teachers == 3
+    assert result.epsilon_pld <= 8.0 * (1 + 1e-3) and result.epsilon_rdp >= result.epsilon_pld
+    entries = Ledger(ctx.lakehouse, ctx.settings).entries("default")
+    assert [e["entry_id"] for e in entries] == [result.ledger_entry_id]
+    assert entries[0]["params"]["adjacency"] == "user" and entries[0]["params"]["queries_charged"] == 150
+
+    published = ctx.lakehouse.read(WORD_VECTORS).collect()
+    assert len(published) == result.released_words > 0
+    assert {r["model_version"] for r in published} == {result.model_version}
+    assert {len(r["vector"]) for r in published} == {16}
+    words = {r["word"] for r in published}
+    assert words <= set(train_dped.public_words())
+    assert all(np.isfinite(r["vector"]).all() for r in published)
+    # order: the ledger entry was committed before the word vectors' commit
+    history = ctx.lakehouse.delta_table(WORD_VECTORS).history()
+    write_ms = max(h["timestamp"] for h in history if h.get("operation") != "CREATE TABLE")
+    assert entries[0]["created_at"].timestamp() * 1000 <= write_ms
+
+
+def test_refused_budget_writes_nothing(tmp_path):
+    ctx = _context(tmp_path, eps_max=1.0)
+    _write_docs(ctx, n=50)
+    with pytest.raises(BudgetExceeded):
+        train_dped.run(ctx, epsilon=2.0)
+    assert ctx.lakehouse.read(WORD_VECTORS).count() == 0
+    assert Ledger(ctx.lakehouse, ctx.settings).entries("default") == []
+
+
+def test_shards_are_disjoint_by_user_or_by_document(tmp_path):
+    ctx = _context(tmp_path)
+    _write_docs(ctx, n=200)
+    docs = ctx.lakehouse.read(DOCUMENTS)
+    sharded, adjacency = train_dped.with_units_and_shards(docs, 4, "s")
+    rows = sharded.select("doc_id", "user_id", "unit", "shard").collect()
+    assert adjacency == "user"
+    assert len({r["doc_id"] for r in rows}) == 200  # every document in exactly one shard
+    by_user: dict[str, set] = {}
+    for r in rows:
+        by_user.setdefault(r["user_id"], set()).add(r["shard"])
+    assert all(len(s) == 1 for s in by_user.values()) and len({r["shard"] for r in rows}) == 4
+    with_gap = docs.withColumn("user_id", docs.user_id.substr(1, 0).cast("string")).limit(5)
+    assert train_dped.with_units_and_shards(with_gap, 4, "s")[1] == "record"
+
+
+def test_teacher_task_returns_only_answers(tmp_path):
+    ctx = _context(tmp_path)
+    _write_docs(ctx, n=120)
+    settings = ctx.settings.dped
+    words = train_dped.public_words()
+    docs, _ = train_dped.with_units_and_shards(ctx.lakehouse.read(DOCUMENTS), 3, "s")
+    tokens = train_dped.tokenized(docs, words)
+    queries = np.arange(40)
+    answers = train_dped.teacher_answer_frame(tokens, len(words), queries, settings, None, seed=1)
+    assert answers.schema.names == ["shard", "query", "hidden", "votes"]
+    rows = answers.collect()
+    # one row per (teacher, query): N * M, whatever the number of documents
+    assert len(rows) == 3 * 40 and {r["shard"] for r in rows} == {0, 1, 2}
+    assert all(np.linalg.norm(r["hidden"]) <= settings.clip_hidden + 1e-5 and len(r["votes"]) == settings.top_k
+               for r in rows)
