@@ -34,11 +34,15 @@ def augpe_secret_sigma(p: float, r: float, rounds: int, max_rows_per_secret: int
 
 
 def private_votes(embeddings: np.ndarray, cand_emb: np.ndarray, radius: float, labels=None,
-                  cand_labels=None) -> np.ndarray:
+                  cand_labels=None, chunk: int = 8192) -> np.ndarray:
     """One partition's votes [N]: each clipped private row adds 1 to its nearest candidate (same label)."""
-    emb = clip_rows(embeddings, radius)
-    idx = nearest(emb, cand_emb, labels, cand_labels if labels is not None else None)
-    return np.bincount(idx[idx >= 0], minlength=cand_emb.shape[0]).astype(np.float64)
+    votes = np.zeros(cand_emb.shape[0])
+    for start in range(0, len(embeddings), chunk):  # chunked: memory O(chunk N) whatever the rows
+        rows = slice(start, start + chunk)
+        lab = None if labels is None else np.asarray(labels)[rows]
+        idx = nearest(clip_rows(embeddings[rows], radius), cand_emb, lab, cand_labels if labels is not None else None)
+        votes += np.bincount(idx[idx >= 0], minlength=cand_emb.shape[0])
+    return votes
 
 
 def augpe_vote(votes: Callable[[int, np.ndarray, np.ndarray], np.ndarray], sigma: float,

@@ -83,24 +83,34 @@ class PublicClusters:
 
 
 def private_cluster_stats(embeddings: np.ndarray, clusters: PublicClusters, radius: float,
-                          keep: np.ndarray | None = None, labels: np.ndarray | None = None):
+                          keep: np.ndarray | None = None, labels: np.ndarray | None = None,
+                          chunk: int = 8192):
     """Alg. 2 lines 5-12 on one partition: (m_k counts [K], sums of clipped rows [K, d], float64).
 
     ``keep``: the Bernoulli(rho_i) draws of this round (None: every row); ``labels``: the rows' label
     codes (each row goes to the nearest centre of its own label; rows whose label has no public
-    centre are dropped). Sums of several partitions are the statistics of their union.
+    centre are dropped). Sums of several partitions are the statistics of their union. Chunked:
+    memory O(chunk (K + d) + K d) whatever the number of rows.
     """
-    emb = np.asarray(embeddings, dtype=np.float32)
-    if keep is not None:
-        emb = emb[keep]
-        labels = None if labels is None else np.asarray(labels)[keep]
-    emb = clip_rows(emb, radius)
-    use_labels = labels is not None and np.any(clusters.labels != NO_LABEL)
-    idx = nearest(emb, clusters.centers, labels if use_labels else None, clusters.labels if use_labels else None)
-    ok = idx >= 0
-    counts = np.bincount(idx[ok], minlength=clusters.k).astype(np.float64)
-    sums = np.zeros((clusters.k, emb.shape[1]), dtype=np.float64)
-    np.add.at(sums, idx[ok], emb[ok].astype(np.float64))
+    from scipy import sparse
+
+    emb_all = np.asarray(embeddings)
+    use_labels = labels is not None and bool(np.any(clusters.labels != NO_LABEL))
+    counts = np.zeros(clusters.k)
+    sums = np.zeros((clusters.k, emb_all.shape[1]))
+    for start in range(0, emb_all.shape[0], chunk):
+        rows = slice(start, start + chunk)
+        emb = emb_all[rows]
+        lab = np.asarray(labels)[rows] if use_labels else None
+        if keep is not None:
+            emb = emb[keep[rows]]
+            lab = None if lab is None else lab[keep[rows]]
+        emb = clip_rows(emb, radius)
+        idx = nearest(emb, clusters.centers, lab, clusters.labels if use_labels else None)
+        ok = np.flatnonzero(idx >= 0)
+        onehot = sparse.csr_matrix((np.ones(ok.size, np.float32), (idx[ok], ok)), shape=(clusters.k, emb.shape[0]))
+        counts += np.bincount(idx[ok], minlength=clusters.k)
+        sums += onehot @ emb
     return counts, sums
 
 

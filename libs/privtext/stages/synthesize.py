@@ -167,20 +167,21 @@ class SparkGenerator:
         from privtext.generate import get_generator
 
         self.settings = ctx.settings.generate
+        self.dataset = ctx.settings.run.dataset if ctx.settings.run.dataset in self.settings.prompts else "default"
         self.spark = ctx.spark
-        self.local = getattr(self.settings, "backend", "local") == "local"
-        self.generator = None if self.local else get_generator(self.settings)
+        self.local = self.settings.backend == "local"
+        self.generator = None if self.local else get_generator(self.settings, self.dataset)
         self.partitions = max(1, ctx.spark.sparkContext.defaultParallelism)
 
     def _distributed(self, items: list, call) -> list:
-        settings = self.settings
+        settings, dataset = self.settings, self.dataset
         frame = self.spark.createDataFrame(pd.DataFrame({"i": range(len(items)), "item": items}))
         frame = frame.repartition(min(self.partitions, max(1, len(items))))
 
         def task(frames):
             from privtext.generate import get_generator
 
-            gen = get_generator(settings)
+            gen = get_generator(settings, dataset)
             for f in frames:
                 out = call(gen, f["item"].tolist(), int(f["i"].iloc[0]) if len(f) else 0)
                 yield pd.DataFrame({"i": f["i"], "out": out})
