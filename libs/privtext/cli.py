@@ -57,8 +57,11 @@ def query(settings, statement: str, limit: int):
     from privtext.platform.context import RunContext
     from privtext.platform.tables import ALL_TABLES
 
+    from privtext.stages.detect_pii import register_split_view
+
     ctx = RunContext.create(settings)
     ctx.lakehouse.register_views(ALL_TABLES)
+    register_split_view(ctx)
     df = ctx.spark.sql(statement)
     return df.columns, [tuple(r) for r in df.limit(limit).collect()]
 
@@ -77,23 +80,40 @@ def cmd_sample_data(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
-    """The main pipeline end to end on the bundled sample data, then the row counts of what it wrote."""
+def sample_path(n: int, seed: int):
     from privtext import sample_data
+
+    sample = PROJECT_ROOT / "build" / "sample" / f"messages-{n}-{seed}.jsonl"
+    if not sample.exists():
+        sample_data.write_jsonl(sample_data.generate(n, seed=seed), sample)
+    return sample
+
+
+def cmd_pipeline_run(args) -> int:
+    from privtext.pipelines import run_pipeline
+
+    results = run_pipeline(args.name, _settings(args), args.date, input_path=args.input, skip=tuple(args.skip))
+    print(json.dumps({stage: result.__dict__ for stage, result in results.items()}, default=str, indent=2))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    """The nightly sanitized export end to end on the bundled sample data, then what it wrote."""
+    from privtext.pipelines import run_pipeline
     from privtext.platform.context import RunContext
     from privtext.platform.tables import ALL_TABLES
-    from privtext.stages.runner import run_stage
 
     settings = _settings(args)
     started = time.time()
-    sample = PROJECT_ROOT / "build" / "sample" / f"messages-{args.n}-{args.seed}.jsonl"
-    if not sample.exists():
-        sample_data.write_jsonl(sample_data.generate(args.n, seed=args.seed), sample)
-    run_stage("ingest", settings, date=args.date, pipeline="demo", input_path=str(sample))
+    results = run_pipeline("nightly_sanitized_export", settings, args.date, input_path=str(sample_path(args.n, args.seed)))
+    for stage, result in results.items():
+        numbers = {k: v for k, v in result.__dict__.items() if isinstance(v, (int, float, str, bool))}
+        print(f"{stage:12s} {json.dumps(numbers, default=str)}")
     ctx = RunContext.create(settings, date=args.date)
-    print(f"\ndemo finished in {time.time() - started:.1f} s; tables written:")
+    print(f"\ndemo finished in {time.time() - started:.1f} s; tables:")
     for spec in ALL_TABLES:
         print(f"  {spec.qualified_name:36s} {ctx.lakehouse.read(spec).count():>8d} rows")
+    print("\nquery the published table:  .venv/bin/privtext sql 'SELECT * FROM published.sanitized_documents LIMIT 5'")
     return 0
 
 
@@ -140,6 +160,15 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--seed", type=int, default=7)
     sample.add_argument("--out", required=True)
     sample.set_defaults(func=cmd_sample_data)
+
+    pipeline = sub.add_parser("pipeline", help="run a whole pipeline locally (the DAGs' stages in order)")
+    pipeline_sub = pipeline.add_subparsers(dest="pipeline_command", required=True)
+    pipeline_run_parser = pipeline_sub.add_parser("run", help="run pipeline NAME for a date")
+    pipeline_run_parser.add_argument("name", help="nightly_sanitized_export | synthetic_refresh | dped_training")
+    pipeline_run_parser.add_argument("--date", required=True)
+    pipeline_run_parser.add_argument("--input", help="input file or folder (pipelines starting with ingest)")
+    pipeline_run_parser.add_argument("--skip", action="append", default=[], help="stage to skip (repeatable)")
+    pipeline_run_parser.set_defaults(func=cmd_pipeline_run)
 
     demo = sub.add_parser("demo", help="run the main pipeline on the sample data and print row counts")
     demo.add_argument("--n", type=int, default=3000)

@@ -85,16 +85,25 @@ def secret_types(settings: PiiSettings) -> list[str]:
     return [e for e in settings.detected_entities() if settings.tier_of(e) in settings.secrets.tiers]
 
 
+def register_split_view(ctx: RunContext) -> str:
+    """Create the view ``restricted.document_split`` (doc_id, ingest_date, n_secrets, is_private) over the
+    current snapshots of documents and spans; returns its name."""
+    ctx.lakehouse.register_views([DOCUMENTS, PII_SPANS])
+    types = ", ".join("'" + t.replace("'", "''") + "'" for t in secret_types(ctx.settings.pii)) or "NULL"
+    ctx.spark.sql(f"""
+        CREATE OR REPLACE VIEW restricted.document_split AS
+        SELECT d.doc_id, d.ingest_date, COUNT(DISTINCT s.secret_id) AS n_secrets,
+               COUNT(DISTINCT s.secret_id) > 0 AS is_private
+        FROM restricted.documents d
+        LEFT JOIN restricted.pii_spans s ON s.doc_id = d.doc_id AND s.entity_type IN ({types})
+        GROUP BY d.doc_id, d.ingest_date""")
+    return "restricted.document_split"
+
+
 def secret_split(ctx: RunContext, date=None) -> DataFrame:
-    """(doc_id, ingest_date, n_secrets, is_private) for the documents (of ``date`` if given)."""
-    documents = ctx.lakehouse.read(DOCUMENTS).select("doc_id", "ingest_date")
-    if date is not None:
-        documents = documents.where(F.col("ingest_date") == F.lit(date))
-    spans = ctx.lakehouse.read(PII_SPANS).where(F.col("entity_type").isin(secret_types(ctx.settings.pii)))
-    counts = spans.groupBy("doc_id").agg(F.countDistinct("secret_id").alias("n_secrets"))
-    return (documents.join(counts, "doc_id", "left")
-            .select("doc_id", "ingest_date", F.coalesce("n_secrets", F.lit(0)).alias("n_secrets"))
-            .withColumn("is_private", F.col("n_secrets") > 0))
+    """SecPE's split of the documents (of ``date`` if given): the ``restricted.document_split`` view."""
+    split = ctx.spark.table(register_split_view(ctx))
+    return split if date is None else split.where(F.col("ingest_date") == F.lit(date).cast("date"))
 
 
 def registry_updates(ctx: RunContext, touched: DataFrame) -> DataFrame:
