@@ -18,4 +18,4 @@ with DAG(
     params=PARAMS,
     tags=["privtext"],
 ):
-    stage_task("train_dped") >> stage_task("evaluate", "--target", "word_vectors") >> report_task()
+    stage_task("train_dped") >> stage_task("evaluate") >> report_task()

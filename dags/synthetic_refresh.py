@@ -21,5 +21,5 @@ with DAG(
     tags=["privtext"],
 ):
     (ingest_task() >> stage_task("detect_pii") >> stage_task("embed") >> stage_task("synthesize")
-     >> stage_task("evaluate", "--target", "synthetic_documents")
+     >> stage_task("evaluate")
      >> stage_task("publish", "--target", "synthetic_documents") >> report_task())

@@ -1,0 +1,63 @@
+"""The DAGs load with zero import errors and have the expected task graphs, operators and retries."""
+import json
+
+
+INSPECT = r"""
+import json
+from pathlib import Path
+from airflow.dag_processing.dagbag import BundleDagBag
+
+bag = BundleDagBag(dag_folder="dags", bundle_path=Path("dags").resolve())
+out = {"errors": {k: v.splitlines()[-1] for k, v in bag.import_errors.items()}, "dags": {}}
+for dag in bag.dags.values():
+    out["dags"][dag.dag_id] = {
+        "schedule": str(dag.timetable),
+        "params": sorted(dag.params.keys()),
+        "tasks": {t.task_id: {"downstream": sorted(t.downstream_task_ids), "operator": type(t).__name__,
+                              "application": getattr(t, "application", None), "conn_id": getattr(t, "_conn_id", None),
+                              "spark_binary": getattr(t, "_spark_binary", None),
+                              "args": getattr(t, "application_args", None), "env": getattr(t, "env_vars", None),
+                              "retries": t.retries, "backoff": t.retry_exponential_backoff}
+                  for t in dag.tasks},
+    }
+print("JSON" + json.dumps(out))
+"""
+
+CHAINS = {
+    "nightly_sanitized_export": ["ingest", "detect_pii", "embed", "sanitize", "audit", "publish", "report"],
+    "synthetic_refresh": ["ingest", "detect_pii", "embed", "synthesize", "evaluate", "publish", "report"],
+    "dped_training": ["train_dped", "evaluate", "report"],
+}
+
+
+def test_dagbag_loads_with_expected_graphs(airflow):
+    PROJECT = airflow.project
+    result = airflow.run([airflow.python, "-c", INSPECT], timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.split("JSON", 1)[1])
+    assert out["errors"] == {}
+    assert set(out["dags"]) == set(CHAINS)
+    assert "expression='0 0 * * *'" in out["dags"]["nightly_sanitized_export"]["schedule"]  # @daily
+    assert "expression='0 0 * * 0'" in out["dags"]["synthetic_refresh"]["schedule"]  # @weekly
+    assert "expression='0 0 1 * *'" in out["dags"]["dped_training"]["schedule"]  # @monthly (or triggered)
+    for dag_id, chain in CHAINS.items():
+        dag = out["dags"][dag_id]
+        assert {"config", "input_path", "py_files", "spark_properties"} <= set(dag["params"])
+        tasks = dag["tasks"]
+        assert set(tasks) == set(chain)
+        for upstream, downstream in zip(chain, chain[1:]):  # a straight line, in this order
+            assert tasks[upstream]["downstream"] == [downstream], (dag_id, upstream)
+        assert tasks[chain[-1]]["downstream"] == []
+        for task_id in chain[:-1]:  # every stage: spark-submit jobs/<stage>.py from the project's venv
+            task = tasks[task_id]
+            assert task["operator"] == "SparkSubmitOperator"
+            assert task["application"] == str(PROJECT / "jobs" / f"{task_id}.py")
+            assert (PROJECT / "jobs" / f"{task_id}.py").exists()
+            assert task["conn_id"] == "spark_default"
+            assert task["spark_binary"] == str(PROJECT / ".venv" / "bin" / "spark-submit")
+            assert task["args"][:4] == ["--conf", "{{ params.config }}", "--date", "{{ ds }}"]
+            assert task["env"]["PYSPARK_PYTHON"] == str(PROJECT / ".venv" / "bin" / "python")
+            assert task["retries"] == 2 and task["backoff"] == 2.0
+        assert tasks["report"]["operator"] == "BashOperator"
+    assert out["dags"]["nightly_sanitized_export"]["tasks"]["ingest"]["args"][-2:] == ["--input",
+                                                                                       "{{ params.input_path }}"]
