@@ -198,7 +198,10 @@ def _sanitize_batches(settings, exclude: list[str], seed_material: str):
                 b = encode_texts([out_text[i] for i in measured], settings.embed)
                 similarity[measured] = (a.astype(np.float64) * b).sum(axis=1)
             if measured and perplexity is not None:
-                ppl[measured] = perplexity([out_text[i] for i in measured])
+                try:
+                    ppl[measured] = perplexity([out_text[i] for i in measured])
+                except (ImportError, RuntimeError):  # the local LM is not installed: no perplexity metric
+                    perplexity = None
             yield pd.DataFrame({
                 "doc_id": frame["doc_id"], "sanitized_text": out_text,
                 "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in replaced],
@@ -290,7 +293,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
                             "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,
                             "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
-                            "perplexity_available": _perplexity_fn(settings) is not None})
+                            "perplexity_measured": agg["perplexity"] is not None})
     ctx.tracked.log_metrics({**{f"replaced_{t}": n for t, n in replaced_by_type.items()},
                              **{f"masked_{t}": n for t, n in masked_by_type.items()}})
     return result
