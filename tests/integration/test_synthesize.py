@@ -78,13 +78,20 @@ def test_budget_refused_run_writes_nothing(ctx):
 
 
 def _generator_ready() -> bool:
+    """The stage needs the ``generate`` config section and the local model package."""
+    from privtext.platform.config import Settings
+
     try:
-        return hasattr(importlib.import_module("privtext.generate"), "get_generator")
-    except ImportError:
+        local = importlib.import_module("privtext.generate.local")
+        from privtext.generate import GenerateSettings
+
+        local.resolve_model_path(GenerateSettings().model)
+    except (ImportError, RuntimeError):
         return False
+    return "generate" in Settings.model_fields
 
 
-@pytest.mark.skipif(not _generator_ready(), reason="privtext.generate.get_generator has not landed")
+@pytest.mark.skipif(not _generator_ready(), reason="needs Settings.generate and the local LLM package")
 @pytest.mark.parametrize("method", ["secpe", "aug_pe"])
 def test_full_run_charges_before_writing_and_leaks_nothing(tmp_path, spark, monkeypatch, method):
     from conftest import make_settings
