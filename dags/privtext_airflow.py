@@ -66,6 +66,7 @@ def stage_task(stage: str, *options: str, task_id: str | None = None) -> SparkSu
         spark_binary=str(VENV_BIN / "spark-submit"),
         py_files="{{ params.py_files }}",
         properties_file="{{ params.spark_properties }}",
+        conf={"spark.log.level": "WARN"},  # the task log keeps the job's own output, not Spark's INFO lines
         name=f"privtext-{stage}-{{{{ ds }}}}",
         application_args=["--conf", "{{ params.config }}", "--date", "{{ ds }}", "--pipeline", "{{ dag.dag_id }}",
                           *options],
