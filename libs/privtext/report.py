@@ -77,7 +77,8 @@ def plain_words(entry: dict, delta: float | None = None) -> str:
                 f"at distance d is at most e^({_fmt(eps)}*d). n spans of one value compose to n*{_fmt(eps)}.")
     if kind == "empirical_mpl":
         return f"{who}: measured leakage from an audit, recorded for the record; it is not a guarantee."
-    return f"{who}: {kind}: no formal privacy guarantee is claimed for this output."
+    why = f" Recorded because: {params['why']}." if params.get("why") else ""
+    return f"{who}: no formal privacy guarantee is claimed for this output ({kind}).{why}"
 
 
 def _rows_of_date(lakehouse: Lakehouse, spec, date: dt.date, columns) -> list[dict]:
@@ -146,7 +147,8 @@ def _plot_budget(data: dict, path: Path) -> bool:
         return False
     import matplotlib.dates as mdates
 
-    fig, axes = plt.subplots(1, len(kinds), figsize=(4.5 * len(kinds), 3.4), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(1, len(kinds), figsize=(max(6.5, 4.5 * len(kinds)), 3.4), squeeze=False, sharex=True)
+    days = [dt.date.fromisoformat(d) for d, _ in data["timeline"]]
     for ax, kind in zip(axes[0], kinds):
         key, limit_key, label = LIMITS[kind]
         points = [(dt.date.fromisoformat(d), total[kind][key]) for d, total in data["timeline"] if kind in total]
@@ -155,11 +157,12 @@ def _plot_budget(data: dict, path: Path) -> bool:
         if limit is not None:
             ax.axhline(limit, color="tab:red", linestyle="--", label=f"budget {limit_key} = {limit:g}")
         ax.set_ylim(bottom=0)
+        ax.set_xlim(min(days) - dt.timedelta(days=1), max(days) + dt.timedelta(days=1))
         ax.set_title(kind)
         ax.set_ylabel(label)
         ax.legend(fontsize=8, loc="best")
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
-    fig.suptitle(f"privacy budget of dataset '{data['dataset']}' (composed, end of day)")
+    fig.suptitle(f"dataset '{data['dataset']}': privacy spent vs budget")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
