@@ -4,14 +4,17 @@ from __future__ import annotations
 import datetime as dt
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import make_settings
 
 from privtext.platform.context import RunContext
 from privtext.platform.ledger import BudgetExceeded, Ledger
 from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
+from privtext.platform.tracking import tracking_uri
 from privtext.sample_data import generate
 from privtext.stages import train_dped
+from privtext.stages.runner import run_stage
 
 DATE = dt.date(2026, 1, 15)
 TINY = {"n_teachers": 3, "dim": 16, "epochs": 1, "top_k": 3, "threshold": 1.0, "max_vocab": 150,
@@ -20,8 +23,8 @@ DOC_DDL = ("doc_id string, user_id string, text string, label string, metadata m
            "ingest_date date, run_id string")
 
 
-def _context(tmp_path, eps_max: float = 10.0) -> RunContext:
-    settings = make_settings(tmp_path / "lake", dped=TINY,
+def _context(tmp_path, eps_max: float = 10.0, tracking: bool = False) -> RunContext:
+    settings = make_settings(tmp_path / "lake", dped=TINY, tracking={"enabled": tracking},
                              privacy={"budgets": {"default": {"eps_max": eps_max, "delta_max": 1e-5}}})
     return RunContext.create(settings, date=DATE.isoformat())
 
@@ -33,9 +36,9 @@ def _write_docs(ctx: RunContext, n: int = 300, users: bool = True) -> None:
 
 
 def test_train_dped_charges_before_release_and_publishes_public_words(tmp_path):
-    ctx = _context(tmp_path)
+    ctx = _context(tmp_path, tracking=True)
     _write_docs(ctx)
-    result = train_dped.run(ctx, epsilon=8.0)
+    result = run_stage("train_dped", ctx.settings, date=DATE.isoformat(), epsilon=8.0)
     assert result.adjacency == "user" and result.documents == 300 and result.teachers == 3
     assert result.epsilon_pld <= 8.0 * (1 + 1e-3) and result.epsilon_rdp >= result.epsilon_pld
     entries = Ledger(ctx.lakehouse, ctx.settings).entries("default")
@@ -53,6 +56,15 @@ def test_train_dped_charges_before_release_and_publishes_public_words(tmp_path):
     history = ctx.lakehouse.delta_table(WORD_VECTORS).history()
     write_ms = max(h["timestamp"] for h in history if h.get("operation") != "CREATE TABLE")
     assert entries[0]["created_at"].timestamp() * 1000 <= write_ms
+    # the student is registered in MLflow with the ledger entry and (eps, delta) in its description
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri(ctx.settings))
+    version = mlflow.MlflowClient().get_model_version(train_dped.MODEL_NAME, result.model_version)
+    assert result.ledger_entry_id in version.description and "epsilon=8" in version.description
+    vectors = mlflow.pyfunc.load_model(f"models:/{train_dped.MODEL_NAME}/{result.model_version}").predict(
+        pd.DataFrame({"word": [published[0]["word"], "zzznotaword"]}))
+    assert np.allclose(vectors[0], published[0]["vector"]) and np.isnan(vectors[1]).all()
 
 
 def test_refused_budget_writes_nothing(tmp_path):

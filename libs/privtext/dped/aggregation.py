@@ -30,8 +30,9 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from privtext.dped.settings import DpedSettings
-from privtext.privacy.accounting import calibrate_noise_multiplier, epsilon_of
+from privtext.privacy.accounting import epsilon_of
 from privtext.privacy.mechanisms import gaussian_noise
+from privtext.privacy.secret_protection import gdp_mu_from_eps_delta
 
 
 @dataclass(frozen=True)
@@ -87,14 +88,15 @@ def calibrate(settings: DpedSettings, n_queries: int) -> NoiseMultipliers:
     """The smallest noise (one overall z split by ``noise_split``) meeting (epsilon, delta) in conf.
 
     ``split_noise(z)`` composes Gaussians only, whose composition is exactly the Gaussian mechanism
-    GaussianDpEvent(z) (GDP, Dong et al. 2019), so z is calibrated on that single event (the PLD of
-    M self-composed low-noise Gaussians is too large to build during the bracket search), and the
-    full ``dped_event`` is then checked with the PLD accountant.
+    GaussianDpEvent(z), i.e. (1/z)-GDP (Dong et al. 2019), so z = 1/mu with mu the exact GDP
+    parameter for (epsilon, delta) (closed form; a PLD bracket search over M self-composed
+    low-noise Gaussians is too slow), shrunk by 1e-4 relative so that the pessimistic PLD grid
+    cannot land above the target; the full ``dped_event`` is then checked with the PLD accountant.
     """
-    z = calibrate_noise_multiplier(dpe.GaussianDpEvent, settings.epsilon, settings.delta)
+    z = (1 + 1e-4) / gdp_mu_from_eps_delta(settings.epsilon, settings.delta)
     multipliers = split_noise(z, settings, n_queries)
     spent = epsilon_of(dped_event(settings, multipliers, n_queries), settings.delta)
-    if spent > settings.epsilon * (1 + 1e-3):
+    if spent > settings.epsilon:
         raise RuntimeError(f"calibrated DPED event spends epsilon={spent:.6g} > {settings.epsilon}")
     return multipliers
 

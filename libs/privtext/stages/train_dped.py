@@ -136,7 +136,8 @@ def unit_counts(tokens: DataFrame, n_words: int, words_per_unit: int) -> np.ndar
 
 def teacher_answer_frame(tokens: DataFrame, n_words: int, query_ids: np.ndarray, settings: DpedSettings,
                          anchor: np.ndarray | None, seed: int) -> DataFrame:
-    """One task per shard trains its teacher and returns only its answers (TEACHER_ANSWER_SCHEMA)."""
+    """One task per shard trains its teacher (on its rows in ``doc_id`` order, seeded by shard) and
+    returns only its answers (TEACHER_ANSWER_SCHEMA)."""
     query_ids = np.asarray(query_ids, dtype=np.int64)
 
     def teach(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -144,6 +145,7 @@ def teacher_answer_frame(tokens: DataFrame, n_words: int, query_ids: np.ndarray,
 
         torch.set_num_threads(1)
         shard = int(pdf["shard"].iloc[0])
+        pdf = pdf.sort_values("doc_id", kind="stable")  # shuffles do not keep row order; seeds should
         docs = [np.asarray(x, dtype=np.int64) for x in pdf["ids"]]
         teacher = train_teacher(docs, n_words, settings, seed * 100_003 + shard)
         hidden, votes = teacher_answers(teacher, query_ids, settings.top_k, clip=settings.clip_hidden, anchor=anchor)
@@ -153,7 +155,7 @@ def teacher_answer_frame(tokens: DataFrame, n_words: int, query_ids: np.ndarray,
 
     # one partition per shard (range partitioning on the shard key; the groupBy reuses it), so the
     # teachers run as parallel tasks rather than being coalesced into one
-    by_shard = tokens.select("shard", "ids").repartitionByRange(settings.n_teachers, "shard")
+    by_shard = tokens.select("shard", "doc_id", "ids").repartitionByRange(settings.n_teachers, "shard")
     return by_shard.groupBy("shard").applyInPandas(teach, TEACHER_ANSWER_SCHEMA)
 
 
@@ -212,7 +214,7 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
                                             settings.shard_salt)
     entry_id, eps_pld, eps_rdp = _charge(ctx, settings, multipliers, event, n_queries, adjacency)
 
-    tokens = tokenized(docs, words).select("unit", "shard", "ids").cache()
+    tokens = tokenized(docs, words).select("doc_id", "unit", "shard", "ids").cache()
     try:
         n_docs = tokens.count()
         if settings.vocabulary_mode == "dp_selection":
@@ -221,6 +223,8 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
                               settings.vocab_threshold_sigmas, settings.max_vocab, rng)
         else:
             vocab = words[:n_queries]
+        if not vocab:
+            raise RuntimeError("no public word passed the DP vocabulary selection: nothing to release (the charge stands)")
         index = {w: i for i, w in enumerate(words)}
         query_ids = np.array([index[w] for w in vocab], dtype=np.int64)
         anchor = public_anchor(words, settings.dim)
