@@ -56,6 +56,9 @@ class StageRun:
             self._mlflow.log_artifact(path, artifact_path)
 
 
+PIPELINE_RUN_ENV = "PRIVTEXT_PIPELINE_RUN"  # names the pipeline's parent run for stage runs in other processes
+
+
 def use_mlflow(settings: Settings):
     """mlflow, pointed at the configured tracking server and experiment (created on first use)."""
     logging.getLogger("mlflow").setLevel(logging.WARNING)
@@ -94,9 +97,6 @@ def stage_run(settings: Settings, pipeline: str, stage: str, date: str | None, r
     nested = mlflow.active_run() is not None
     with mlflow.start_run(run_name=f"{stage}-{date or 'adhoc'}", nested=nested, tags=tags):
         yield StageRun(mlflow)
-
-
-PIPELINE_RUN_ENV = "PRIVTEXT_PIPELINE_RUN"
 
 
 @contextlib.contextmanager
