@@ -82,3 +82,13 @@ def test_analyst_notebook_executes_on_demo_like_output(tmp_path, monkeypatch):
     executed = PROJECT_ROOT / "build" / "notebooks" / "analyst_queries.executed.ipynb"
     executed.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, executed)  # kept as the run's proof (build/ is git-ignored)
+
+
+def test_published_is_a_database_in_the_spark_catalog(tmp_path, spark):
+    settings = _published_lakehouse(tmp_path / "lakehouse")
+    published = [s for s in ALL_TABLES if s.zone == "published"]
+    assert Lakehouse(spark, settings.lakehouse).register_views(published) == [s.qualified_name for s in published]
+    assert {r.tableName for r in spark.sql("SHOW TABLES IN published").collect()} >= {
+        "sanitized_documents", "synthetic_documents", "word_vectors"}
+    rows = spark.sql("SELECT date, count(*) AS n FROM published.sanitized_documents GROUP BY date").collect()
+    assert [(r.date, r.n) for r in rows] == [(DAY, 30)]
