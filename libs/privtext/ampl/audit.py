@@ -2,8 +2,9 @@
 
 1. Split the training documents into fit/validation (``val_fraction``; with an outer 80/20
    train/test split this is the paper's 60/20/20).
-2. Train the posterior adversary on the release and the prior adversary on the placeholder release
-   (same architecture and seed), see ``adversary``.
+2. Train the posterior adversary on the release and the prior adversary on the placeholder release:
+   one network on both views (``prior_model: shared``, the default) or two runs with the same
+   architecture and seed (``separate``), see ``adversary``.
 3. On the held-out documents, sample S triplets (x_i, x_j, y): y a replaced position, x_i != x_j
    candidates; mPL from the two Gaussian-softmax posteriors (Def. 2); violation ratio (Eq. 12);
    log10 of the Prop. 4 failure bound for ``delta_target``.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privtext.ampl.adversary import TrainedAdversary, mean_baseline_mse, posterior_of, train_adversary
+from privtext.ampl.adversary import TrainedAdversary, mean_baseline_mse, posterior_of, train_adversary, train_shared
 from privtext.ampl.mpl import log10_p_fail, mpl, sample_triplets, violation_ratio
 from privtext.ampl.sequences import ReleasedSequences, split_rows
 from privtext.ampl.settings import AmplSettings
@@ -66,8 +67,11 @@ def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedS
     fit_rows, val_rows = split_rows(rng, train_batch.n, settings.val_fraction)
     fit, val = train_batch.take(fit_rows), train_batch.take(val_rows)
     seed = int(rng.integers(0, 2**31 - 1))
-    post_model = train_adversary(adversary, fit, val, settings, seed, placeholder=False)
-    prior_model = train_adversary(adversary, fit, val, settings, seed, placeholder=True)
+    if settings.prior_model == "shared":
+        post_model, prior_model = train_shared(adversary, fit, val, settings, seed)
+    else:
+        post_model = train_adversary(adversary, fit, val, settings, seed, placeholder=False)
+        prior_model = train_adversary(adversary, fit, val, settings, seed, placeholder=True)
     candidates = np.asarray(candidates, dtype=np.float64)
     post = posterior_of(post_model, test_batch, candidates, settings.temperature, settings.posterior_floor)
     prior = posterior_of(prior_model, test_batch, candidates, settings.temperature, settings.posterior_floor)

@@ -23,6 +23,8 @@ class AmplSettings(StrictModel):
     plateau_factor: float = Field(0.5, gt=0, lt=1)  # ReduceLROnPlateau on the validation MSE
     plateau_patience: int = Field(2, ge=0)
     val_fraction: float = Field(0.25, gt=0, lt=1)  # of the training batch: 60/20 of an 80/20 outer split
+    # prior model: "shared" = one network on the released and the placeholder view; "separate" = two runs
+    prior_model: Literal["shared", "separate"] = "shared"
     # posterior approximation (Sec. 2.4): softmax(-||x_hat - x_i||^2 / (tau_base * temperature)),
     # tau_base = 2 * the adversary's validation MSE per dimension (Gaussian residual model)
     temperature: float = Field(1.0, gt=0)
@@ -42,6 +44,13 @@ class AmplSettings(StrictModel):
     poii_fraction: float = Field(0.1, gt=0, lt=1)  # App. E.1: top 10% most PII-similar tokens
     device: Literal["auto", "cpu", "cuda"] = "auto"
     torch_threads: int | None = Field(None, gt=0)
+    # stage ``audit`` / ``privtext tune sanitize``: the document sample the adversaries train on, collected
+    # to the driver (O(max_documents * max_tokens) tokens, in memory only)
+    audit_eps: float | None = Field(None, gt=0)  # mPL bound to audit; None: the sanitizer's PII-tier eps
+    max_documents: int = Field(2000, ge=10)
+    min_documents: int = Field(20, ge=10)  # fewer documents with sensitive tokens: the audit refuses to run
+    max_tokens: int = Field(64, ge=4)  # tokens per document (a window around the first sensitive token)
+    window_days: int = Field(1, ge=1)  # audit the date's releases (1) or a reference window ending at it
 
     @model_validator(mode="after")
     def _check(self) -> "AmplSettings":

@@ -1,0 +1,149 @@
+"""Token sequences of real documents for the audit: original text + detected spans + sanitized text.
+
+A document becomes a sequence of tokens in reading order: the words of the text outside the spans
+(context, kept as released) and one token per detected span (the sensitive token; a multi-word span
+is one phrase). Its release is the same sequence with every span token replaced by the phrase the
+sanitizer wrote in its place (Sec. 2.4, Fig. 1: released sensitive tokens plus context).
+
+``align_replacements`` recovers those phrases from the sanitized text: a sanitizer replaces the spans
+left to right and keeps the text between them, so sanitized = lit_0 r_1 lit_1 ... r_m lit_m with
+lit_i the original text between spans. The pieces are matched left to right with the shortest
+replacement that lets the rest match (a lazy, anchored regular expression). When the text between two
+spans also occurs inside the first replacement (adjacent spans separated by a space) the split between
+the two replacements is ambiguous and the first one is taken: both replacements still enter the
+sequence, only their boundary may be off. A document whose sanitized text does not parse this way
+(the sanitizer changed context) is left out and counted.
+
+``embed_documents`` encodes each distinct token once (context words, span values, replacements) and
+lays the documents out as padded arrays; the candidate set of the audit is the set of distinct
+secrets (keyed-hash ``secret_id``s) of the sample, each with the embedding of its value. Everything
+here is private (raw tokens): it lives in memory inside the restricted-zone job and is never written.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from privtext.ampl.sequences import ReleasedSequences, SecretSequences
+
+WORD = re.compile(r"\w+")
+TIER_LEVEL = {"PII": 1, "PoII": 2}
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    secret_id: str
+    tier: str  # PII | PoII
+    entity_type: str
+
+
+@dataclass(frozen=True)
+class DocTokens:
+    """original: tokens in reading order; released: the same with replacements at span positions;
+    spans: the Span at each position (None for context)."""
+
+    original: tuple[str, ...]
+    released: tuple[str, ...]
+    spans: tuple[Span | None, ...]
+
+
+def clean_spans(spans: Sequence[Span]) -> list[Span]:
+    """Sorted by start, empty and overlapping spans dropped (the earlier-starting one is kept)."""
+    out: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if span.end > span.start and (not out or span.start >= out[-1].end):
+            out.append(span)
+    return out
+
+
+def align_replacements(text: str, spans: Sequence[Span], sanitized: str) -> list[str] | None:
+    """The phrase written in place of each span (``spans`` as returned by ``clean_spans``), or None."""
+    cuts = [0] + [p for s in spans for p in (s.start, s.end)] + [len(text)]
+    literals = [text[cuts[2 * i]:cuts[2 * i + 1]] for i in range(len(spans) + 1)]
+    pattern = "(.*?)".join(re.escape(lit) for lit in literals)
+    match = re.fullmatch(pattern, sanitized, flags=re.DOTALL)
+    return None if match is None else list(match.groups())
+
+
+def document_tokens(text: str, spans: Sequence[Span], replacements: Sequence[str], max_tokens: int) -> DocTokens:
+    """Tokens of one document; if longer than ``max_tokens`` a window starting a quarter window before
+    the first span is kept (so the sensitive tokens and their context stay in)."""
+    original: list[str] = []
+    released: list[str] = []
+    kinds: list[Span | None] = []
+    pos = 0
+    for span, replacement in zip(spans, replacements):
+        words = WORD.findall(text[pos:span.start])
+        original += words
+        released += words
+        kinds += [None] * len(words)
+        original.append(text[span.start:span.end].strip())
+        released.append(replacement.strip())
+        kinds.append(span)
+        pos = span.end
+    words = WORD.findall(text[pos:])
+    original += words
+    released += words
+    kinds += [None] * len(words)
+    if len(original) > max_tokens:
+        first = next(i for i, k in enumerate(kinds) if k is not None)
+        start = max(0, min(first - max_tokens // 4, len(original) - max_tokens))
+        window = slice(start, start + max_tokens)
+        original, released, kinds = original[window], released[window], kinds[window]
+    return DocTokens(tuple(original), tuple(released), tuple(kinds))
+
+
+@dataclass(frozen=True)
+class DocumentBatch:
+    """Padded arrays of a document sample (private, in memory only).
+
+    secrets: the original side (secret index into ``candidates`` and tier level per position);
+    release: what the sanitizer published, paired with the originals; candidates [K, d]: one
+    embedding per distinct secret; candidate_types [K]: its entity type."""
+
+    secrets: SecretSequences
+    release: ReleasedSequences
+    candidates: np.ndarray
+    candidate_types: tuple[str, ...]
+
+
+def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.ndarray]) -> DocumentBatch:
+    """Encode every distinct token once and lay the documents out (``encode`` returns [n, d] rows)."""
+    docs = [d for d in docs if any(k is not None for k in d.spans)]
+    if not docs:
+        raise ValueError("no document with a sensitive token to audit")
+    vocab = sorted({t for d in docs for t in (*d.original, *d.released)})
+    index = {t: i for i, t in enumerate(vocab)}
+    table = np.asarray(encode(vocab), dtype=np.float32)
+    secret_index: dict[str, int] = {}
+    secret_token: list[int] = []
+    secret_type: list[str] = []
+    for d in docs:
+        for token, span in zip(d.original, d.spans):
+            if span is not None and span.secret_id not in secret_index:
+                secret_index[span.secret_id] = len(secret_token)
+                secret_token.append(index[token])
+                secret_type.append(span.entity_type)
+    candidates = table[secret_token]
+    n, length, dim = len(docs), max(len(d.original) for d in docs), table.shape[1]
+    original = np.zeros((n, length, dim), dtype=np.float32)
+    released = np.zeros((n, length, dim), dtype=np.float32)
+    ids = np.full((n, length), -1, dtype=np.int64)
+    tiers = np.zeros((n, length), dtype=np.int8)
+    for row, d in enumerate(docs):
+        original[row, :len(d.original)] = table[[index[t] for t in d.original]]
+        released[row, :len(d.released)] = table[[index[t] for t in d.released]]
+        for col, span in enumerate(d.spans):
+            if span is not None:
+                ids[row, col] = secret_index[span.secret_id]
+                tiers[row, col] = TIER_LEVEL.get(span.tier, 1)
+                original[row, col] = candidates[ids[row, col]]  # one embedding per secret
+    lengths = np.array([len(d.original) for d in docs], dtype=np.int64)
+    secrets = SecretSequences(original, ids, tiers, lengths)
+    release = ReleasedSequences(released, ids >= 0, original, lengths)
+    return DocumentBatch(secrets, release, candidates.astype(np.float64), tuple(secret_type))

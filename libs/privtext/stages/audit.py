@@ -1,0 +1,209 @@
+"""Stage ``audit``: mPL leakage audit of a staged release with learned adversaries -> protected.leakage_audits.
+
+``privtext run audit --target sanitized_documents --date D [--adversary transformer ...] [--eps E]``
+
+Inside the restricted zone: the date's (or the ``ampl.window_days`` window's) staged sanitized
+documents are joined with their original text and detected spans; Spark executors (``mapInPandas``)
+align each sanitized text to its spans and cut it into tokens (``ampl.documents``). A bounded sample of
+at most ``ampl.max_documents`` documents (chosen by a hash of doc_id) is then collected to the driver,
+O(max_documents * max_tokens) tokens, because training needs the data in one process; it stays in
+memory and is never written. Every distinct token is encoded once with the configured encoder; the
+candidate set is the sample's distinct secrets. Per adversary: 80/20 document split, adversary trained
+on the actual (original, sanitized) pairs of the train split, mPL measured on the held-out documents
+(``ampl.audit``). The sanitizer's output distribution is not needed here: the audit measures the
+release that was written, and the adversary learns its posterior from it; ``privtext tune sanitize``
+uses CluSanT's exact probabilities to tune the eps.
+
+Written: one row per adversary (aggregates only: no token, no span, no doc id) replacing the target's
+rows of the date in ``protected.leakage_audits``; other targets' rows of that date are kept. The rows
+are internal audit statistics for the publish gate, not a DP release: they stay in ``protected`` and
+are not charged to the ledger. MLflow: metrics per adversary and a PNG of violation ratio vs eps.
+What the audit certifies: PBmPL against these adversary classes on this sample (``ampl.audit``).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
+
+from privtext.ampl.audit import audit_with_diagnostics
+from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
+from privtext.ampl.mpl import violation_ratio
+from privtext.ampl.sequences import split_rows
+from privtext.platform.context import RunContext
+from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.privacy.mechanisms import make_rng
+
+TARGETS = {"sanitized_documents": STAGED_SANITIZED_DOCUMENTS}
+ADVERSARIES = ("transformer", "lstm", "rnn")
+TOKEN_SCHEMA = StructType([
+    StructField("aligned", BooleanType()),
+    StructField("original", ArrayType(StringType())),
+    StructField("released", ArrayType(StringType())),
+    StructField("secret_id", ArrayType(StringType())),
+    StructField("tier", ArrayType(StringType())),
+    StructField("entity_type", ArrayType(StringType())),
+])
+
+
+class AuditError(RuntimeError):
+    """The audit cannot run (too few documents with sensitive tokens)."""
+
+
+@dataclass
+class AuditStageResult:
+    target: str
+    eps: float
+    documents: int  # audited sample
+    unaligned: int  # sampled documents whose sanitized text did not parse against their spans
+    sensitive_tokens: int
+    candidates: int
+    adversaries: int
+    worst_violation_ratio: float
+    passed: bool
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--target", default="sanitized_documents", choices=sorted(TARGETS))
+    parser.add_argument("--adversary", dest="adversaries", action="append", choices=ADVERSARIES,
+                        help="repeatable; default ampl.adversaries")
+    parser.add_argument("--eps", type=float, help="mPL bound to audit (default ampl.audit_eps or clusant PII eps)")
+
+
+def _tokens_task(max_tokens: int):
+    def run(frames):
+        for frame in frames:
+            rows = []
+            for text, sanitized, spans in zip(frame["text"], frame["sanitized_text"], frame["spans"]):
+                spans = clean_spans([Span(int(s["start"]), int(s["end"]), s["secret_id"], s["tier"], s["entity_type"])
+                                     for s in spans])
+                replacements = align_replacements(text, spans, sanitized)
+                if replacements is None:
+                    rows.append((False, [], [], [], [], []))
+                    continue
+                doc = document_tokens(text, spans, replacements, max_tokens)
+                rows.append((True, list(doc.original), list(doc.released),
+                             [s.secret_id if s else None for s in doc.spans], [s.tier if s else None for s in doc.spans],
+                             [s.entity_type if s else None for s in doc.spans]))
+            yield pd.DataFrame(rows, columns=TOKEN_SCHEMA.fieldNames())
+    return run
+
+
+def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, max_documents: int,
+                  max_tokens: int, seed: int) -> tuple[list[DocTokens], int]:
+    """(documents, unaligned count): at most ``max_documents`` documents with spans dated in
+    [start, ctx.date], tokenized in executors and collected (O(sample), in memory only). ``released``
+    (doc_id, date, sanitized_text) pairs each document with its release; None pairs it with itself
+    (the identity release, for tuning where the release is simulated)."""
+    date_range = F.col("date").between(F.lit(start), F.lit(ctx.date))
+    spans = (ctx.lakehouse.read(PII_SPANS).where(date_range)
+             .groupBy("doc_id", "date")
+             .agg(F.collect_list(F.struct("start", "end", "secret_id", "tier", "entity_type")).alias("spans")))
+    texts = ctx.lakehouse.read(DOCUMENTS).select("doc_id", "text").dropDuplicates(["doc_id"])
+    joined = spans.join(texts, "doc_id")
+    if released is None:
+        joined = joined.withColumn("sanitized_text", F.col("text"))
+    else:
+        joined = joined.join(released.where(date_range).select("doc_id", "date", "sanitized_text"), ["doc_id", "date"])
+    sample = (joined.withColumn("_key", F.xxhash64("doc_id", F.lit(seed))).orderBy("_key").limit(max_documents)
+              .select("text", "sanitized_text", "spans"))
+    docs, unaligned = [], 0
+    for row in sample.mapInPandas(_tokens_task(max_tokens), TOKEN_SCHEMA).toLocalIterator():
+        if not row.aligned:
+            unaligned += 1
+            continue
+        spans = tuple(None if sid is None else Span(0, 0, sid, tier, etype)
+                      for sid, tier, etype in zip(row.secret_id, row.tier, row.entity_type))
+        docs.append(DocTokens(tuple(row.original), tuple(row.released), spans))
+    return docs, unaligned
+
+
+def encoder(ctx: RunContext):
+    from privtext.embed.encoder import encode_phrases
+
+    return lambda phrases: encode_phrases(phrases, ctx.settings.embed)
+
+
+def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[str] | None = None,
+        eps: float | None = None) -> AuditStageResult:
+    ampl = ctx.settings.ampl
+    kinds = tuple(dict.fromkeys(adversaries or ampl.adversaries))
+    eps = float(eps or ampl.audit_eps or ctx.settings.clusant.eps["PII"])
+    rng = make_rng(ctx.settings.run.deterministic, ctx.settings.run.seed)
+    start = ctx.date - dt.timedelta(days=ampl.window_days - 1)
+    docs, unaligned = sample_tokens(ctx, ctx.lakehouse.read(TARGETS[target]), start, ampl.max_documents,
+                                    ampl.max_tokens, int(rng.integers(0, 2**31 - 1)))
+    docs = [d for d in docs if any(s is not None for s in d.spans)]
+    if len(docs) < ampl.min_documents:
+        raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
+                         f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
+    batch = embed_documents(docs, encoder(ctx))
+    release = batch.release
+    train_rows, test_rows = split_rows(rng, release.n, 0.2)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2))
+    rows, curves = [], {}
+    try:
+        for kind in kinds:
+            result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), batch.candidates,
+                                                  adversary=kind, eps=eps, settings=ampl,
+                                                  rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
+            rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,
+                         "triplets": result.triplets, "violation_ratio": result.violation_ratio,
+                         "delta_target": result.delta_target, "log10_p_fail": result.log10_p_fail,
+                         "utility_loss": result.utility_loss, "passed": bool(result.passed), "run_id": ctx.run_id})
+            curves[kind] = diag.mpl_values
+            ctx.tracked.log_metrics({f"{kind}_violation_ratio": result.violation_ratio,
+                                     f"{kind}_log10_p_fail": result.log10_p_fail,
+                                     f"{kind}_val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse})
+    finally:
+        torch.set_num_threads(previous_threads)
+    _write(ctx, target, rows)
+    ctx.tracked.log_params({"target": target, "eps": eps, "adversaries": ",".join(kinds),
+                            "window_days": ampl.window_days, "max_documents": ampl.max_documents})
+    ctx.tracked.log_dict({"rows": rows}, "audit/leakage_audits.json")
+    _log_plot(ctx, curves, eps, ampl.delta_target, target)
+    return AuditStageResult(target=target, eps=eps, documents=release.n, unaligned=unaligned,
+                            sensitive_tokens=int(release.mask.sum()), candidates=len(batch.candidates),
+                            adversaries=len(rows), worst_violation_ratio=max(r["violation_ratio"] for r in rows),
+                            passed=all(r["passed"] for r in rows))
+
+
+def _write(ctx: RunContext, target: str, rows: list[dict]) -> None:
+    """Replace the date's partition with the new rows plus the other targets' rows of that date."""
+    schema = from_arrow_schema(LEAKAGE_AUDITS.schema)
+    new = ctx.spark.createDataFrame([tuple(r[c] for c in LEAKAGE_AUDITS.schema.names) for r in rows], schema)
+    kept = ctx.lakehouse.read(LEAKAGE_AUDITS).where((F.col("date") == F.lit(ctx.date)) & (F.col("target") != target))
+    ctx.lakehouse.replace_partitions(LEAKAGE_AUDITS, kept.unionByName(new), {"date": [ctx.date]})
+
+
+def _log_plot(ctx: RunContext, curves: dict[str, np.ndarray], eps: float, delta: float, target: str) -> None:
+    """Violation ratio as a function of the audited eps, per adversary (aggregates only)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = np.linspace(eps / 10, 3 * eps, 60)
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for kind, values in curves.items():
+        ax.plot(grid, [violation_ratio(values, e) for e in grid], label=kind)
+    ax.axvline(eps, color="grey", linestyle="--", label=f"audited eps {eps:g}")
+    ax.axhline(delta, color="red", linestyle=":", label=f"delta target {delta:g}")
+    ax.set(xlabel="eps", ylabel="violation ratio", title=f"mPL audit: {target} {ctx.date}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "tradeoff.png")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        ctx.tracked.log_artifact(path, "audit")

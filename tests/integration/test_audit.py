@@ -1,0 +1,125 @@
+"""Stage ``audit``: one row per adversary, an identity "sanitizer" fails and a constant one passes, other
+targets' rows survive a rerun, and no span value reaches leakage_audits or the MLflow artifacts."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from privtext.platform.context import RunContext
+from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.stages.runner import run_stage
+
+DATE = dt.date(2026, 1, 15)
+NAMES = ["Alice Moreau", "Bruno Keller", "Chen Wei", "Dana Okafor", "Emil Novak", "Farah Haddad",
+         "Gita Rao", "Hugo Silva"]
+CITIES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Tallinn", "Winnipeg", "Dakar", "Hobart"]
+TINY = {"epochs": 6, "hidden_size": 16, "num_layers": 1, "heads": 2, "batch_size": 16, "dropout": 0.0,
+        "triplets": 4000, "device": "cpu", "torch_threads": 1, "max_documents": 150, "min_documents": 10,
+        "max_tokens": 24, "adversaries": ["transformer"], "pass_rule": "ratio", "delta_target": 0.1,
+        "temperature": 8.0}
+
+
+def _corpus(n=150, seed=0):
+    """Each document names a person twice and the person's city once (correlated secrets)."""
+    rng = np.random.default_rng(seed)
+    docs, spans = [], []
+    for i in range(n):
+        k = int(rng.integers(len(NAMES)))
+        name, city = NAMES[k], CITIES[k if rng.random() < 0.9 else int(rng.integers(len(CITIES)))]
+        parts = ["Hello, this is ", name, " writing about my parcel to ", city, ". Please ask for ", name, " again."]
+        text, pos, doc_spans = "", 0, []
+        for j, part in enumerate(parts):
+            if j % 2 == 1:
+                etype, tier = ("PERSON", "PII") if part in NAMES else ("LOCATION", "PoII")
+                doc_spans.append((pos, pos + len(part), etype, tier, hashlib.sha256(part.encode()).hexdigest()[:16]))
+            text += part
+            pos += len(part)
+        docs.append((f"d{i}", text))
+        spans.append(doc_spans)
+    return docs, spans
+
+
+def _write_inputs(ctx, sanitize):
+    docs, spans = _corpus()
+    spark = ctx.spark
+    ctx.lakehouse.replace_partitions(DOCUMENTS, spark.createDataFrame(
+        [(d, "u", t, "x", {}, DATE, "r") for d, t in docs], from_arrow_schema(DOCUMENTS.schema)),
+        {"ingest_date": [DATE]})
+    span_rows = [(d, e, s, t, 0.9, tier, sid, "r", DATE) for (d, _), ss in zip(docs, spans) for s, t, e, tier, sid in ss]
+    ctx.lakehouse.replace_partitions(PII_SPANS, spark.createDataFrame(span_rows, from_arrow_schema(PII_SPANS.schema)),
+                                     {"date": [DATE]})
+    sanitized = []
+    for (d, text), ss in zip(docs, spans):
+        out, pos = "", 0
+        for s, t, *_ in ss:
+            out += text[pos:s] + sanitize(text[s:t])
+            pos = t
+        sanitized.append((d, out + text[pos:], len(ss), len(ss), "test", "{}", "r", DATE))
+    ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, spark.createDataFrame(
+        sanitized, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema)), {"date": [DATE]})
+
+
+def _audits(ctx):
+    return {(r.target, r.adversary): r for r in ctx.lakehouse.read(LEAKAGE_AUDITS).collect()}
+
+
+@pytest.fixture
+def audit_settings(tmp_path, spark):
+    from conftest import make_settings
+
+    return make_settings(tmp_path / "lake", ampl=TINY, tracking={"enabled": True})
+
+
+def test_identity_release_fails_constant_release_passes_and_no_value_leaves(audit_settings):
+    ctx = RunContext.create(audit_settings, date=DATE.isoformat())
+    # a row of another target for the same date must survive the audit's replace
+    other = ("synthetic_documents", DATE, "lstm", 1.0, 10, 0.0, 0.1, -5.0, 0.0, True, "old")
+    ctx.lakehouse.replace_partitions(LEAKAGE_AUDITS, ctx.spark.createDataFrame(
+        [other], from_arrow_schema(LEAKAGE_AUDITS.schema)), {"date": [DATE]})
+
+    _write_inputs(ctx, lambda value: value)  # identity "sanitizer": the answer is in the release
+    leak = run_stage("audit", audit_settings, date=DATE.isoformat(), eps=2.0, adversaries=["transformer", "rnn"])
+    rows = _audits(ctx)
+    assert set(rows) == {("sanitized_documents", "transformer"), ("sanitized_documents", "rnn"),
+                         ("synthetic_documents", "lstm")}
+    for kind in ("transformer", "rnn"):
+        row = rows[("sanitized_documents", kind)]
+        assert row.eps == 2.0 and row.triplets == TINY["triplets"] and row.delta_target == 0.1
+        assert 0.0 <= row.violation_ratio <= 1.0 and row.log10_p_fail <= 0.0 and row.date == DATE
+        assert row.utility_loss == pytest.approx(0.0, abs=1e-5)  # nothing was changed
+    assert leak.documents == 150 and leak.unaligned == 0 and leak.candidates == 16
+    assert not leak.passed and leak.worst_violation_ratio > 0.1
+
+    _write_inputs(ctx, lambda value: "somebody")  # every span replaced by one constant phrase
+    strong = run_stage("audit", audit_settings, date=DATE.isoformat(), eps=2.0)
+    rows = _audits(ctx)
+    assert set(rows) == {("sanitized_documents", "transformer"), ("synthetic_documents", "lstm")}
+    assert strong.passed and rows[("sanitized_documents", "transformer")].passed
+    assert rows[("sanitized_documents", "transformer")].utility_loss > 0.2
+    assert strong.worst_violation_ratio < leak.worst_violation_ratio / 3
+
+    # nothing raw outside restricted: no span value in the audit table or any MLflow artifact
+    table_text = " ".join(str(tuple(r)) for r in ctx.lakehouse.read(LEAKAGE_AUDITS).collect())
+    artifacts = [p for p in Path(audit_settings.lakehouse.root).rglob("*") if p.is_file() and "mlruns" in p.parts]
+    assert any(p.suffix == ".png" for p in artifacts) and any(p.suffix == ".json" for p in artifacts)
+    blobs = [p.read_bytes() for p in artifacts]
+    for value in NAMES + CITIES + ["parcel"]:
+        assert value not in table_text
+        assert all(value.encode() not in blob and value.lower().encode() not in blob for blob in blobs)
+
+
+def test_too_few_documents_refuses_and_writes_nothing(settings):
+    from conftest import make_settings
+    from privtext.stages.audit import AuditError
+
+    strict = make_settings(Path(settings.lakehouse.root), ampl={**TINY, "min_documents": 1000})
+    ctx = RunContext.create(strict, date=DATE.isoformat())
+    _write_inputs(ctx, lambda value: value)
+    with pytest.raises(AuditError):
+        run_stage("audit", strict, date=DATE.isoformat())
+    assert ctx.lakehouse.read(LEAKAGE_AUDITS).count() == 0
