@@ -77,6 +77,7 @@ class GenerateSettings(StrictModel):
     temperature: float = Field(1.0, ge=0)  # 0: greedy
     top_p: float = Field(0.95, gt=0, le=1)
     max_new_tokens: int = Field(64, gt=0)
+    context_tokens: int = Field(2048, gt=0)  # local context window (prompt + reply); perplexity truncates here
     batch_size: int = Field(16, gt=0)  # prompts per forward pass (transformers) / per progress step
     threads: int | None = Field(None, gt=0)  # CPU threads of the local engine; None: the engine's default
     seed: int = 0  # used when a call passes no seed

@@ -20,6 +20,7 @@ from privtext.ampl.settings import AmplSettings
 from privtext.clusant.settings import ClusantSettings
 from privtext.dped.settings import DpedSettings
 from privtext.embed.settings import EmbedSettings
+from privtext.generate.settings import GenerateSettings
 from privtext.pii.settings import PiiSettings
 from privtext.secpe.settings import SecpeSettings
 from privtext.platform.strict import StrictModel
@@ -104,6 +105,7 @@ class Settings(StrictModel):
     privacy: PrivacySettings = PrivacySettings()
     pii: PiiSettings = PiiSettings()
     embed: EmbedSettings = EmbedSettings()
+    generate: GenerateSettings = GenerateSettings()
     clusant: ClusantSettings = ClusantSettings()
     ampl: AmplSettings = AmplSettings()
     dped: DpedSettings = DpedSettings()
