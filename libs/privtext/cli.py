@@ -188,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         privacy_cli = None
     if privacy_cli is not None:
         privacy_cli.register(sub)
+    from privtext.ampl import cli as ampl_cli; ampl_cli.register(sub)  # noqa: E702  privtext tune sanitize
     from privtext.pii import cli as pii_cli
 
     pii_cli.register(sub)

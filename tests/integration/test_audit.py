@@ -123,3 +123,24 @@ def test_too_few_documents_refuses_and_writes_nothing(settings):
     with pytest.raises(AuditError):
         run_stage("audit", strict, date=DATE.isoformat())
     assert ctx.lakehouse.read(LEAKAGE_AUDITS).count() == 0
+
+
+def test_tune_sanitize_writes_a_conf_file_that_loads(tmp_path, spark):
+    from conftest import make_settings
+    from privtext.ampl.cli import tune_sanitize
+    from privtext.platform.config import load_settings
+
+    settings = make_settings(tmp_path / "lake", ampl={**TINY, "alpha_grid": [0.5, 1.0], "alpha_start": [0.5, 1.0],
+                                                      "tune_rounds": 1, "audit_eps": 2.0},
+                             clusant={"entity_types": ["PERSON", "LOCATION"], "vocabulary": {"size": 20},
+                                      "n_clusters": 4, "cache_dir": str(tmp_path / "cache")})
+    _write_inputs(RunContext.create(settings, date=DATE.isoformat()), lambda value: value)
+    out = tmp_path / "tuned" / "clusant.yaml"
+    report = tune_sanitize(settings, DATE.isoformat(), out)
+    loaded = load_settings(out, environ={})
+    assert loaded.clusant.eps == report["eps"]
+    assert report["eps"]["PII"] <= report["eps"]["PoII"] and report["eps"]["PoII"] in (8.0, 16.0)
+    assert len(report["history"]) >= 2 and all(0 <= h["violation_ratio"] <= 1 for h in report["history"])
+    assert all(h["utility_loss_remapped"] <= h["utility_loss"] + 1e-9 for h in report["history"])
+    text = out.read_text()
+    assert not any(v in text for v in NAMES + CITIES)

@@ -22,7 +22,7 @@ import numpy as np
 from privtext.ampl.audit import audit
 from privtext.ampl.perturb import perturb, tiered_em_log_probs
 from privtext.ampl.remap import bayes_remap
-from privtext.ampl.sequences import SecretSequences, split_rows
+from privtext.ampl.sequences import ReleasedSequences, SecretSequences, split_rows
 from privtext.ampl.settings import AmplSettings
 from privtext.ampl.utility import cosine_cost, expected_utility_loss
 
@@ -99,16 +99,27 @@ def coordinate_search(evaluate: Callable[[Alphas], TuneStep], grid: tuple[float,
 
 def tune(secrets: SecretSequences, candidates: np.ndarray, *, eps: float, adversary: str,
          settings: AmplSettings, rng: np.random.Generator) -> TuneResult:
-    """The AmPL loop on documents with two-tier secrets (1 = PII, 2 = PoII)."""
-    train_rows, test_rows = split_rows(rng, secrets.mask.shape[0], 0.2)
+    """The AmPL loop on documents with two-tier secrets (1 = PII, 2 = PoII), tiered EM over ``candidates``."""
+    return tune_release(
+        secrets.mask.shape[0],
+        lambda alphas, gen: secrets.release(perturb(gen, secrets, candidates, eps, alphas), candidates),
+        lambda alphas: expected_losses(secrets, candidates, eps, alphas),
+        candidates, eps=eps, adversary=adversary, settings=settings, rng=rng)
+
+
+def tune_release(n_docs: int, release: Callable[[Alphas, np.random.Generator], ReleasedSequences],
+                 losses: Callable[[Alphas], tuple[float, float]], candidates: np.ndarray, *, eps: float,
+                 adversary: str, settings: AmplSettings, rng: np.random.Generator) -> TuneResult:
+    """The loop for any tiered mechanism: ``release(alphas, rng)`` draws the release of the ``n_docs``
+    documents, ``losses(alphas)`` gives (L_utility, remapped L_utility); the audit runs at ``eps``."""
+    train_rows, test_rows = split_rows(rng, n_docs, 0.2)
     noise_seed, audit_seed = (int(s) for s in rng.integers(0, 2**31 - 1, size=2))
 
     def evaluate(alphas: Alphas) -> TuneStep:
-        ids = perturb(np.random.default_rng(noise_seed), secrets, candidates, eps, alphas)
-        release = secrets.release(ids, candidates)
-        result = audit(release.take(train_rows), release.take(test_rows), candidates, adversary=adversary, eps=eps,
-                       settings=settings, rng=np.random.default_rng(audit_seed))
-        utility, remapped = expected_losses(secrets, candidates, eps, alphas)
+        released = release(alphas, np.random.default_rng(noise_seed))
+        result = audit(released.take(train_rows), released.take(test_rows), candidates, adversary=adversary,
+                       eps=eps, settings=settings, rng=np.random.default_rng(audit_seed))
+        utility, remapped = losses(alphas)
         objective = settings.lambda_1 * result.violation_ratio + settings.lambda_2 * utility
         return TuneStep(alphas, result.violation_ratio, utility, remapped, objective)
 

@@ -1,0 +1,92 @@
+"""``privtext tune sanitize``: the AmPL loop over CluSanT's tier eps on a sample, written as a conf file.
+
+Reads the date's documents and detected spans (restricted zone; a bounded sample of ``ampl.max_documents``
+collected to the driver, in memory only), simulates CluSanT releases at candidate tier eps
+(``ampl.sanitizer_tune``), audits each with the learned adversary and picks the eps minimising
+lambda_1 * violation ratio + lambda_2 * expected utility loss (``ampl.tune``). The result is an
+environment file: the ``--conf`` file's content with ``clusant.eps`` replaced, so
+``privtext --conf conf/tuned/clusant.yaml run sanitize ...`` uses it. Printed: the trade-off of every
+evaluated (eps_PII, eps_PoII), aggregates only.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from privtext.platform.config import PROJECT_ROOT, Settings
+
+
+def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None = None,
+                  adversary: str = "transformer") -> dict:
+    """Run the loop and write ``out``; returns {"eps": {...}, "history": [...]} (aggregates only)."""
+    from privtext.ampl.documents import embed_documents
+    from privtext.ampl.sanitizer_tune import clusant_losses, clusant_release, mechanisms_at
+    from privtext.ampl.tune import tune_release
+    from privtext.clusant.sanitizer import ClusantSanitizer
+    from privtext.platform.context import RunContext
+    from privtext.privacy.mechanisms import make_rng
+    from privtext.stages.audit import AuditError, encoder, sample_tokens
+
+    ctx = RunContext.create(settings, date=date)
+    ampl, clusant = settings.ampl, settings.clusant
+    rng = make_rng(settings.run.deterministic, settings.run.seed)
+    start = ctx.date - dt.timedelta(days=ampl.window_days - 1)
+    docs, _ = sample_tokens(ctx, None, start, ampl.max_documents, ampl.max_tokens, int(rng.integers(0, 2**31 - 1)))
+    if len(docs) < ampl.min_documents:
+        raise AuditError(f"tune sanitize: {len(docs)} documents with sensitive tokens on {ctx.date} "
+                         f"(ampl.min_documents = {ampl.min_documents})")
+    encode = encoder(ctx)
+    batch = embed_documents(docs, encode)
+    values = [t for d in docs for t, s in zip(d.original, d.spans) if s is not None]
+    tier_of = {t: settings.pii.tiers.get(t, "PII") for t in clusant.entity_types}
+    sanitizer = ClusantSanitizer.build(clusant, tier_of.__getitem__, encode, settings.embed.model, exclude=values)
+    base = {t: ts.mechanism for t, ts in sanitizer.per_type.items()}
+    eps_base = clusant.eps["PoII"]
+    audit_eps = ampl.audit_eps or clusant.eps["PII"]
+
+    def mechanisms(alphas):
+        return mechanisms_at(base, tier_of, clusant.method, eps_base, alphas)
+
+    result = tune_release(batch.release.n, lambda a, gen: clusant_release(batch, mechanisms(a), gen),
+                          lambda a: clusant_losses(batch, mechanisms(a)), batch.candidates, eps=audit_eps,
+                          adversary=adversary, settings=ampl, rng=rng)
+    eps = {"PII": round(result.alphas[0] * eps_base, 6), "PoII": round(result.alphas[1] * eps_base, 6)}
+    history = [{"eps_pii": s.alphas[0] * eps_base, "eps_poii": s.alphas[1] * eps_base,
+                "violation_ratio": s.violation_ratio, "utility_loss": s.utility_loss,
+                "utility_loss_remapped": s.utility_loss_remapped, "objective": s.objective} for s in result.history]
+    data = {}
+    if env_file is not None:
+        path = Path(env_file)
+        data = yaml.safe_load((path if path.is_absolute() else PROJECT_ROOT / path).read_text()) or {}
+    data.setdefault("clusant", {})["eps"] = eps
+    header = (f"# written by `privtext tune sanitize --date {ctx.date}` (AmPL over CluSanT tier eps, adversary "
+              f"{adversary}, audited eps {audit_eps:g}, {batch.release.n} documents)\n"
+              f"# objective {result.best.objective:.4f} = {ampl.lambda_1:g} * violation {result.best.violation_ratio:.4f}"
+              f" + {ampl.lambda_2:g} * utility loss {result.best.utility_loss:.4f}\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(header + yaml.safe_dump(data, sort_keys=False))
+    return {"eps": eps, "history": history, "documents": batch.release.n}
+
+
+def cmd_tune_sanitize(args) -> int:
+    from privtext.platform.config import load_settings
+
+    report = tune_sanitize(load_settings(args.conf), args.date, Path(args.out), env_file=args.conf,
+                           adversary=args.adversary)
+    for step in report["history"]:
+        print("  ".join(f"{k}: {v:.4g}" for k, v in step.items()))
+    print(f"recommended clusant.eps: PII {report['eps']['PII']:g}, PoII {report['eps']['PoII']:g} -> {args.out}")
+    return 0
+
+
+def register(sub) -> None:
+    tune = sub.add_parser("tune", help="tune a mechanism with the AmPL loop")
+    tune_sub = tune.add_subparsers(dest="tune_command", required=True)
+    sanitize = tune_sub.add_parser("sanitize", help="AmPL over CluSanT's tier eps; writes a conf file")
+    sanitize.add_argument("--date", required=True, help="YYYY-MM-DD whose documents and spans are sampled")
+    sanitize.add_argument("--adversary", default="transformer", choices=("transformer", "lstm", "rnn"))
+    sanitize.add_argument("--out", default=str(PROJECT_ROOT / "conf" / "tuned" / "clusant.yaml"))
+    sanitize.set_defaults(func=cmd_tune_sanitize)
