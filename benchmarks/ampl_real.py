@@ -110,6 +110,7 @@ def main() -> None:
     parser.add_argument("--eps", type=float, nargs="+", default=[0.3, 0.4, 0.5])
     parser.add_argument("--scale", type=float, default=8.0)
     parser.add_argument("--lambda2", type=float, default=0.5)
+    parser.add_argument("--temperature", type=float, default=8.0, help="posterior temperature (ampl.temperature)")
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--vocab", type=int, default=300, help="CluSanT vocabulary size per entity type")
     parser.add_argument("--threads", type=int, default=2)
@@ -128,7 +129,7 @@ def main() -> None:
     candidates = identity.candidates * args.scale
     secrets_scaled = type(secrets)(secrets.embeddings * args.scale, secrets.secret_ids, secrets.tiers, secrets.lengths)
     settings = AmplSettings(epochs=args.epochs, hidden_size=args.hidden, num_layers=1, heads=4, batch_size=32,
-                            dropout=0.0, triplets=args.triplets, device="auto", lambda_2=args.lambda2,
+                            dropout=0.0, triplets=args.triplets, device="auto", temperature=args.temperature, lambda_2=args.lambda2,
                             alpha_grid=(0.25, 0.5, 0.75, 1.0), alpha_start=(0.75, 1.0), tune_rounds=2)
     n = secrets.mask.shape[0]
     train_rows, test_rows = split_rows(np.random.default_rng(1), n, 0.2)
@@ -137,6 +138,7 @@ def main() -> None:
     print(f"pii_positions: {int((secrets.tiers == 1).sum())}")
     print(f"distinct_secrets: {candidates.shape[0]}")
     print(f"metric_scale: {args.scale:g}")
+    print(f"temperature: {args.temperature:g}")
 
     def audit_all(release: ReleasedSequences, eps: float, tag: str) -> dict[str, float]:
         ratios = {}
