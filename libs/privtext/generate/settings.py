@@ -43,7 +43,7 @@ DEFAULT_PROMPTS = {
     "default": PromptSet(
         random="Write one short message that a customer sends to an online shop's support team "
                "about a {label} problem. Reply with the message only.",
-        variation="Rewrite this customer support message about {label} with small changes in wording, "
+        variation="Rewrite this {label} customer support message with small changes in wording, "
                   "keeping its meaning. Reply with the new message only.\n\nMessage: {text}",
     ),
     # ../shared/data/reviews/movie_snippets.tsv (label = score > 0)

@@ -1,0 +1,86 @@
+"""The local SmolLM2-135M generator (llama.cpp engine, the default) on tiny workloads: 16 new tokens at
+most, a handful of prompts; plus the prompt filling and perplexity arithmetic without a model."""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from privtext.generate import GenerateSettings, get_generator, perplexity
+from privtext.generate.base import Generator, backend_for
+from privtext.generate.local import _perplexities, resolve_model_path
+
+SETTINGS = GenerateSettings(engine="llama_cpp", max_new_tokens=16, seed=5)
+FLUENT = "The package arrived two days late and the box was badly damaged."
+
+
+@pytest.fixture(scope="module")
+def generator():
+    pytest.importorskip("llama_cpp")
+    return get_generator(SETTINGS, "default")
+
+
+def test_bundled_model_resolves_offline():
+    path = resolve_model_path("smollm2")
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50e6
+
+
+def test_random_gives_clean_nonempty_texts_per_label(generator):
+    texts = {label: generator.random(1, label, seed=11) for label in ("billing", "delivery")}
+    for label, out in texts.items():
+        assert len(out) == 1 and out[0].strip()
+        assert "<|im" not in out[0] and "Reply with the message only" not in out[0]  # prompt stripped
+    assert texts["billing"] != texts["delivery"]
+    assert generator.random(1, "billing", seed=11) == texts["billing"]  # a seed reproduces
+
+
+def test_variation_returns_L_per_input(generator):
+    out = generator.variation(["My card was charged twice.", FLUENT], 2, label="billing", seed=3)
+    assert [len(v) for v in out] == [2, 2]
+    assert all(t.strip() for v in out for t in v)
+    assert generator.variation([], 2, label="billing") == []
+
+
+def test_one_model_per_process(generator):
+    assert backend_for(SETTINGS) is generator.backend
+    assert get_generator(SETTINGS, "movie_reviews").backend is generator.backend
+    with pytest.raises(KeyError, match="configured: default, movie_reviews"):
+        get_generator(SETTINGS, "no_such_dataset")
+
+
+def test_perplexity_is_lower_for_fluent_text(generator):
+    words = FLUENT.rstrip(".").split()
+    shuffled = " ".join(random.Random(0).sample(words, len(words))) + "."
+    fluent_ppl, shuffled_ppl, empty = perplexity([FLUENT, shuffled, ""], SETTINGS)
+    assert 1 < fluent_ppl < shuffled_ppl / 2
+    assert math.isnan(empty)
+
+
+def test_perplexity_arithmetic():
+    logits = np.log(np.array([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1], [1 / 3, 1 / 3, 1 / 3]]]))
+    targets = np.array([[0, 1, 2]])
+    mask = np.array([[True, True, False]])  # the last position is padding
+    expected = math.exp(-(math.log(0.5) + math.log(0.8)) / 2)
+    assert _perplexities(logits, targets, mask)[0] == pytest.approx(expected)
+
+
+class EchoBackend:
+    def __init__(self):
+        self.calls = []
+
+    def complete(self, prompts, k, seed):
+        self.calls.append((list(prompts), k, seed))
+        return [[p] * k for p in prompts]
+
+
+def test_prompts_are_label_conditioned_and_unlabeled_reads_cleanly():
+    backend = EchoBackend()
+    generator = Generator(backend, GenerateSettings().prompts["default"], default_seed=9)
+    assert "about a billing problem" in generator.random(2, "billing")[0]
+    assert backend.calls[-1][1:] == (2, 9)
+    [[variant]] = generator.variation(["Where is my {parcel}?"], 1)
+    assert variant.startswith("Rewrite this customer support message with small changes")
+    assert variant.endswith("Message: Where is my {parcel}?")  # braces in private text are not fields
+    assert "about  " not in generator.random(1, None)[0]
