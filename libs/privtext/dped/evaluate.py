@@ -48,20 +48,33 @@ def word_similarity(vectors: np.ndarray, words: Sequence[str], pairs) -> tuple[f
 
 
 def cosine_by_frequency_band(
-    vectors: np.ndarray, reference: np.ndarray, counts: np.ndarray, n_bands: int = 5
+    vectors: np.ndarray, reference: np.ndarray, counts: np.ndarray, n_bands: int = 5, align: bool = True
 ) -> list[tuple[float, int]]:
-    """Mean cosine to the reference vectors per frequency quintile (rarest first), after an
-    orthogonal Procrustes rotation of ``vectors`` onto ``reference`` over the covered words
-    (embeddings are only defined up to rotation). Returns (mean cosine, words) per band; NaN when
-    fewer than 3*d words are covered, where the fitted rotation would overfit (inflated cosines)."""
+    """Mean cosine to the reference vectors per frequency quintile (rarest first). With ``align``,
+    after an orthogonal Procrustes rotation of ``vectors`` onto ``reference`` over the covered words
+    (embeddings are only defined up to rotation); NaN when fewer than 3*d words are covered, where
+    the fitted rotation would overfit (inflated cosines). ``align=False`` when both are already in one
+    frame (see ``to_frame``). Returns (mean cosine, words) per band."""
     ok = _present(vectors) & _present(reference)
     idx = np.flatnonzero(ok)
-    if idx.size < 3 * vectors.shape[1]:
-        return [(float("nan"), int(b.size)) for b in np.array_split(idx, n_bands)]
-    rot, _ = orthogonal_procrustes(_unit(vectors[idx]), _unit(reference[idx]))
+    rot = np.eye(vectors.shape[1])
+    if align:
+        if idx.size < 3 * vectors.shape[1]:
+            return [(float("nan"), int(b.size)) for b in np.array_split(idx, n_bands)]
+        rot, _ = orthogonal_procrustes(_unit(vectors[idx]), _unit(reference[idx]))
     cos = (_unit(vectors[idx] @ rot) * _unit(reference[idx])).sum(1)
     order = np.argsort(counts[idx], kind="stable")
     return [(float(cos[b].mean()) if b.size else float("nan"), int(b.size)) for b in np.array_split(order, n_bands)]
+
+
+def to_frame(vectors: np.ndarray, frame: np.ndarray, counts: np.ndarray, n_fit: int = 2000) -> np.ndarray:
+    """``vectors`` rotated (orthogonal Procrustes) onto ``frame`` over their ``n_fit`` most frequent
+    covered words: e.g. the non-private vectors into the public anchor frame the DPED teachers (and
+    so the student's hidden targets) live in, fitted on thousands of words without using DPED output."""
+    idx = np.flatnonzero(_present(vectors) & _present(frame))
+    idx = idx[np.argsort(-counts[idx], kind="stable")[:n_fit]]
+    rot, _ = orthogonal_procrustes(_unit(vectors[idx]), _unit(frame[idx]))
+    return vectors @ rot
 
 
 def load_labeled_corpus(path: str | Path, limit: int | None = None, seed: int = 0) -> tuple[list[str], list[str]]:

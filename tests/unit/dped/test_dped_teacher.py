@@ -17,7 +17,7 @@ def test_teacher_learns_planted_synonyms():
         toks = [rng.choice(a) if rng.random() < 0.4 else (rng.choice(ctx) if rng.random() < 0.6 else f"f{rng.integers(30)}")
                 for _ in range(12)]
         docs.append(np.array([words.index(t) for t in toks]))
-    s = DpedSettings(dim=16, window=3, epochs=5, subsample=1.0, min_count=1, batch_size=256)
+    s = DpedSettings(dim=16, window=3, epochs=5, subsample=1.0, min_count=1, batch_size=256, lr=0.025)  # 38 words: summed batch gradients need the small step
     t = train_teacher(docs, len(words), s, seed=1)
     h, votes = teacher_answers(t, np.arange(len(words)), k=2)
     cos = h @ h.T
