@@ -3,7 +3,7 @@ SmolLM2-135M-Instruct Q4_1 file, on the same prompts (RANDOM_API for 2 labels), 
 
 Prints ``name: value`` lines: model load time, texts/s and generated tokens/s per engine, perplexity
 texts/s, and the llama.cpp / transformers ratios. Engines that are not installed are skipped.
-Usage: python benchmarks/generate_backends.py [--texts 8] [--max-new-tokens 32] [--threads N]
+Usage: python benchmarks/generate_backends.py [--texts 8] [--max-new-tokens 32] [--threads 1]
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--threads", type=int, default=1)  # 2+ threads spin (OpenMP) on a busy CPU
     args = parser.parse_args()
     print(f"texts: {args.texts}\nmax_new_tokens: {args.max_new_tokens}\nthreads: {args.threads}")
     results = {}

@@ -136,7 +136,7 @@ class LlamaCppLM:
         self.settings = settings
         self.path = path
         self._kwargs = dict(model_path=str(path), n_ctx=settings.context_tokens, n_batch=512, verbose=False,
-                            seed=settings.seed, **({"n_threads": settings.threads} if settings.threads else {}))
+                            seed=settings.seed, **({"n_threads": settings.threads, "n_threads_batch": settings.threads} if settings.threads else {}))
         self.llm = Llama(**self._kwargs)
         atexit.register(self.llm.close)  # freed before interpreter teardown (else noisy __del__ errors)
         self._score_tokens = min(settings.context_tokens, SCORE_TOKENS)

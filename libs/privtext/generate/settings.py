@@ -79,7 +79,9 @@ class GenerateSettings(StrictModel):
     max_new_tokens: int = Field(64, gt=0)
     context_tokens: int = Field(2048, gt=0)  # local context window (prompt + reply); perplexity truncates here
     batch_size: int = Field(16, gt=0)  # prompts per forward pass (transformers) / per progress step
-    threads: int | None = Field(None, gt=0)  # CPU threads of the local engine; None: the engine's default
+    # CPU threads of the local engine. 1 matches a Spark task's one core (spark.task.cpus), and llama.cpp's
+    # OpenMP threads spin: 2 threads on a busy 2-core machine ran ~20x slower than 1. None: engine default.
+    threads: int | None = Field(1, gt=0)
     seed: int = 0  # used when a call passes no seed
     prompts: dict[str, PromptSet] = Field(default_factory=lambda: dict(DEFAULT_PROMPTS))
     openai: OpenAISettings = OpenAISettings()
