@@ -78,7 +78,7 @@ class GenerateSettings(StrictModel):
     top_p: float = Field(0.95, gt=0, le=1)
     max_new_tokens: int = Field(64, gt=0)
     context_tokens: int = Field(2048, gt=0)  # local context window (prompt + reply); perplexity truncates here
-    batch_size: int = Field(16, gt=0)  # prompts per forward pass (transformers) / per progress step
+    batch_size: int = Field(16, gt=0)  # sequences per forward pass (transformers; llama.cpp runs one at a time)
     # CPU threads of the local engine. 1 matches a Spark task's one core (spark.task.cpus), and llama.cpp's
     # OpenMP threads spin: 2 threads on a busy 2-core machine ran ~20x slower than 1. None: engine default.
     threads: int | None = Field(1, gt=0)
