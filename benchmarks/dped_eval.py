@@ -150,7 +150,7 @@ def _plot(bands: dict[str, list[float]]) -> None:
         ax.set_title(variant)
         ax.set_xlabel("frequency quintile (1 = rarest)")
         ax.legend(fontsize=7)
-    axes[0].set_ylabel("cosine to non-private (after Procrustes)")
+    axes[0].set_ylabel("cosine to non-private (anchor frame)")
     fig.tight_layout()
     fig.savefig("benchmarks/out/dped_eval_fig3.png", dpi=110)
     print("plot: benchmarks/out/dped_eval_fig3.png")
