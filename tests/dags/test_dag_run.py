@@ -25,6 +25,7 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
     from privtext import sample_data
     from privtext.platform.config import load_settings
     from privtext.platform.lakehouse import Lakehouse
+    from privtext.platform.ledger import Ledger
     from privtext.platform.tables import PUBLISHED_SANITIZED_DOCUMENTS
     from privtext.platform.zones import check_lakehouse
 
@@ -38,8 +39,11 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
                            "spark.driver.maxResultSize": "8m"}},
         "lakehouse": {"root": str(tmp_path / "lake")},
         "tracking": {"enabled": True},
-        # a small, fast audit (the gate still decides): ~40 documents with secrets, tiny adversaries
+        # a small, fast audit: ~40 documents with secrets, tiny adversaries. On this sample (CluSanT eps 8)
+        # the audit does not pass (violation ratio 0.04-0.10, p_fail not confident at 5000 triplets) and
+        # publish refuses; the demo setting require_audit: false publishes with a 'none' ledger record.
         "ampl": {"epochs": 3, "hidden_size": 32, "num_layers": 1, "heads": 2, "triplets": 5000},
+        "publish": {"require_audit": False},
     }))
     assert airflow.run([airflow.airflow, "db", "migrate"], timeout=300).returncode == 0
     run_conf = json.dumps({"config": str(conf), "input_path": str(sample), "py_files": str(zip_path)})
@@ -59,6 +63,8 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
     published = lake.delta_table(PUBLISHED_SANITIZED_DOCUMENTS).to_pyarrow_dataset()
     assert published.count_rows() > 0
     check_lakehouse(lake)
+    gate = [e for e in Ledger(lake, settings).entries() if e["stage"] == "publish"]
+    assert [e["guarantee"] for e in gate] == ["none"]  # publishing without the gate is on the record
 
     import mlflow
 
