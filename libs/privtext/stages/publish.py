@@ -38,9 +38,14 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from privtext.platform.config import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.platform.ledger import Charge, Ledger
-from privtext.platform.tables import LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS
+from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
+                                      STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS)
 
-TARGETS = {"sanitized_documents": (STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS)}
+# target -> (staged table, published table, gated by the leakage audit). Synthetic documents carry their
+# own (p,r)/DP guarantee: their gate is a ledger charge of the staging run with a real guarantee.
+TARGETS = {"sanitized_documents": (STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, True),
+           "synthetic_documents": (STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, False)}
+DP_GUARANTEES = ("secret_protection", "gdp", "approx_dp")
 NO_GUARANTEE_METHODS = ("custext",)
 FILE_SCHEMA = StructType([StructField(n, t) for n, t in (("path", StringType()), ("format", StringType()),
                                                          ("rows", LongType()), ("bytes", LongType()),
@@ -162,10 +167,11 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
         raise ValueError(f"unknown target {target!r}; allowed: {', '.join(TARGETS)}")
     if override_gate and not (reason or "").strip():
         raise PublishRefused("--override-gate needs --reason \"...\" (recorded in the privacy ledger)")
-    staged_spec, published_spec = TARGETS[target]
+    staged_spec, published_spec, audited = TARGETS[target]
     settings, date = ctx.settings, ctx.date.isoformat()
     staged = ctx.lakehouse.read(staged_spec).where(F.col("date") == F.lit(ctx.date).cast("date"))
-    summary = staged.groupBy("method", "params", "run_id").count().collect()  # O(runs), never rows
+    params = F.col("params") if "params" in staged.columns else F.lit("").alias("params")
+    summary = staged.groupBy("method", params, "run_id").count().collect()  # O(runs), never rows
     if not summary:
         raise PublishRefused(f"nothing staged for target {target} date {date}; run the stage that stages it first")
     methods = sorted({r["method"] for r in summary})
@@ -173,13 +179,19 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
         raise PublishRefused(f"publish refused for target {target} date {date}: sanitized with {', '.join(methods)}, "
                              "which has no privacy guarantee across clusters (CusText); rerun sanitize with clusant or santext")
 
-    problems, audits = gate_problems(ctx, target) if settings.publish.require_audit else ([], [])
     ledger = Ledger(ctx.lakehouse, settings)
-    gate = "passed" if settings.publish.require_audit else "not_required"
+    if not audited:
+        charged = {e["run_id"] for e in ledger.entries(settings.run.dataset) if e["guarantee"] in DP_GUARANTEES}
+        missing = sorted({r["run_id"] for r in summary} - charged)
+        if missing:
+            raise PublishRefused(f"publish refused for target {target} date {date}: no ledger charge with a DP "
+                                 f"guarantee for staging run(s) {', '.join(missing)}")
+    problems, audits = gate_problems(ctx, target) if audited and settings.publish.require_audit else ([], [])
+    gate = ("passed" if settings.publish.require_audit else "not_required") if audited else "ledger_charged"
     if problems and not override_gate:
         raise PublishRefused(f"publish refused for target {target} date {date}: leakage audit gate not passed: "
                              + "; ".join(problems))
-    if problems or not settings.publish.require_audit:
+    if problems or (audited and not settings.publish.require_audit):
         gate = "override" if problems else gate
         why = reason if problems else "publish.require_audit is false (demo)"
         ledger.charge(Charge(settings.run.dataset, "publish", ctx.run_id, f"gate_{gate}", "none",

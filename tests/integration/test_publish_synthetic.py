@@ -1,0 +1,33 @@
+"""publish --target synthetic_documents: gated by a DP ledger charge of the staging run, not by the audit."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from conftest import make_settings
+from tests_support import write_rows
+
+from privtext.platform.context import RunContext
+from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.tables import PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
+from privtext.stages.publish import PublishRefused
+from privtext.stages.runner import run_stage
+
+DATE = "2026-05-01"
+
+
+def test_synthetic_publish_needs_the_staging_runs_charge(tmp_path):
+    settings = make_settings(tmp_path / "lake", publish={"export_path": str(tmp_path / "exports")})
+    ctx = RunContext.create(settings, date=DATE)
+    rows = [{"synthetic_id": f"s{i}", "text": f"synthetic message {i}", "label": "billing", "method": "secpe",
+             "round": 2, "run_id": "synth-run", "date": dt.date.fromisoformat(DATE)} for i in range(3)]
+    write_rows(ctx, STAGED_SYNTHETIC_DOCUMENTS, rows, {"date": [DATE]})
+    with pytest.raises(PublishRefused, match="synth-run"):
+        run_stage("publish", settings, date=DATE, target="synthetic_documents")
+    assert ctx.lakehouse.read(PUBLISHED_SYNTHETIC_DOCUMENTS).count() == 0
+
+    Ledger(ctx.lakehouse, settings).charge(Charge(settings.run.dataset, "synthesize", "synth-run", "secpe",
+                                                  "secret_protection", {"p": 1e-4, "r": 1e-3}, {"p": 1e-4, "r": 1e-3}))
+    result = run_stage("publish", settings, date=DATE, target="synthetic_documents")
+    assert (result.rows, result.gate) == (3, "ledger_charged")
+    assert ctx.lakehouse.read(PUBLISHED_SYNTHETIC_DOCUMENTS).count() == 3
