@@ -51,6 +51,9 @@ def get_encoder(settings: EmbedSettings):
 
 def _load(settings: EmbedSettings):
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # one "Loading weights" bar per Python worker otherwise
 
     model = SentenceTransformer(resolve_model(settings.model), device=resolve_device(settings.device),
                                 local_files_only=not settings.allow_download)
