@@ -2,20 +2,7 @@
 
 ``train_dped`` charges the ledger, then writes ``published.word_vectors`` for its model version.
 """
-import pendulum
-from airflow.sdk import DAG
+from privtext_airflow import privtext_dag, report_task, stage_task
 
-from privtext_airflow import DEFAULT_ARGS, PARAMS, report_task, stage_task
-
-with DAG(
-    dag_id="dped_training",
-    description="DP word embeddings (teacher ensemble + noisy aggregation + student)",
-    schedule="@monthly",
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    params=PARAMS,
-    tags=["privtext"],
-):
+with privtext_dag("dped_training", "DP word embeddings (teacher ensemble + noisy aggregation + student)", "@monthly"):
     stage_task("train_dped") >> stage_task("evaluate") >> report_task()

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.bash import BashOperator
-from airflow.sdk import Param
+import pendulum
+from airflow.sdk import DAG, Param
 
 PROJECT = Path(os.environ.get("PRIVTEXT_HOME") or Path(__file__).resolve().parents[1])
 VENV_BIN = Path(os.environ.get("PRIVTEXT_VENV_BIN") or PROJECT / ".venv" / "bin")
@@ -87,4 +88,19 @@ def report_task() -> BashOperator:
         env=ENV,
         append_env=True,
         cwd=str(PROJECT),
+    )
+
+
+def privtext_dag(dag_id: str, description: str, schedule: str) -> DAG:
+    """A privtext DAG: the shared params, retries and start date; one active run at a time."""
+    return DAG(
+        dag_id=dag_id,
+        description=description,
+        schedule=schedule,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        params=PARAMS,
+        tags=["privtext"],
     )
