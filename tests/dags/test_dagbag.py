@@ -26,7 +26,7 @@ print("JSON" + json.dumps(out))
 CHAINS = {
     "nightly_sanitized_export": ["ingest", "detect_pii", "embed", "sanitize", "audit", "publish", "report"],
     "synthetic_refresh": ["ingest", "detect_pii", "embed", "synthesize", "evaluate", "publish", "report"],
-    "dped_training": ["train_dped", "evaluate", "report"],
+    "dped_training": ["train_dped", "report"],
 }
 
 
