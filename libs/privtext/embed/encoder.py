@@ -7,16 +7,14 @@ similarity, and bound every embedding's L2 norm by 1 (the sensitivity R = 1 of S
 """
 from __future__ import annotations
 
-import threading
 from typing import Sequence
 
 import numpy as np
 
 from privtext.embed.settings import EmbedSettings
+from privtext.worker_cache import per_process
 
 _BUNDLED_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
-_CACHE: dict[str, object] = {}
-_CACHE_LOCK = threading.Lock()
 
 
 def resolve_model(name: str) -> str:
@@ -42,11 +40,7 @@ def resolve_device(device: str) -> str:
 
 def get_encoder(settings: EmbedSettings):
     """The worker's ``SentenceTransformer`` for these settings (loaded once, then reused)."""
-    cache_key = settings.model_dump_json()
-    with _CACHE_LOCK:
-        if cache_key not in _CACHE:
-            _CACHE[cache_key] = _load(settings)
-        return _CACHE[cache_key]
+    return per_process(("encoder", settings.model_dump_json()), lambda: _load(settings))
 
 
 def _load(settings: EmbedSettings):

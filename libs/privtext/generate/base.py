@@ -15,11 +15,10 @@ import threading
 from typing import Protocol, Sequence
 
 from privtext.generate.settings import GenerateSettings, PromptSet
+from privtext.worker_cache import per_process
 
 log = logging.getLogger(__name__)
 
-_BACKENDS: dict[str, "Backend"] = {}
-_LOCK = threading.Lock()
 
 
 class Backend(Protocol):
@@ -107,18 +106,17 @@ class Progress:
 
 def backend_for(settings: GenerateSettings) -> Backend:
     """The process's backend for these settings (prompts aside), built on first use."""
-    key = settings.model_dump_json(exclude={"prompts", "seed"})
-    with _LOCK:
-        if key not in _BACKENDS:
-            if settings.backend == "openai":
-                from privtext.generate.endpoint import EndpointBackend
+    return per_process(("generator", settings.model_dump_json(exclude={"prompts", "seed"})), lambda: _build(settings))
 
-                _BACKENDS[key] = EndpointBackend(settings)
-            else:
-                from privtext.generate.local import local_backend
 
-                _BACKENDS[key] = local_backend(settings)
-        return _BACKENDS[key]
+def _build(settings: GenerateSettings) -> Backend:
+    if settings.backend == "openai":
+        from privtext.generate.endpoint import EndpointBackend
+
+        return EndpointBackend(settings)
+    from privtext.generate.local import local_backend
+
+    return local_backend(settings)
 
 
 def get_generator(settings: GenerateSettings, dataset: str = "default") -> Generator:

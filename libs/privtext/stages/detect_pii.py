@@ -108,8 +108,7 @@ def secret_split(ctx: RunContext, date=None) -> DataFrame:
 
 def registry_updates(ctx: RunContext, touched: DataFrame) -> DataFrame:
     """Registry rows recomputed from all nights' spans for the ``touched`` secret ids."""
-    users = ctx.lakehouse.read(DOCUMENTS).select(
-        "doc_id", F.coalesce("user_id", F.concat(F.lit("doc:"), "doc_id")).alias("user_key"))
+    users = ctx.lakehouse.read(DOCUMENTS).select("doc_id", F.col("user_id").alias("user_key"))
     spans = ctx.lakehouse.read(PII_SPANS).join(touched, "secret_id", "left_semi").join(users, "doc_id", "left")
     typed = spans.groupBy("secret_id", "entity_type").count()
     main_type = typed.groupBy("secret_id").agg(
@@ -117,6 +116,7 @@ def registry_updates(ctx: RunContext, touched: DataFrame) -> DataFrame:
     return (spans.groupBy("secret_id").agg(
         F.when(F.array_contains(F.collect_set("tier"), "PII"), "PII").otherwise("PoII").alias("tier"),
         F.countDistinct("doc_id").cast("long").alias("doc_count"),
+        # a document without a user_id counts as its own user
         F.countDistinct(F.coalesce("user_key", F.concat(F.lit("doc:"), "doc_id"))).cast("long").alias("user_count"),
         F.min("date").alias("first_date"),
         F.max("date").alias("last_date"))
