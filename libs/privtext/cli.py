@@ -152,19 +152,30 @@ def cmd_demo(args) -> int:
 
 
 def cmd_budget_show(args) -> int:
-    """Composed spend per dataset against its budget, from protected.privacy_ledger."""
+    """Composed spend per dataset against its budget: the worst unit per guarantee, in plain words."""
     from privtext.platform.lakehouse import Lakehouse
     from privtext.platform.ledger import Ledger
     from privtext.platform.tables import PRIVACY_LEDGER
+    from privtext.privacy.budget import describe
 
     settings = _settings(args)
     lakehouse = Lakehouse(None, settings.lakehouse)
     lakehouse.create(PRIVACY_LEDGER)
     ledger = Ledger(lakehouse, settings)
     datasets = [args.dataset] if args.dataset else sorted({e["dataset"] for e in ledger.entries()})
-    report = {d: {"spent": ledger.spent(d), "budget": settings.budget(d).model_dump(exclude_none=True),
-                  "charges": len(ledger.entries(d))} for d in datasets}
-    print(json.dumps(report, indent=2, default=str))
+    report = {}
+    for d in datasets:
+        budget = settings.budget(d)
+        spent = ledger.spent(d)
+        report[d] = {"spent": spent, "budget": budget.model_dump(), "charges": len(ledger.entries(d)),
+                     "in_words": describe(spent, budget)}
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    for d, item in report.items():
+        print(f"dataset {d}: {item['charges']} charge(s)")
+        for sentence in item["in_words"] or ["nothing spent yet."]:
+            print(f"  {sentence}")
     return 0
 
 
@@ -214,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget_sub = budget.add_subparsers(dest="budget_command", required=True)
     show = budget_sub.add_parser("show", help="composed spend vs budget per dataset")
     show.add_argument("--dataset")
+    show.add_argument("--json", action="store_true", help="the composed spend as JSON")
     show.set_defaults(func=cmd_budget_show)
 
     try:

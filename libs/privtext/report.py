@@ -24,13 +24,14 @@ from pathlib import Path
 from privtext.platform.config import PROJECT_ROOT, Settings
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.platform.ledger import Ledger, composed_spend
+from privtext.privacy.budget import describe
 from privtext.platform.tables import LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, UTILITY_REPORTS
 
 # Spent quantity of each composed guarantee and the budget key that limits it.
 LIMITS = {
     "secret_protection": ("r_over_p", "r_over_p_max", "r / p"),
     "approx_dp": ("epsilon", "eps_max", "epsilon at delta_max"),
-    "mldp": ("epsilon", "mldp_eps_max", "metric-LDP epsilon (max over scopes)"),
+    "mldp": ("epsilon", "mldp_eps_max", "metric-LDP epsilon of the most replaced value"),
 }
 AUDIT_COLUMNS = ("target", "adversary", "eps", "triplets", "violation_ratio", "delta_target", "log10_p_fail",
                  "utility_loss", "passed")
@@ -71,10 +72,12 @@ def plain_words(entry: dict, delta: float | None = None) -> str:
         return (f"{who}: {_fmt(mu)}-Gaussian DP. Telling whether one protected unit was in the data is at least as "
                 f"hard as telling N(0,1) from N({_fmt(mu)},1).{neighbours}")
     if kind == "mldp":
-        eps = spend.get("epsilon")
-        return (f"{who}: {_fmt(eps)}-metric local DP per replaced span (scope {spend.get('scope', '')}). A span's "
-                f"replacement is almost as likely to come from any other value: the likelihood ratio of two values "
-                f"at distance d is at most e^({_fmt(eps)}*d). n spans of one value compose to n*{_fmt(eps)}.")
+        eps, metric, k = spend.get("epsilon"), params.get("metric", "the recorded metric"), params.get("k")
+        pure = spend.get("pure_epsilon")
+        return (f"{who}: {_fmt(eps)}-metric local DP per replaced occurrence of a value, for the metric {metric}"
+                f" (k={_fmt(k)}): the likelihood ratio of two values x, x' is at most e^({_fmt(eps)}*{metric}(x,x')); "
+                f"across all values at most e^{_fmt(pure)} (pure local DP). n occurrences of one value compose to "
+                f"n times that; the ledger sums them per value.")
     if kind == "empirical_mpl":
         return f"{who}: measured leakage from an audit, recorded for the record; it is not a guarantee."
     why = f" Recorded because: {params['why']}." if params.get("why") else ""
@@ -103,10 +106,10 @@ def _mlflow_runs(settings: Settings, date: str) -> list:
     return [r for r in runs if r.data.tags.get("stage") not in (None, "pipeline")]
 
 
-def timeline(entries: list[dict], delta: float | None) -> list[tuple[dt.date, dict]]:
-    """The composed spend as of the end of each day with charges (charges sorted by time)."""
+def timeline(entries: list[dict], budget) -> list[tuple[dt.date, dict]]:
+    """The composed spend (worst unit per guarantee) as of the end of each day with charges."""
     days = sorted({e["created_at"].date() for e in entries})
-    return [(day, composed_spend([e for e in entries if e["created_at"].date() <= day], delta)) for day in days]
+    return [(day, composed_spend([e for e in entries if e["created_at"].date() <= day], budget)) for day in days]
 
 
 def collect(settings: Settings, date: str, dataset: str) -> dict:
@@ -128,7 +131,8 @@ def collect(settings: Settings, date: str, dataset: str) -> dict:
         "date": date,
         "budget": budget.model_dump(),
         "spent": ledger.spent(dataset),
-        "timeline": [(d.isoformat(), total) for d, total in timeline(entries, budget.delta_max)],
+        "spent_in_words": describe(ledger.spent(dataset), budget),
+        "timeline": [(d.isoformat(), total) for d, total in timeline(entries, budget)],
         "charges": [{"stage": e["stage"], "mechanism": e["mechanism"], "guarantee": e["guarantee"],
                      "spend": e["spend"], "run_id": e["run_id"], "created_at": e["created_at"].isoformat(),
                      "plain_words": plain_words(e, budget.delta_max)} for e in charges],
@@ -219,7 +223,7 @@ def _table(rows: list[dict], columns) -> str:
 
 def _html(data: dict, images: dict[str, bool]) -> str:
     esc = html.escape
-    spent = "".join(f"<li><b>{esc(k)}</b>: {esc(json.dumps(v, default=str))}</li>" for k, v in data["spent"].items())
+    spent = "".join(f"<li>{esc(sentence)}</li>" for sentence in data["spent_in_words"])
     budget = esc(json.dumps({k: v for k, v in data["budget"].items() if v is not None}))
     charges = "".join(f"<li>{esc(c['plain_words'])}</li>" for c in data["charges"]) or "<li>no charges</li>"
     metrics = [{"stage": m["stage"], "pipeline": m["pipeline"], "metrics": ", ".join(

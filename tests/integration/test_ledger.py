@@ -7,10 +7,13 @@ import textwrap
 import pytest
 from deltalake import DeltaTable
 
-from privtext.platform.ledger import BudgetExceeded, Charge, Ledger
+from privtext.platform.config import ConfigError
+from privtext.platform.ledger import BudgetExceeded, Ledger
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import PRIVACY_LEDGER
-from privtext.privacy.accounting import epsilon_of, event_to_json, gaussian_event
+from privtext.privacy.accounting import epsilon_of, gaussian_event
+from privtext.privacy.budget import dp_charge, mldp_charge, secret_charge
+from privtext.privacy.secret_protection import r_from_mu
 from tests_support import make_budget_settings
 
 
@@ -21,27 +24,37 @@ def make_ledger(root):
     return Ledger(lake, settings)
 
 
-def sp_charge(r, p=1e-3, run="r1"):
-    return Charge("reviews", "synthesize", run, "secret_clustering", "secret_protection",
-                  {"rounds": 2}, {"p": p, "r": r})
+SIGMA = 6.0  # one record holding the secret, sampled every round: each run is a Gaussian of mu = sqrt(2 T) / sigma
 
 
-def test_secret_protection_composes_by_summing_r_and_refuses_over_budget(tmp_path):
-    ledger = make_ledger(tmp_path)  # budget r_over_p_max = 10 at p = 1e-3 -> r <= 1e-2
-    total = ledger.charge(sp_charge(4e-3))
-    assert total["secret_protection"]["r"] == pytest.approx(4e-3)
-    total = ledger.charge(sp_charge(5e-3, run="r2"))
-    assert total["secret_protection"]["r"] == pytest.approx(9e-3)
-    with pytest.raises(BudgetExceeded, match="r/p = 11 > r_over_p_max = 10"):
-        ledger.charge(sp_charge(2e-3, run="r3"))
-    assert len(ledger.entries("reviews")) == 2  # the refused charge wrote nothing
-    assert DeltaTable(ledger.lakehouse.table_uri(PRIVACY_LEDGER)).version() == 2
+def sp_charge(run="r1", p=1e-3, rounds=2, dataset="reviews"):
+    return secret_charge(dataset, "synthesize", run, "secpe_histogram", p=p, r=5 * p, sigma=SIGMA, rounds=rounds,
+                         releases_per_round=2, count_pmfs=[[0.0, 1.0]])
+
+
+def test_secret_protection_composes_per_secret_and_refuses_over_budget(tmp_path):
+    ledger = make_ledger(tmp_path)  # r_over_p_max = 10
+    p, mu1 = 1e-3, 2.0 / SIGMA  # sqrt(2 releases * 2 rounds) / sigma
+    one = ledger.charge(sp_charge(), {"s1": 1})["secret_protection"]
+    exact = r_from_mu(p, mu1)  # closed form, Lemma 3.3; the pessimistic PLD is an upper bound within its grid
+    assert exact <= one["r"] <= exact * 1.01
+    # another secret's run does not add to s1: per-unit composition
+    ledger.charge(sp_charge("r2"), {"s2": 1})
+    assert ledger.spent("reviews")["secret_protection"]["r"] == pytest.approx(one["r"], rel=1e-9)
+    k = 1
+    with pytest.raises(BudgetExceeded, match=r"r/p = .* > r_over_p_max = 10"):
+        while True:  # runs on s1 compose as sqrt(k) mu1 (Gaussians), never as k * r
+            ledger.charge(sp_charge(f"s1-{k}"), {"s1": 1})
+            k += 1
+    allowed = max(j for j in range(1, 50) if r_from_mu(p, mu1 * j**0.5) <= 10 * p * 0.999)
+    assert k == allowed
+    assert len(ledger.entries("reviews")) == k + 1  # the refused charge wrote nothing
 
 
 def test_gaussian_events_compose_with_pld_against_eps_max(tmp_path):
     ledger = make_ledger(tmp_path)  # eps_max = 2 at delta 1e-5
     event = gaussian_event(sigma=8.0, count=4)
-    charge = Charge("reviews", "train_dped", "r1", "gaussian", "approx_dp", {}, {"sigma": 8.0}, event_to_json(event))
+    charge = dp_charge("reviews", "train_dped", "r1", "gaussian", event=event, delta=1e-5, unit="record")
     one = ledger.charge(charge)["approx_dp"]["epsilon"]
     assert one == pytest.approx(epsilon_of(event, 1e-5), rel=1e-9)
     two = ledger.charge(charge)["approx_dp"]["epsilon"]
@@ -49,32 +62,86 @@ def test_gaussian_events_compose_with_pld_against_eps_max(tmp_path):
     with pytest.raises(BudgetExceeded, match="eps_max = 2"):
         for _ in range(20):
             ledger.charge(charge)
-    spent = ledger.spent("reviews")["approx_dp"]["epsilon"]
-    assert spent <= 2.0
+    assert ledger.spent("reviews")["approx_dp"]["epsilon"] <= 2.0
 
 
-def test_mldp_composes_within_a_scope_and_in_parallel_across_scopes(tmp_path):
+def mk_mldp(eps=2.0, run="r"):
+    return mldp_charge("reviews", "sanitize", run, "clusant", epsilon=eps, pure_epsilon=40.0, metric="D_k", k=16)
+
+
+def test_mldp_sums_per_value_over_occurrences_and_nights(tmp_path):
     ledger = make_ledger(tmp_path)  # mldp_eps_max = 20
-    mk = lambda eps, scope: Charge("reviews", "sanitize", "r", "clusant", "mldp", {"k": 2}, {"epsilon": eps, "scope": scope})
-    ledger.charge(mk(8, "2026-01-01"))
-    ledger.charge(mk(8, "2026-01-02"))
-    assert ledger.spent("reviews")["mldp"]["epsilon"] == 8
-    ledger.charge(mk(8, "2026-01-01"))  # a re-release of the same documents composes: 16
-    with pytest.raises(BudgetExceeded, match="metric-LDP epsilon = 24"):
-        ledger.charge(mk(8, "2026-01-01"))
+    for night in range(3):  # value v on three nights, twice on the first; w once a night
+        ledger.charge(mk_mldp(run=f"n{night}"), {"v": 2 if night == 0 else 1, "w": 1})
+    spent = ledger.spent("reviews")["mldp"]
+    assert spent["epsilon"] == pytest.approx(2.0 * 4) and spent["values"] == 2
+    ledger.charge(mk_mldp(run="n3"), {"v": 6})  # 8 + 12 = 20: at the limit
+    with pytest.raises(BudgetExceeded, match="metric-LDP epsilon of one value = 22"):
+        ledger.charge(mk_mldp(run="n4"), {"v": 1})
+    with pytest.raises(BudgetExceeded):
+        ledger.charge(mk_mldp(run="n4"), {"w": 8})  # w: 3 * 2 + 16 = 22 > 20
+    ledger.charge(mk_mldp(run="n4"), {"w": 7})  # w: 6 + 14 = 20
+
+
+def test_a_value_charged_on_30_dates_composes_to_30_times(tmp_path):
+    settings = make_budget_settings(tmp_path, mldp_eps_max=1000.0)
+    lake = Lakehouse(None, settings.lakehouse)
+    lake.create(PRIVACY_LEDGER)
+    ledger = Ledger(lake, settings)
+    ledger.charge_many([(mk_mldp(run=f"d{d}"), {"v": 1}) for d in range(30)])
+    ledger.charge(mk_mldp(run="rerun"), {"v": 1})  # a rerun of one date charges again
+    assert ledger.spent("reviews")["mldp"]["epsilon"] == pytest.approx(2.0 * 31)
+
+
+def test_charge_many_is_all_or_nothing(tmp_path):
+    ledger = make_ledger(tmp_path)
+    with pytest.raises(BudgetExceeded):
+        ledger.charge_many([(mk_mldp(run="a"), {"v": 1}), (mk_mldp(eps=30.0, run="a"), {"w": 1})])
+    assert ledger.entries("reviews") == []
+
+
+def test_guarantees_meet_on_one_secret(tmp_path):
+    """A secret replaced by sanitize and released by SecPE composes both: its pure-LDP occurrences
+    make the (p, r) check fail where SecPE alone would pass."""
+    ledger = make_ledger(tmp_path)
+    ledger.charge(sp_charge(), {"s1": 1})
+    ledger.charge(mldp_charge("reviews", "sanitize", "z", "clusant", epsilon=1.0, pure_epsilon=0.05, metric="D_k",
+                              k=1), {"s2": 1})
+    assert ledger.spent("reviews")["secret_protection"]["r_over_p"] < 10
+    with pytest.raises(BudgetExceeded, match="secret protection"):
+        ledger.charge(mldp_charge("reviews", "sanitize", "z2", "clusant", epsilon=1.0, pure_epsilon=3.0, metric="D_k",
+                                  k=1), {"s1": 1})
+
+
+def test_unknown_dataset_is_refused(tmp_path):
+    ledger = make_ledger(tmp_path)
+    with pytest.raises(ConfigError, match=r"privacy.budgets.yelp"):
+        ledger.charge(sp_charge(dataset="yelp"), {"s1": 1})
+    assert ledger.entries() == []
+
+
+def test_deterministic_runs_are_recorded_as_such(tmp_path):
+    settings = make_budget_settings(tmp_path, deterministic=True)
+    lake = Lakehouse(None, settings.lakehouse)
+    lake.create(PRIVACY_LEDGER)
+    ledger = Ledger(lake, settings)
+    ledger.charge(sp_charge(), {"s1": 1})
+    assert ledger.entries()[0]["params"]["deterministic"] is True
 
 
 CHARGER = textwrap.dedent("""
     import sys, json
-    from privtext.platform.ledger import BudgetExceeded, Charge, Ledger
+    from privtext.platform.ledger import BudgetExceeded, Ledger
     from privtext.platform.lakehouse import Lakehouse
+    from privtext.privacy.budget import mldp_charge
     from tests_support import make_budget_settings
     settings = make_budget_settings(sys.argv[1])
     ledger = Ledger(Lakehouse(None, settings.lakehouse), settings)
     accepted = refused = 0
     for i in range(8):
         try:
-            ledger.charge(Charge("reviews", "synthesize", sys.argv[2] + str(i), "m", "secret_protection", {}, {"p": 1e-3, "r": 1e-3}))
+            ledger.charge(mldp_charge("reviews", "sanitize", sys.argv[2] + str(i), "m", epsilon=2.0, pure_epsilon=1.0,
+                                      metric="D_k", k=1), {"v": 1})
             accepted += 1
         except BudgetExceeded:
             refused += 1
@@ -93,10 +160,9 @@ def test_concurrent_charges_from_two_processes_never_exceed_the_budget(tmp_path)
              for name in ("a", "b")]
     results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
     accepted = sum(r["accepted"] for r in results)
-    # budget r <= 10 * p: exactly 10 charges of r = p fit; 16 were attempted
+    # budget mldp_eps_max = 20: exactly 10 charges of eps 2 on value v fit; 16 were attempted
     assert accepted == 10 and sum(r["refused"] for r in results) == 6
-    spent = ledger.spent("reviews")["secret_protection"]
-    assert spent["r"] == pytest.approx(1e-2) and len(ledger.entries("reviews")) == 10
+    assert ledger.spent("reviews")["mldp"]["epsilon"] == pytest.approx(20.0) and len(ledger.entries("reviews")) == 10
 
 
 def test_budget_show_cli_reports_composed_spend(tmp_path, capsys):
@@ -105,15 +171,18 @@ def test_budget_show_cli_reports_composed_spend(tmp_path, capsys):
     from privtext.cli import main
 
     ledger = make_ledger(tmp_path)
-    ledger.charge(sp_charge(4e-3))
+    spent = ledger.charge(sp_charge(), {"s1": 1, "s2": 1})["secret_protection"]
     conf = tmp_path / "c.yaml"
-    conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path)},
-                                    "privacy": {"budgets": {"reviews": {"r_over_p_max": 10.0}}}}))
-    assert main(["--conf", str(conf), "budget", "show", "--dataset", "reviews"]) == 0
+    budget = {"r_over_p_max": 10.0, "eps_max": 2.0, "delta_max": 1e-5, "mldp_eps_max": 20.0}
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path)}, "privacy": {"budgets": {"reviews": budget}}}))
+    assert main(["--conf", str(conf), "budget", "show", "--dataset", "reviews", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["reviews"]
-    assert report["charges"] == 1
-    assert report["spent"]["secret_protection"]["r_over_p"] == pytest.approx(4.0)
+    assert report["charges"] == 1 and report["spent"]["secret_protection"]["secrets"] == 2
+    assert report["spent"]["secret_protection"]["r_over_p"] == pytest.approx(spent["r_over_p"])
     assert report["budget"]["r_over_p_max"] == 10.0
+    assert main(["--conf", str(conf), "budget", "show", "--dataset", "reviews"]) == 0
+    words = capsys.readouterr().out
+    assert "most exposed of 2 secrets" in words and f"{spent['r_over_p']:.3g} times the prior" in words
 
 
 def test_charge_is_mirrored_to_the_stage_mlflow_run(tmp_path):
@@ -124,11 +193,12 @@ def test_charge_is_mirrored_to_the_stage_mlflow_run(tmp_path):
     ledger = make_ledger(tmp_path)
     settings = ledger.settings.model_copy(update={"tracking": ledger.settings.tracking.model_copy(update={"enabled": True})})
     with stage_run(settings, "test", "synthesize", "2026-01-01", "run-1") as tracked:
-        ledger.charge(sp_charge(3e-3), tracked=tracked)
+        ledger.charge(sp_charge(), {"s1": 1}, tracked=tracked)
         run_id = tracked.run_id
     run = mlflow.get_run(run_id)
-    assert run.data.metrics["privacy.secret_protection.r"] == pytest.approx(3e-3)
-    assert run.data.metrics["privacy.total.secret_protection.r_over_p"] == pytest.approx(3.0)
+    assert run.data.metrics["privacy.secret_protection.r"] == pytest.approx(5e-3)
+    assert run.data.metrics["privacy.total.secret_protection.r_over_p"] == pytest.approx(r_from_mu(1e-3, 2 / SIGMA) / 1e-3,
+                                                                                         rel=1e-2)
     assert run.data.tags["privtext.run_id"] == "run-1" and run.data.tags["stage"] == "synthesize"
     artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(run_id, "privacy")]
-    assert artifacts == ["privacy/synthesize-secret_clustering.json"]
+    assert artifacts == ["privacy/synthesize-secpe_histogram.json"]

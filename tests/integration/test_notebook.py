@@ -16,7 +16,8 @@ from nbclient import NotebookClient
 
 from privtext.platform.config import PROJECT_ROOT
 from privtext.platform.lakehouse import Lakehouse
-from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.ledger import Ledger
+from privtext.privacy.budget import mldp_charge
 from privtext.platform.tables import (ALL_TABLES, LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS,
                                       PUBLISHED_SYNTHETIC_DOCUMENTS, WORD_VECTORS)
 from privtext.report import write_report
@@ -47,8 +48,8 @@ def _published_lakehouse(root: Path):
          "method": "secpe", "round": 2, "run_id": "r-y", "date": DAY} for i in range(10)])
     lake.append_rows(WORD_VECTORS, [{"word": w, "vector": [0.1, 0.2, 0.3], "model_version": "v1", "run_id": "r-w"}
                                     for w in ("order", "refund")])
-    Ledger(lake, settings).charge(Charge("reviews", "sanitize", "r-s", "clusant", "mldp", {"date": DAY.isoformat()},
-                                         {"epsilon": 8.0, "scope": f"sanitized_documents/{DAY}/PERSON"}))
+    Ledger(lake, settings).charge(mldp_charge("reviews", "sanitize", "r-s", "clusant", epsilon=8.0, pure_epsilon=40.0,
+                                              metric="D_k", k=16, params={"date": DAY.isoformat()}), {"v1": 1})
     lake.append_rows(LEAKAGE_AUDITS, [
         {"target": "sanitized_documents", "date": DAY, "adversary": a, "eps": 8.0, "triplets": 300,
          "violation_ratio": v, "delta_target": 0.05, "log10_p_fail": -6.0, "utility_loss": 0.1, "passed": v < 0.05,

@@ -10,7 +10,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.ledger import Ledger
+from privtext.privacy.budget import mldp_charge
 from privtext.platform.tables import LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS
 from privtext.stages import publish
 from privtext.stages.publish import PublishRefused
@@ -29,8 +30,8 @@ def stage(ctx, texts, method="clusant", run_id="san-1"):
     rows = [(f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE) for i, t in enumerate(texts)]
     df = ctx.spark.createDataFrame(rows, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema))
     ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, df, {"date": [DATE]})
-    Ledger(ctx.lakehouse, ctx.settings).charge(Charge("default", "sanitize", run_id, method, "mldp", {"k": 16.0},
-                                                      {"epsilon": 8.0, "scope": f"{TARGET}/{DATE}/PERSON"}))
+    Ledger(ctx.lakehouse, ctx.settings).charge(mldp_charge("default", "sanitize", run_id, method, epsilon=8.0,
+                                                           pure_epsilon=40.0, metric="D_k", k=16.0), {"v1": 1})
 
 
 def audit(ctx, results):

@@ -8,7 +8,8 @@ from conftest import make_settings
 from tests_support import write_rows
 
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.ledger import Ledger
+from privtext.privacy.budget import secret_charge
 from privtext.platform.tables import PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
 from privtext.stages.publish import PublishRefused
 from privtext.stages.runner import run_stage
@@ -26,8 +27,9 @@ def test_synthetic_publish_needs_the_staging_runs_charge(tmp_path):
         run_stage("publish", settings, date=DATE, target="synthetic_documents")
     assert ctx.lakehouse.read(PUBLISHED_SYNTHETIC_DOCUMENTS).count() == 0
 
-    Ledger(ctx.lakehouse, settings).charge(Charge(settings.run.dataset, "synthesize", "synth-run", "secpe",
-                                                  "secret_protection", {"p": 1e-4, "r": 1e-3}, {"p": 1e-4, "r": 1e-3}))
+    Ledger(ctx.lakehouse, settings).charge(secret_charge(settings.run.dataset, "synthesize", "synth-run", "secpe",
+                                                         p=1e-4, r=1e-3, sigma=8.0, rounds=2, releases_per_round=2,
+                                                         count_pmfs=[[0.0, 1.0]]), {"s1": 1})
     result = run_stage("publish", settings, date=DATE, target="synthetic_documents")
     assert (result.rows, result.gate) == (3, "ledger_charged")
     assert ctx.lakehouse.read(PUBLISHED_SYNTHETIC_DOCUMENTS).count() == 3

@@ -8,7 +8,11 @@ import yaml
 from privtext.cli import main
 from privtext.platform.config import load_settings
 from privtext.platform.lakehouse import Lakehouse
-from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.ledger import Ledger
+import math
+
+from privtext.privacy.budget import dp_charge, mldp_charge, secret_charge
+from privtext.privacy.secret_protection import r_from_mu
 from privtext.platform.tables import LEAKAGE_AUDITS, PRIVACY_LEDGER, UTILITY_REPORTS
 from privtext.platform.tracking import PIPELINE_RUN_ENV, pipeline_run, stage_run
 from privtext.privacy.accounting import epsilon_of, event_to_json, gaussian_event
@@ -17,10 +21,14 @@ DATE = "2026-01-15"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _ledger_row(day, run_id, p, r):
+def _ledger_row(day, run_id, p, sigma):
+    """A SecPE charge on secret s1 recorded on ``day``: one record sampled every round, T = 1 (a Gaussian)."""
+    charge = secret_charge("reviews", "synthesize", run_id, "secpe_histogram", p=p, r=5 * p, sigma=sigma, rounds=1,
+                           releases_per_round=2, count_pmfs=[[0.0, 1.0]])
     return {"entry_id": f"e-{day}", "dataset": "reviews", "stage": "synthesize", "run_id": run_id,
-            "mechanism": "secret_clustering", "guarantee": "secret_protection", "params": "{}",
-            "spend": json.dumps({"p": p, "r": r}), "dp_event": None,
+            "mechanism": charge.mechanism, "guarantee": charge.guarantee, "params": json.dumps(charge.params),
+            "spend": json.dumps(charge.spend), "dp_event": None,
+            "exposures": [{"unit": "s1", "occurrences": 1, "variant": 0, "records": 1}],
             "created_at": dt.datetime.fromisoformat(f"{day}T03:00:00+00:00")}
 
 
@@ -39,16 +47,16 @@ def _fill(settings):
     lake = Lakehouse(None, settings.lakehouse)
     for spec in (PRIVACY_LEDGER, LEAKAGE_AUDITS, UTILITY_REPORTS):
         lake.create(spec)
-    lake.append_rows(PRIVACY_LEDGER, [_ledger_row("2026-01-13", "old1", 0.01, 0.02),
-                                      _ledger_row("2026-01-14", "old2", 0.01, 0.03)])
+    lake.append_rows(PRIVACY_LEDGER, [_ledger_row("2026-01-13", "old1", 0.01, 8.0),
+                                      _ledger_row("2026-01-14", "old2", 0.01, 8.0)])
     ledger = Ledger(lake, settings)
     event = gaussian_event(sigma=6.0, count=3)
-    ledger.charge(Charge("reviews", "train_dped", "run-d", "dped", "approx_dp", {"adjacency": "one document"},
-                         {"sigma": 6.0}, event_to_json(event)))
-    ledger.charge(Charge("reviews", "sanitize", "run-s", "clusant", "mldp", {"date": DATE},
-                         {"epsilon": 3.0, "scope": f"sanitized_documents/{DATE}/PERSON"}))
-    ledger.charge(Charge("reviews", "sanitize", "run-other", "clusant", "mldp", {"date": "2026-01-10"},
-                         {"epsilon": 1.0, "scope": "sanitized_documents/2026-01-10/PERSON"}))
+    ledger.charge(dp_charge("reviews", "train_dped", "run-d", "dped", event=event, delta=1e-5, unit="record",
+                            params={"adjacency": "one document"}))
+    ledger.charge(mldp_charge("reviews", "sanitize", "run-s", "clusant", epsilon=3.0, pure_epsilon=9.0, metric="D_k",
+                              k=16, params={"date": DATE}), {"v1": 1})
+    ledger.charge(mldp_charge("reviews", "sanitize", "run-other", "clusant", epsilon=1.0, pure_epsilon=3.0,
+                              metric="D_k", k=16, params={"date": "2026-01-10"}), {"v1": 1})
     audit = {"target": "sanitized_documents", "eps": 2.0, "triplets": 900, "delta_target": 0.05,
              "log10_p_fail": -6.0, "utility_loss": 0.1}
     lake.append_rows(LEAKAGE_AUDITS, [
@@ -82,9 +90,11 @@ def test_report_html_pngs_guarantees_and_mlflow_run_tree(conf, tmp_path, monkeyp
     days = [d for d, _ in data["timeline"]]
     assert days[:2] == ["2026-01-13", "2026-01-14"] and len(days) == 3
     r_over_p = [t["secret_protection"]["r_over_p"] for _, t in data["timeline"]]
-    assert r_over_p == pytest.approx([2.0, 5.0, 5.0])  # (min p, sum r)
+    # Gaussians: mu adds in squares; on day 3 the record-level DPED event meets secret s1 (one record)
+    expected = [r_from_mu(0.01, math.sqrt(mu2)) / 0.01 for mu2 in (2 / 64, 4 / 64, 4 / 64 + 3 / 36)]
+    assert r_over_p == pytest.approx(expected, rel=1e-2) and r_over_p[1] < 2 * r_over_p[0]
     assert data["spent"]["approx_dp"]["epsilon"] == pytest.approx(epsilon_of(event, 1e-5), rel=1e-9)
-    assert data["spent"]["mldp"]["epsilon"] == pytest.approx(3.0)  # max over scopes
+    assert data["spent"]["mldp"]["epsilon"] == pytest.approx(4.0)  # value v1 on two dates: 3 + 1
     # the date's guarantees: runs of the date only (by table run ids, MLflow tags, params.date)
     stages = sorted(c["run_id"] for c in data["charges"])
     assert stages == ["run-d", "run-s"]

@@ -121,7 +121,9 @@ def test_sanitize_replaces_spans_in_place_never_emits_private_values_charges_and
     assert sorted(e["params"]["entity_type"] for e in entries) == ["LOCATION", "PERSON"]  # no spend for placeholders
     for e in entries:
         assert e["guarantee"] == "mldp" and e["stage"] == "sanitize" and e["run_id"] == "run-1"
-        assert e["spend"] == {"epsilon": EPS, "scope": f"sanitized_documents/{DATE}/{e['params']['entity_type']}"}
+        assert e["spend"]["epsilon"] == EPS and e["spend"]["pure_epsilon"] >= EPS
+        assert e["params"]["unit"] == "value occurrence" and e["params"]["pair"]["kind"] == "pure"
+        assert sum(x["occurrences"] for x in e["exposures"]) == e["params"]["spans"]
         assert e["params"]["k"] == 4.0 and e["params"]["metric"] == "euclidean" and "linearly with k" in e["params"]["bound_note"]
     assert not any(p in json.dumps([e["params"] for e in entries]) for p in private)
 

@@ -75,12 +75,13 @@ class IngestSettings(StrictModel):
 
 
 class DatasetBudget(StrictModel):
-    """Privacy budget of one dataset; a charge that would exceed any limit is refused."""
+    """Privacy budget of one dataset; a charge that would exceed any limit is refused. Every limit is
+    required and must be a finite number (fail closed: no limit is never the default)."""
 
-    r_over_p_max: float | None = Field(None, gt=1)
-    eps_max: float | None = Field(None, gt=0)
-    delta_max: float | None = Field(None, gt=0, lt=1)
-    mldp_eps_max: float | None = Field(None, gt=0)
+    r_over_p_max: float = Field(gt=1, allow_inf_nan=False)  # composed B(p)/p of the worst secret
+    eps_max: float = Field(gt=0, allow_inf_nan=False)  # record/user-level eps at delta_max
+    delta_max: float = Field(gt=0, lt=1, allow_inf_nan=False)
+    mldp_eps_max: float = Field(gt=0, allow_inf_nan=False)  # metric-LDP eps summed per value
 
 
 class PublishSettings(StrictModel):
@@ -113,7 +114,12 @@ class Settings(StrictModel):
     publish: PublishSettings = PublishSettings()
 
     def budget(self, dataset: str) -> DatasetBudget:
-        return self.privacy.budgets.get(dataset, DatasetBudget())
+        """The dataset's budget; a dataset without one is refused (fail closed)."""
+        if dataset not in self.privacy.budgets:
+            known = ", ".join(sorted(self.privacy.budgets)) or "none"
+            raise ConfigError(f"dataset {dataset!r} has no privacy budget: add privacy.budgets.{dataset} "
+                              f"(r_over_p_max, eps_max, delta_max, mldp_eps_max) to the config; budgets defined: {known}")
+        return self.privacy.budgets[dataset]
 
 
 def resolve_uri(path_or_uri: str) -> str:

@@ -57,11 +57,14 @@ PRIVACY_LEDGER = TableSpec(
             ("params", STR),
             ("spend", STR),
             ("dp_event", STR),
+            ("exposures", pa.list_(pa.struct([("unit", STR), ("occurrences", pa.int64()), ("variant", pa.int32()),
+                                              ("records", pa.int64())]))),
             ("created_at", pa.timestamp("us", tz="UTC")),
         ]
     ),
     (),
-    "Append-only record of every privacy spend (JSON params/spend, serialized dp-accounting event).",
+    "Append-only record of every privacy spend (JSON params with the dominating pair, spend, serialized "
+    "dp-accounting event, the keyed units it exposed; null exposures = every unit).",
 )
 
 DATE = pa.date32()

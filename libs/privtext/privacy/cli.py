@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from privtext.privacy import budget
 from privtext.privacy import secret_protection as sp
 from privtext.privacy.accounting import augpe_sigma
 
@@ -39,24 +40,73 @@ def _emit(out: dict, as_json: bool) -> None:
 
 
 def calibrate(args: argparse.Namespace) -> int:
+    """SecretNoise for an incidence file. ``--json``: the charge exactly as the ledger would record it
+    (dominating pair per secret, exposures by secret id), which ``privacy compose`` reads back."""
     inc, secret_ids = _read_incidence(args.incidence)
     r = args.p * args.r_over_p
     res = sp.secret_noise(inc, args.p, r, args.rounds, args.releases_per_round, args.method)
+    csc = inc.tocsc()
+    pmfs, variant, records = sp.count_pmfs([res.rho[csc.indices[csc.indptr[j]:csc.indptr[j + 1]]]
+                                            for j in range(inc.shape[1])])
+    charge = budget.secret_charge(
+        args.dataset, "calculator", "calibrate", "secpe_histogram", p=args.p, r=r, sigma=res.sigma,
+        rounds=args.rounds, releases_per_round=args.releases_per_round, count_pmfs=pmfs,
+        params={"calibration": args.method, "records": inc.shape[0], "secrets": inc.shape[1],
+                "expected_sampled": res.expected_sampled})
+    exposures = {str(sid): budget.Exposure(1, int(variant[j]), int(records[j])) for j, sid in enumerate(secret_ids)}
+    if args.json:
+        print(budget.charge_to_json(charge, exposures))
+        return 0
+    true = _compose_lines([budget.charge_to_json(charge, exposures)])["secret_protection"]
     out = {
-        "records": inc.shape[0],
-        "secrets": inc.shape[1],
-        "p": args.p,
-        "r": r,
-        "mu": float(sp.mu_from_pr(args.p, r)),
-        "rounds": args.rounds,
-        "method": args.method,
+        "records": inc.shape[0], "secrets": inc.shape[1], "p": args.p, "r": r,
+        "mu": float(sp.mu_from_pr(args.p, r)), "rounds": args.rounds,
+        "method": args.method if args.method == "exact" else "gaussian (NOT a guarantee: the paper's single-Gaussian reading)",
         "sigma": res.sigma,
         "binding_secret": None if res.binding_secret < 0 else secret_ids[res.binding_secret],
         "expected_sampled_records": res.expected_sampled,
+        "true_r_over_p_at_this_sigma": true["r_over_p"],
         "augpe_sigma": augpe_sigma(args.p, r, args.rounds),
         "secret_groups": res.n_groups,
     }
-    _emit(out, args.json)
+    _emit(out, False)
+    return 0
+
+
+class _Limits:
+    """Budget limits for the offline composer: none are checked, the composed spend is printed."""
+
+    r_over_p_max = math.inf
+    eps_max = math.inf
+    mldp_eps_max = math.inf
+
+    def __init__(self, delta: float):
+        self.delta_max = delta
+
+
+def _compose_lines(lines: list[str], delta: float = 1e-5) -> dict:
+    charges, exposures = [], []
+    for n, line in enumerate(lines, 1):
+        try:
+            charge, exp = budget.charge_from_json(line)
+        except (ValueError, KeyError) as exc:
+            raise SystemExit(f"line {n}: not a charge as `privtext privacy calibrate --json` prints it ({exc})")
+        charges.append(charge)
+        exposures.append(budget.exposure_arrays(exp))
+    return budget.compose(charges, exposures, _Limits(delta))
+
+
+def compose(args: argparse.Namespace) -> int:
+    """Compose a file of charges (one JSON object a line) with the ledger's own code; print the spend."""
+    lines = [line for line in Path(args.file).read_text().splitlines() if line.strip()]
+    total = _compose_lines(lines, args.delta)
+    if args.json:
+        print(json.dumps(total, default=str))
+    else:
+        print(f"{len(lines)} charge(s)")
+        for kind, values in total.items():
+            print(f"{kind}: " + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                                          for k, v in values.items()))
     return 0
 
 
@@ -86,7 +136,7 @@ def _eps_for_delta(mu: float, delta: float) -> float:
 
 
 def register(subparsers) -> None:
-    """Add ``privacy calibrate`` and ``privacy convert`` to the top-level CLI."""
+    """Add ``privacy calibrate``, ``privacy compose`` and ``privacy convert`` to the top-level CLI."""
     privacy = subparsers.add_parser("privacy", help="(p, r) secret protection and DP calculators")
     sub = privacy.add_subparsers(dest="privacy_command", required=True)
 
@@ -96,9 +146,17 @@ def register(subparsers) -> None:
     cal.add_argument("--rounds", type=int, default=5, help="rounds T of SecPE")
     cal.add_argument("--releases-per-round", type=int, default=2, help="Gaussian releases per round (counts + centers)")
     cal.add_argument("--incidence", required=True, help="Parquet/CSV with columns record_id, secret_id")
-    cal.add_argument("--method", choices=("exact", "gaussian"), default="exact")
-    cal.add_argument("--json", action="store_true")
+    cal.add_argument("--method", choices=("exact", "gaussian"), default="exact",
+                     help="exact (the guarantee) or gaussian (the paper's reading: NOT a guarantee)")
+    cal.add_argument("--dataset", default="default", help="dataset named in the --json charge")
+    cal.add_argument("--json", action="store_true", help="print the charge as the ledger would record it")
     cal.set_defaults(func=calibrate)
+
+    comp = sub.add_parser("compose", help="compose a file of charges (one JSON object a line, as calibrate --json)")
+    comp.add_argument("file")
+    comp.add_argument("--delta", type=float, default=1e-5, help="delta of the record-level (eps, delta) figure")
+    comp.add_argument("--json", action="store_true")
+    comp.set_defaults(func=compose)
 
     conv = sub.add_parser("convert", help="conversions of App. C")
     conv.add_argument("kind", choices=("gdp-eps-delta", "eps-delta-pr", "pr-mu"))

@@ -190,6 +190,21 @@ def poisson_binomial_pmf(rho) -> np.ndarray:
 
 
 
+def count_pmfs(rho_per_secret):
+    """Per-round count pmfs of secrets given each one's record sampling probabilities (rounded up to
+    2^-30, as ``calibrate_sigma`` does: a larger rho makes C stochastically larger), deduplicated:
+    returns (pmfs, variant index per secret, records per secret)."""
+    pmfs, index = [], {}
+    variant = np.zeros(len(rho_per_secret), dtype=np.int64)
+    for j, values in enumerate(rho_per_secret):
+        key = tuple(sorted((np.ceil(np.asarray(values, dtype=np.float64) * 2.0**30) / 2.0**30).tolist(), reverse=True))
+        if key not in index:
+            index[key] = len(pmfs)
+            pmfs.append(poisson_binomial_pmf(np.asarray(key)))
+        variant[j] = index[key]
+    return pmfs, variant, np.array([len(v) for v in rho_per_secret], dtype=np.int64)
+
+
 def mixture_pld(count_pmf, noise: float, releases_per_round: int = 2, discretization: float = 1e-3,
                 tail_mass: float = 1e-16) -> pld.PrivacyLossDistribution:
     """Pessimistic PLD of one round's pair P = sum_k Pr[C=k] N(sqrt(m) k, noise^2), Q = N(0, noise^2).

@@ -185,3 +185,16 @@ def group_secret_noise(group_secrets: list, group_sizes, n_secrets: int, p: floa
     if binding >= 0:
         binding_group = int(row_of_group[inc.tocsc()[:, binding].indices[0]])
     return GroupNoise(float(sigma), rho, float((rho * sizes).sum()), binding_group, n_groups)
+
+
+def secret_count_pmfs(group_secrets: list, group_sizes, rho, n_secrets: int):
+    """Each secret's per-round count distribution C_j = sum of Bernoulli(rho) over its records (the
+    mixture weights of its dominating pair), deduplicated: (pmfs, variant per secret, records per secret)."""
+    from privtext.privacy.secret_protection import count_pmfs
+
+    sizes = np.asarray(group_sizes, dtype=np.int64)
+    members: list[list[float]] = [[] for _ in range(n_secrets)]
+    for g, secrets in enumerate(group_secrets):
+        for j in secrets:
+            members[j].extend([float(rho[g])] * int(sizes[g]))
+    return count_pmfs(members)

@@ -18,7 +18,6 @@ class SecpeSettings(StrictModel):
     p: float = Field(1e-4, gt=0, lt=1)  # prior success p of a reconstruction attack (Def. 3.2)
     r_over_p: float = Field(10.0, gt=1)  # budget r = r_over_p * p (capped at 1); inf = no protection
     clip_radius: float = Field(1.0, gt=0)  # R (Remark 3.4: 1 for L2-normalised embeddings)
-    noise_method: Literal["exact", "gaussian"] = "exact"  # SecretNoise calibration (privacy.secret_protection)
     use_labels: bool = True  # per-label evolution when documents carry labels
     kmeans_max_iter: int = Field(30, ge=1)
 

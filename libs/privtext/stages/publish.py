@@ -37,7 +37,8 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from privtext.platform.config import resolve_uri
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.ledger import Ledger
+from privtext.privacy.budget import none_charge
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS)
 
@@ -194,8 +195,9 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
     if problems or (audited and not settings.publish.require_audit):
         gate = "override" if problems else gate
         why = reason if problems else "publish.require_audit is false (demo)"
-        ledger.charge(Charge(settings.run.dataset, "publish", ctx.run_id, f"gate_{gate}", "none",
-                             {"target": target, "date": date, "who": _who(), "why": why, "gate_problems": problems}, {}),
+        ledger.charge(none_charge(settings.run.dataset, "publish", ctx.run_id, f"gate_{gate}", reason=why,
+                                  params={"target": target, "date": date, "who": _who(), "why": why,
+                                          "gate_problems": problems}, deterministic=settings.run.deterministic),
                       tracked=ctx.tracked)
 
     written = ctx.lakehouse.replace_partitions(published_spec, staged, {"date": [ctx.date]})

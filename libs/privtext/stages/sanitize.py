@@ -46,7 +46,8 @@ from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, Str
 
 from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies, merge_spans, placeholder, splice
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.ledger import Ledger
+from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 
 TARGET = "sanitized_documents"
@@ -229,19 +230,29 @@ def private_candidates(ctx: RunContext, inputs: DataFrame, phrases: list[str]) -
     return sorted({r["phrase"] for r in vocab.join(keys, "key", "left_semi").select("phrase").toLocalIterator()})
 
 
-def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, spans_by_type: dict[str, int]) -> None:
-    """One ledger record per span type present: ``mldp`` (scope: date and type), ``none`` for CusText."""
-    ledger = Ledger(ctx.lakehouse, ctx.settings)
-    for entity_type in sorted(t for t in spans_by_type if t in sanitizer.per_type):
+def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> None:
+    """One ledger record per span type present, all committed at once: ``mldp`` per replaced
+    occurrence with the keyed values it exposed (secret_id -> occurrences), ``none`` for CusText."""
+    det = ctx.settings.run.deterministic
+    items = []
+    for entity_type in sorted(t for t in values_by_type if t in sanitizer.per_type):
         ts = sanitizer.per_type[entity_type]
         g = ts.mechanism.guarantee()
+        values = values_by_type[entity_type]
         params = {**g, "entity_type": entity_type, "tier": ts.tier, "target": TARGET, "date": ctx.date.isoformat(),
-                  "clustering": ctx.settings.clusant.clustering, "spans": spans_by_type[entity_type],
-                  "adjacency": "any two values of one span (local model); n spans of one value: n * eps",
+                  "clustering": ctx.settings.clusant.clustering, "spans": sum(values.values()),
+                  "adjacency": "any two values of one span (local model); n occurrences of one value: n * eps",
                   "exclude_private_values": ctx.settings.clusant.exclude_private_values}
-        spend = {"epsilon": g["eps"], "scope": f"{TARGET}/{ctx.date.isoformat()}/{entity_type}"} if g["guarantee"] == "mldp" else {}
-        ledger.charge(Charge(ctx.settings.run.dataset, "sanitize", ctx.run_id, g["mechanism"], g["guarantee"],
-                             params, spend), tracked=ctx.tracked)
+        if g["guarantee"] == "mldp":
+            charge = mldp_charge(ctx.settings.run.dataset, "sanitize", ctx.run_id, g["mechanism"], epsilon=g["eps"],
+                                 pure_epsilon=g["ldp_eps"], metric=g["metric"], k=g["k"], params=params,
+                                 deterministic=det)
+            items.append((charge, values))
+        else:
+            items.append((none_charge(ctx.settings.run.dataset, "sanitize", ctx.run_id, g["mechanism"],
+                                      reason=g["bound_note"], params=params, deterministic=det), None))
+    if items:
+        Ledger(ctx.lakehouse, ctx.settings).charge_many(items, tracked=ctx.tracked)
 
 
 def _row_params(sanitizer: ClusantSanitizer) -> str:
@@ -264,10 +275,11 @@ def run(ctx: RunContext) -> SanitizeResult:
     if settings.clusant.exclude_private_values:
         exclude = private_candidates(ctx, inputs, [p for v in vocabularies.values() if v for p in v[0]])
     sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings), exclude)
-    spans_by_type = {r["entity_type"]: r["count"] for r in
-                     ctx.lakehouse.read(PII_SPANS).where(F.col("date") == F.lit(ctx.date).cast("date"))
-                     .groupBy("entity_type").count().collect()}
-    _charge(ctx, sanitizer, spans_by_type)  # before anything is written
+    values_by_type: dict[str, dict[str, int]] = {}
+    for r in (ctx.lakehouse.read(PII_SPANS).where(F.col("date") == F.lit(ctx.date).cast("date"))
+              .groupBy("entity_type", "secret_id").count().toLocalIterator()):  # O(distinct values)
+        values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["count"])
+    _charge(ctx, sanitizer, values_by_type)  # before anything is written
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
     out = (inputs.mapInPandas(_sanitize_batches(settings, exclude, seed_material), OUT_SCHEMA)

@@ -36,13 +36,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.ledger import Ledger
 from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, NOISY_CENTERS, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
+from privtext.privacy.accounting import gaussian_event
+from privtext.privacy.budget import Exposure, secret_charge, secret_event_charge
 from privtext.privacy.mechanisms import make_rng
 from privtext.secpe.aug_pe import augpe_secret_sigma, augpe_vote, private_votes
 from privtext.secpe.evolution import evolve, secpe_vote
-from privtext.secpe.secret_clustering import NO_LABEL, PublicClusters, group_secret_noise, private_cluster_stats
+from privtext.secpe.secret_clustering import (NO_LABEL, PublicClusters, group_secret_noise, private_cluster_stats,
+                                             secret_count_pmfs)
 from privtext.secpe.settings import SecpeSettings
 
 STATS_SCHEMA = StructType([StructField("stats", BinaryType())])
@@ -229,25 +232,36 @@ def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, ro
 
     # SecretNoise / Aug-PE noise, then the charge, before any private statistic is computed
     groups, sizes, keys, n_secrets = secret_groups(private)
+    secret_ids = [None] * n_secrets
+    for idxs, ids in zip(groups, keys):
+        for j, sid in zip(idxs, ids):
+            secret_ids[j] = sid
+    dataset, det = ctx.settings.run.dataset, run_cfg.deterministic
     if cfg.method == "secpe":
-        noise = group_secret_noise(groups, sizes, n_secrets, cfg.p, cfg.r, cfg.rounds, cfg.noise_method)
+        noise = group_secret_noise(groups, sizes, n_secrets, cfg.p, cfg.r, cfg.rounds)
         sigma = noise.sigma
-        params = {"sigma": sigma, "rounds": cfg.rounds, "releases_per_round": 2, "clusters": cfg.clusters,
-                  "clip_radius": cfg.clip_radius, "noise_method": cfg.noise_method, "secret_groups": noise.n_groups,
-                  "expected_sampled": noise.expected_sampled, "private_documents": n_private}
-        event = None
+        pmfs, variant, records = secret_count_pmfs(groups, sizes, noise.rho, n_secrets)
+        params = {"rounds": cfg.rounds, "clusters": cfg.clusters, "clip_radius": cfg.clip_radius,
+                  "secret_groups": noise.n_groups, "expected_sampled": noise.expected_sampled,
+                  "private_documents": n_private}
+        charge = secret_charge(dataset, "synthesize", ctx.run_id, "secpe_histogram", p=cfg.p, r=cfg.r, sigma=sigma,
+                               rounds=cfg.rounds, releases_per_round=2, count_pmfs=pmfs, params=params,
+                               deterministic=det)
+        exposures = {sid: Exposure(1, int(variant[j]), int(records[j])) for j, sid in enumerate(secret_ids)}
     else:
         c_max = int(private.select(F.explode("secrets").alias("s")).groupBy("s").count()
                     .agg(F.max("count")).first()[0] or 0)
         sigma = augpe_secret_sigma(cfg.p, cfg.r, cfg.rounds, c_max)
         params = {"sigma": sigma, "rounds": cfg.rounds, "max_records_per_secret": c_max,
                   "clip_radius": cfg.clip_radius, "private_documents": n_private}
-        from privtext.privacy.accounting import event_to_json, gaussian_event
-
-        event = event_to_json(gaussian_event(sigma, max(c_max, 1), cfg.rounds)) if sigma > 0 else None
-    Ledger(ctx.lakehouse, ctx.settings).charge(Charge(
-        ctx.settings.run.dataset, "synthesize", ctx.run_id, f"{cfg.method}_histogram", "secret_protection",
-        params, {"p": cfg.p, "r": cfg.r}, event), tracked=tracked)
+        if sigma <= 0:
+            raise ValueError(f"secpe.r_over_p = {cfg.r_over_p}: Aug-PE without noise has no guarantee; "
+                             "use a finite r_over_p")
+        charge = secret_event_charge(dataset, "synthesize", ctx.run_id, "aug_pe_histogram", p=cfg.p, r=cfg.r,
+                                     event=gaussian_event(sigma, max(c_max, 1), cfg.rounds), params=params,
+                                     deterministic=det)
+        exposures = {sid: 1 for sid in secret_ids}
+    Ledger(ctx.lakehouse, ctx.settings).charge(charge, exposures, tracked=tracked)
 
     spark = ctx.spark
     R = cfg.clip_radius

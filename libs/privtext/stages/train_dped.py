@@ -45,9 +45,10 @@ from privtext.dped.student import train_student
 from privtext.dped.teacher import teacher_answers, train_teacher
 from privtext.dped.vocabulary import dp_select, public_anchor, public_words, tokenize, unit_top_ids
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Charge, Ledger
+from privtext.platform.ledger import Ledger
+from privtext.privacy.budget import dp_charge
 from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
-from privtext.privacy.accounting import epsilon_of, event_to_json
+from privtext.privacy.accounting import epsilon_of
 from privtext.privacy.mechanisms import make_rng
 
 MODEL_NAME = "dped-word-embeddings"
@@ -261,17 +262,15 @@ def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultiplie
     eps_rdp = epsilon_of(event, settings.delta, accountant="rdp")
     ledger = Ledger(ctx.lakehouse, ctx.settings)
     dataset = ctx.settings.run.dataset
-    ledger.charge(Charge(
-        dataset=dataset, stage="train_dped", run_id=ctx.run_id, mechanism="dped_noisy_aggregation",
-        guarantee="approx_dp",
+    unit = "user" if adjacency.startswith("user") else "record"
+    ledger.charge(dp_charge(
+        dataset, "train_dped", ctx.run_id, "dped_noisy_aggregation", event=event, delta=settings.delta, unit=unit,
         params={"adjacency": adjacency, "n_teachers": settings.n_teachers, "queries_charged": n_queries,
                 "vocabulary_mode": settings.vocabulary_mode, "variant": settings.variant,
                 "top_k": settings.top_k, "threshold": settings.threshold, "clip_hidden": settings.clip_hidden,
                 "noise_multipliers": vars(multipliers), "sensitivities": sensitivities(settings),
-                "sigmas": sigmas(settings, multipliers)},
-        spend={"epsilon": eps_pld, "delta": settings.delta, "epsilon_rdp": eps_rdp},
-        dp_event=event_to_json(event),
-    ), tracked=ctx.tracked)
+                "sigmas": sigmas(settings, multipliers), "epsilon_rdp": eps_rdp},
+        deterministic=ctx.settings.run.deterministic), tracked=ctx.tracked)
     entry = [e for e in ledger.entries(dataset) if e["run_id"] == ctx.run_id and e["stage"] == "train_dped"][-1]
     return entry["entry_id"], eps_pld, eps_rdp
 

@@ -1,0 +1,111 @@
+"""Per-secret composition of the budget module against independent computations.
+
+* Monte Carlo Neyman-Pearson: B(p) = P(L > t) with Q(L > t) = p, where L is the composed privacy loss
+  of the secret's observations. Both are estimated from draws under P alone (Q(E) = E_P[e^-L 1_E]),
+  so the tail at p = 1e-4 needs no rare-event sampling under Q.
+* Closed form: one record sampled every round is a Gaussian, B(p) = 1 - Phi(Phi^-1(1-p) - mu).
+Negative control: Thm. 3's sum of r (the old ledger) falls outside the Monte Carlo interval.
+"""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import norm
+
+from privtext.platform.config import DatasetBudget
+from privtext.privacy import secret_protection as sp
+from privtext.privacy.budget import (BudgetExceeded, check, compose, exposure_arrays, mixture_rdp, pure_rdp,
+                                     secret_charge, charge_from_json, charge_to_json)
+
+P = 1e-4
+DEFAULT = DatasetBudget(r_over_p_max=50.0, eps_max=10.0, delta_max=1e-5, mldp_eps_max=100.0)
+
+
+def _calibrated(rho):
+    """SecretNoise sigma for a secret held by records with sampling probabilities ``rho``, r/p = 10, T = 2."""
+    sigma, _, _, _ = sp.calibrate_sigma(np.ones((len(rho), 1)), np.asarray(rho), P, 10 * P, rounds=2)
+    return sigma, sp.poisson_binomial_pmf(rho)
+
+
+def _composed(pmf, sigma, runs):
+    charge = json.loads(charge_to_json(secret_charge("d", "s", "r", "m", p=P, r=10 * P, sigma=sigma, rounds=2,
+                                                     releases_per_round=2, count_pmfs=[pmf]), {"s": 1}))
+    entries = [charge] * runs
+    return compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)["secret_protection"]
+
+
+def _monte_carlo_blowup(pmf, sigma, rounds, n, seed):
+    """(estimate, 99% interval) of B(P) for ``rounds`` independent rounds of the mixture pair."""
+    rng = np.random.default_rng(seed)
+    w = np.asarray(pmf)
+    s = math.sqrt(2) * np.arange(len(w)) / sigma
+    loss = np.zeros(n)
+    for _ in range(rounds):
+        k = rng.choice(len(w), size=n, p=w)
+        x = rng.normal(s[k], 1.0)
+        loss += logsumexp(np.outer(x, s) - 0.5 * s**2, b=w, axis=1)
+    order = np.argsort(-loss)
+    q_tail = np.cumsum(np.exp(-loss[order])) / n  # Q(L >= loss_(i)) estimated under P
+    m = int(np.searchsorted(q_tail, P))  # the NP rejection region: the m largest losses
+    est = m / n
+    half = 2.576 * math.sqrt(est * (1 - est) / n)
+    return est, (est - half, est + half)
+
+
+@pytest.mark.parametrize("rho", [[1.0], [1.0, 0.8, 0.6, 0.45, 0.3]])
+@pytest.mark.parametrize("runs", [1, 2, 5])
+def test_composed_blowup_agrees_with_neyman_pearson_monte_carlo(rho, runs):
+    sigma, pmf = _calibrated(rho)
+    got = _composed(pmf, sigma, runs)
+    est, (lo, hi) = _monte_carlo_blowup(pmf, sigma, 2 * runs, n=400_000, seed=runs)
+    # the pessimistic PLD is an upper bound: within the MC interval, or above it by the grid's rounding
+    assert lo <= got["r"] <= hi * 1.02, (got["r"], est, lo, hi)
+    if len(rho) == 1:  # a single always-sampled record: a Gaussian, closed form
+        assert got["r"] == pytest.approx(sp.r_from_mu(P, 2 * math.sqrt(runs) / sigma), rel=1e-2)
+    if runs > 1:  # negative control: the sum of r (Thm. 3) understates what five runs give
+        assert runs * 10 * P < lo
+
+
+def test_five_runs_on_one_secret_are_refused_by_the_default_budget():
+    sigma, pmf = _calibrated([1.0])
+    three, five = _composed(pmf, sigma, 3), _composed(pmf, sigma, 5)
+    assert five["r_over_p"] >= 100  # Monte Carlo of the audit: 102.9
+    check({"secret_protection": three}, DEFAULT, "d")  # 3 runs: r/p ~ 43 <= 50
+    with pytest.raises(BudgetExceeded, match="r_over_p_max = 50"):
+        check({"secret_protection": five}, DEFAULT, "d")
+
+
+def test_compose_cli_reads_calibrate_json(tmp_path):
+    incidence = tmp_path / "inc.csv"
+    incidence.write_text("record_id,secret_id\nr1,s1\n")
+    cmd = [sys.executable, "-m", "privtext.cli", "--conf", "conf/local.yaml", "privacy"]
+    line = subprocess.run(cmd + ["calibrate", "--p", "1e-4", "--r-over-p", "10", "--rounds", "2", "--incidence",
+                                 str(incidence), "--json"], capture_output=True, text=True, check=True).stdout
+    charge, exposures = charge_from_json(line)
+    assert charge["params"]["pair"]["kind"] == "secret_mixture" and exposures[0]["unit"] == "s1"
+    charges = tmp_path / "five.jsonl"
+    charges.write_text(line * 5)
+    out = json.loads(subprocess.run(cmd + ["compose", str(charges), "--json"], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert out["secret_protection"]["p"] == 1e-4 and out["secret_protection"]["r"] / 1e-4 >= 100
+
+
+def test_mixture_rdp_matches_the_gaussian_closed_form_and_pure_rdp_is_bounded():
+    orders = (1.5, 2.0, 8.0, 64.0)
+    got = mixture_rdp([0.0, 1.0], sigma=4.0, releases_per_round=2, orders=orders)
+    assert got == pytest.approx([a * (math.sqrt(2) / 4.0) ** 2 / 2 for a in orders], rel=1e-6)
+    eps = 1.3
+    assert np.all(pure_rdp(eps, orders) <= np.minimum(eps, np.asarray(orders) * eps**2 / 2) + 1e-12)
+
+
+def test_a_mixture_is_no_worse_than_its_worst_atom():
+    """Sampling with rho < 1 helps: the exact per-secret B is below the always-sampled Gaussian's."""
+    sigma, _ = _calibrated([1.0, 1.0])
+    mixed = _composed(sp.poisson_binomial_pmf([0.5, 0.5]), sigma, 1)["r"]
+    worst = sp.r_from_mu(P, 2 * 2 / sigma)  # C = 2 always
+    assert mixed < worst and mixed > sp.r_from_mu(P, 2 * 1 / sigma) * 0.5
+    assert norm.sf(norm.isf(P)) == pytest.approx(P)
