@@ -6,7 +6,9 @@ candidate, no reconstruction attack succeeds with probability above r_j. By Haye
 Thm. 2) it suffices that the blow-up function of a dominating pair (P_j, Q_j) of the mechanism,
 B(alpha) = sup{P_j(E) : Q_j(E) <= alpha} = 1 - T(alpha), satisfies B(p_j) <= r_j.
 
-This module holds the conversions (Lemma 3.3, Remark C.1, Lemma C.2, Thm. 3) and SecretNoise.
+This module holds the conversions (Lemma 3.3, Remark C.1, Lemma C.2) and SecretNoise. Thm. 3's naive
+composition (p = min, r = sum) is not used: after one release the posterior exceeds p, so the next
+release's (p, r) no longer applies; ``privacy.budget`` composes the dominating pairs instead.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 __all__ = [
-    "compose_pr",
     "gdp_delta",
     "gdp_mu_from_eps_delta",
     "mu_from_pr",
@@ -103,21 +104,6 @@ def r_from_eps_delta(epsilon: float, delta: float, p):
 
     out = np.vectorize(best, otypes=[np.float64])(p)
     return out if out.ndim else float(out)
-
-
-def compose_pr(ps, rs):
-    """Naive composition (Thm. 3): mechanisms with (p_i, r_i) compose to (min_i p_i, sum_i r_i),
-    coordinate-wise per secret. ``ps``, ``rs``: shape (k,) or (k, m) for k mechanisms, m secrets.
-
-    Correction to the paper: Thm. 3 states p = max_i p_i, but its proof needs a prior that is valid
-    for every component (pi(i) <= p_i for all i), i.e. p = min_i p_i; with the max, a component's
-    guarantee would be applied to priors it does not cover. With equal p_i (the usual case) the
-    two agree.
-    """
-    ps, rs = np.asarray(ps, dtype=np.float64), np.asarray(rs, dtype=np.float64)
-    if ps.shape != rs.shape or ps.ndim == 0:
-        raise ValueError("ps and rs need the same shape (k,) or (k, m)")
-    return ps.min(axis=0), np.minimum(rs.sum(axis=0), 1.0)
 
 
 # ---------------------------------------------------------------------------------------------

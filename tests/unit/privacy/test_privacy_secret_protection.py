@@ -7,7 +7,6 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 from privtext.privacy import secret_protection as sp
-from privtext.privacy.accounting import gdp_compose
 
 
 # ---------------------------------------------------------------- conversions (Lemma 3.3, App. C)
@@ -40,15 +39,6 @@ def test_lemma_c2_conversion():
     c1 = 1 / (1 + (1 - p) / (p * (np.e + 1))) + 1e-6
     assert pure < approx <= c1
     np.testing.assert_allclose(sp.r_from_eps_delta(eps, 0.0, np.array([p, 2 * p]))[0], pure)
-
-
-def test_pr_composition_min_p_sum_r():
-    p, r = sp.compose_pr([[1e-4, 1e-3], [2e-4, 1e-3]], [[1e-3, 0.01], [2e-3, 0.5]])
-    np.testing.assert_allclose(p, [1e-4, 1e-3])
-    np.testing.assert_allclose(r, [3e-3, 0.51])
-    # sound against GDP: r of the composed GDP mechanism is at most the sum of the parts' r
-    mus = [0.3, 0.4]
-    assert sp.r_from_mu(1e-4, gdp_compose(mus)) <= sum(sp.r_from_mu(1e-4, m) for m in mus)
 
 
 # ---------------------------------------------------------------- SecretNoise LP (Eq. 6) and rho
