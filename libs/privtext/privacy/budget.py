@@ -67,7 +67,7 @@ ORDERS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 
 DISCRETIZATION = 1e-3  # PLD grid shared by every pair (compositions need one grid)
 NEAR_LIMIT = 0.8  # a unit is "near the limit" above this share of it
 EXACT_WORST = 4  # units composed exactly for the report even when the Renyi screen certifies them
-WILDCARD = "*"  # pseudo-unit exposed only to charges that cover every unit
+HOPELESS = 50.0  # nats of Renyi divergence at every order: no exact PLD is attempted (its grid would explode)
 
 
 class BudgetExceeded(RuntimeError):
@@ -469,6 +469,7 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
     # exact PLD composition for the units the screen cannot certify and the few worst
     order = np.argsort(-ratio, kind="stable")
     exact_units = set(order[:EXACT_WORST].tolist()) | set(np.flatnonzero(bound > limit * p_unit).tolist())
+    exact_units = {u for u in exact_units if rdp[u].min() < HOPELESS}  # else the screen's bound stands (fail closed)
     rows_of: dict[int, list[int]] = {}
     for k in np.flatnonzero(np.isin(r_slot, list(exact_units))):
         rows_of.setdefault(int(r_slot[k]), []).append(int(k))

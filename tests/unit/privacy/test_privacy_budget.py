@@ -109,3 +109,41 @@ def test_a_mixture_is_no_worse_than_its_worst_atom():
     worst = sp.r_from_mu(P, 2 * 2 / sigma)  # C = 2 always
     assert mixed < worst and mixed > sp.r_from_mu(P, 2 * 1 / sigma) * 0.5
     assert norm.sf(norm.isf(P)) == pytest.approx(P)
+
+
+@pytest.mark.parametrize("records", [1, 3])
+def test_stages_meet_on_one_secret_in_one_currency(records):
+    """SecPE (one record, always sampled: Gaussian mu1 = sqrt(2)/sigma), a record-level DPED Gaussian
+    event (mu2 = g/z for a secret held by g records) and sanitized occurrences compose on the secret."""
+    from privtext.privacy.accounting import gaussian_event
+    from privtext.privacy.budget import Exposure, dp_charge, mldp_charge
+
+    sigma, z = 5.0, 4.0
+    synth = secret_charge("d", "synthesize", "a", "secpe", p=P, r=10 * P, sigma=sigma, rounds=1, releases_per_round=2,
+                          count_pmfs=[[0.0, 1.0]])
+    dped = dp_charge("d", "train_dped", "b", "dped", event=gaussian_event(z), delta=1e-5, unit="record")
+    entries = [json.loads(charge_to_json(synth, {"s1": Exposure(1, 0, records)})), json.loads(charge_to_json(dped))]
+    got = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)
+    mu = math.sqrt(2 / sigma**2 + (records / z) ** 2)
+    assert sp.r_from_mu(P, mu) <= got["secret_protection"]["r"] <= sp.r_from_mu(P, mu) * 1.01
+    assert got["approx_dp"]["unit"] == "record"
+    sanitize = mldp_charge("d", "sanitize", "c", "clusant", epsilon=1.0, pure_epsilon=0.5, metric="D_k", k=1)
+    entries.append(json.loads(charge_to_json(sanitize, {"s1": 2})))
+    more = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)
+    assert more["secret_protection"]["r"] > got["secret_protection"]["r"] * 1.5  # two occurrences at pure eps 0.5
+    assert more["mldp"]["epsilon"] == 2.0 and more["mldp"]["pure_epsilon"] == 1.0
+
+
+def test_a_hopeless_secret_is_refused_without_an_exact_composition():
+    """A frequent value replaced at a large pure eps makes the Renyi screen fail at every order; the
+    ledger keeps the screen's bound (fail closed) instead of building an enormous PLD."""
+    from privtext.privacy.budget import mldp_charge
+
+    synth = secret_charge("d", "synthesize", "a", "secpe", p=P, r=10 * P, sigma=5.0, rounds=1, releases_per_round=2,
+                          count_pmfs=[[0.0, 1.0]])
+    sanitize = mldp_charge("d", "sanitize", "c", "clusant", epsilon=8.0, pure_epsilon=100.0, metric="D_k", k=16)
+    entries = [json.loads(charge_to_json(synth, {"s1": 1})), json.loads(charge_to_json(sanitize, {"s1": 38}))]
+    got = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)
+    assert got["secret_protection"]["r"] == 1.0 and got["secret_protection"]["exactly_composed"] == 0
+    with pytest.raises(BudgetExceeded):
+        check(got, DEFAULT, "d")
