@@ -31,7 +31,7 @@ from dp_accounting import dp_event as dpe
 
 from privtext.dped.settings import DpedSettings
 from privtext.privacy.accounting import epsilon_of
-from privtext.privacy.mechanisms import gaussian_noise
+from privtext.privacy.mechanisms import gaussian_release
 from privtext.privacy.secret_protection import gdp_mu_from_eps_delta
 
 
@@ -130,23 +130,23 @@ def aggregate(
     ``hidden_sum`` is sum_i h_i(x) over the N teachers of already-clipped vectors
     (``teacher.teacher_answers`` clips); the sensitivities assume ||h_i(x)|| <= C_h.
     """
-    sig = sigmas(settings, multipliers)
+    sig, sens = sigmas(settings, multipliers), sensitivities(settings)
     m = votes.shape[0]
     max_votes = votes.max(axis=1).toarray().ravel()
-    answered = max_votes + gaussian_noise(rng, m, sig["threshold"]) >= settings.threshold
+    answered = gaussian_release(rng, max_votes, sig["threshold"], sens["threshold"]) >= settings.threshold
     ans = np.flatnonzero(answered)
     hidden = None
     if multipliers.hidden is not None:
         hidden = np.full((m, hidden_sum.shape[1]), np.nan)
         mean = hidden_sum[ans] / settings.n_teachers
-        hidden[ans] = mean + gaussian_noise(rng, mean.shape, sig["hidden"])
+        hidden[ans] = gaussian_release(rng, mean, sig["hidden"], sens["hidden"])
     labels = None
     if multipliers.vote is not None:
         k = min(settings.top_k, m - 1)
         labels = np.full((m, settings.top_k), -1, dtype=np.int64)
         for s in range(0, ans.size, chunk):
             rows = ans[s:s + chunk]
-            noisy = votes[rows].toarray() + gaussian_noise(rng, (rows.size, m), sig["vote"])
+            noisy = gaussian_release(rng, votes[rows].toarray(), sig["vote"], 1.0)  # a teacher moves >= 1 vote
             noisy[np.arange(rows.size), rows] = -np.inf
             top = np.argpartition(-noisy, k - 1, axis=1)[:, :k]
             labels[rows, :k] = top

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privtext.privacy.mechanisms import gaussian_noise
+from privtext.privacy.mechanisms import gaussian_release
 
 _WORD = re.compile(r"[a-z]+")
 
@@ -97,7 +97,7 @@ def dp_select(
     and the ranking use only the noisy counts.
     """
     sigma = noise_multiplier * np.sqrt(words_per_unit)
-    noisy = counts + gaussian_noise(rng, counts.shape, sigma)
+    noisy = gaussian_release(rng, counts, sigma, sensitivity=1.0)  # a unit moves a count by >= 1
     order = np.argsort(-noisy, kind="stable")
     order = order[noisy[order] >= threshold_sigmas * sigma]
     if max_vocab is not None:

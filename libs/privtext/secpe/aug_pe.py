@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from privtext.privacy.accounting import augpe_sigma
-from privtext.privacy.mechanisms import gaussian_noise
+from privtext.privacy.mechanisms import gaussian_release
 from privtext.secpe.evolution import Vote
 from privtext.secpe.secret_clustering import clip_rows, nearest
 
@@ -51,6 +51,6 @@ def augpe_vote(votes: Callable[[int, np.ndarray, np.ndarray], np.ndarray], sigma
 
     def vote(t: int, cand_emb: np.ndarray, cand_labels: np.ndarray) -> np.ndarray:
         hist = np.asarray(votes(t, cand_emb, cand_labels), dtype=np.float64)
-        return hist + gaussian_noise(rng, hist.shape, sigma)
+        return gaussian_release(rng, hist, sigma, sensitivity=1.0)  # one record moves one vote
 
     return vote

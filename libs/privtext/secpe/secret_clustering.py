@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privtext.privacy.mechanisms import gaussian_noise
+from privtext.privacy.mechanisms import gaussian_release
 
 NO_LABEL = -1
 
@@ -126,14 +126,18 @@ class NoisyCenters:
 def release(counts: np.ndarray, sums: np.ndarray, clusters: PublicClusters, sigma: float,
             rng: np.random.Generator, radius: float) -> NoisyCenters:
     """Eq. 7: n~_k = n_k + m_k + N(0, sigma^2); e~_k = (n_k e_k + sum_i e^_i) / (n_k + m_k)
-    + (2R / n_k) N(0, sigma^2 I_d). ``sigma`` from SecretNoise for T rounds, 2 releases per round."""
+    + (2R / n_k) N(0, sigma^2 I_d). ``sigma`` from SecretNoise for T rounds, 2 releases per round.
+
+    Both releases are floating-point safe (``gaussian_release``): the centres are released in the
+    noise's units (mean scaled by n_k / 2R, where one sampled record moves them by <= 1 in L2), then
+    scaled back, a post-processing of the grid-valued release."""
     counts = np.asarray(counts, dtype=np.float64)
     total = clusters.sizes + counts
     public = clip_rows(clusters.centers, radius).astype(np.float64)  # ||e_k|| <= R, as the bound needs
     mean = (clusters.sizes[:, None] * public + sums) / total[:, None]
     scale = (2.0 * radius / clusters.sizes)[:, None]
-    noisy_centers = mean + scale * gaussian_noise(rng, mean.shape, sigma)
-    noisy_counts = total + gaussian_noise(rng, total.shape, sigma)
+    noisy_centers = scale * gaussian_release(rng, mean / scale, sigma, sensitivity=1.0)
+    noisy_counts = gaussian_release(rng, total, sigma, sensitivity=1.0)
     return NoisyCenters(noisy_centers, noisy_counts, clusters.labels)
 
 
