@@ -82,13 +82,12 @@ class ClusantSanitizer:
         tier_of: Callable[[str], str],
         encode: Encode,
         model_name: str,
-        exclude: Iterable[str] = (),
         generate: Generate | None = None,
         cache_dir: str | None = None,
     ) -> "ClusantSanitizer":
         """Vocabulary, embeddings (cached in ``cache_dir``, default ``settings.cache_dir``), clusters, mechanism per type."""
         vocabularies = build_vocabularies(settings, encode, model_name, generate, cache_dir)
-        return cls.from_vocabularies(settings, vocabularies, tier_of, exclude)
+        return cls.from_vocabularies(settings, vocabularies, tier_of)
 
     @classmethod
     def from_vocabularies(
@@ -96,15 +95,14 @@ class ClusantSanitizer:
         settings: ClusantSettings,
         vocabularies: Mapping[str, tuple[Sequence[str], np.ndarray] | None],
         tier_of: Callable[[str], str],
-        exclude: Iterable[str] = (),
     ) -> "ClusantSanitizer":
         """Clusters and mechanism per type over the given (phrases, embeddings); None: no vocabulary.
 
-        ``exclude`` (private values; used when ``settings.exclude_private_values``) removes matching
-        candidates (case- and space-insensitively) from the full vocabulary, so the cached embeddings
-        stay valid whatever a night's private values are; the vocabulary shrinks by the matches.
+        ``settings.reserved_values`` (a fixed public list, never data) removes matching candidates
+        (case- and space-insensitively), so the cached embeddings stay valid; the candidates, their
+        clustering and the mechanism depend on the vocabulary version and conf only.
         """
-        banned = {normalize(v) for v in exclude} if settings.exclude_private_values else set()
+        banned = {normalize(v) for v in settings.reserved_values}
         per_type, missing = {}, []
         for entity_type, vocabulary in vocabularies.items():
             keep = [] if vocabulary is None else [i for i, p in enumerate(vocabulary[0]) if normalize(p) not in banned]

@@ -49,9 +49,8 @@ class ClusantSettings(StrictModel):
     eps: dict[Tier, float] = Field(default_factory=lambda: {"PII": 8.0, "PoII": 16.0})  # metric-LDP eps per tier
     eps_by_type: dict[str, float] = Field(default_factory=dict)  # per-type override of the tier's eps
     entity_types: tuple[str, ...] = DEFAULT_ENTITY_TYPES
-    metric: Literal["euclidean"] = "euclidean"  # d = d_c = Euclidean distance of unit-norm phrase embeddings
     vocabulary: VocabularySettings = VocabularySettings()
-    exclude_private_values: bool = True  # drop candidates equal to a detected private value
+    reserved_values: tuple[str, ...] = ()  # a fixed public list never emitted (never tonight's data)
     cache_dir: str = "cache/clusant"  # vocabulary embeddings, keyed by (type, vocabulary hash, model)
     metrics: SanitizeMetricsSettings = SanitizeMetricsSettings()
 

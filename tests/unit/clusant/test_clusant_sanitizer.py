@@ -26,8 +26,9 @@ def _settings(**kw):
 
 
 def test_replacements_come_from_the_public_vocabulary_of_the_span_type(tmp_path):
-    private = ["Maria Lopez", "maria.lopez@example.com"]
-    san = ClusantSanitizer.build(_settings(), TIERS.get, hash_encode, "hash", exclude=private, cache_dir=str(tmp_path))
+    reserved = ["Maria Lopez", "maria.lopez@example.com"]
+    san = ClusantSanitizer.build(_settings(reserved_values=reserved), TIERS.get, hash_encode, "hash",
+                                 cache_dir=str(tmp_path))
     types = ["PERSON", "LOCATION", "PERSON", "EMAIL_ADDRESS", "CREDIT_CARD"] * 20
     out = san.replace(np.random.default_rng(0), types, hash_encode([f"span {i}" for i in range(len(types))]))
     for t, r in zip(types, out):
@@ -35,7 +36,7 @@ def test_replacements_come_from_the_public_vocabulary_of_the_span_type(tmp_path)
             assert r is None  # not configured: the caller masks it
         else:
             assert r in san.per_type[t].phrases
-            assert r.casefold() not in {p.casefold() for p in private}
+            assert r.casefold() not in {p.casefold() for p in reserved}
     assert len(list(tmp_path.glob("*.npy"))) == 3  # one cached embedding file per type
 
 
@@ -43,7 +44,7 @@ def test_tier_eps_and_ledger_params(tmp_path):
     san = ClusantSanitizer.build(_settings(eps_by_type={"EMAIL_ADDRESS": 1.0}), TIERS.get, hash_encode, "hash",
                                  cache_dir=str(tmp_path))
     params = san.ledger_params()
-    assert params["guarantee"] == "mldp" and params["metric"] == "euclidean" and params["k"] == 8.0
+    assert params["guarantee"] == "mldp" and params["metric"] == "D_k" and params["k"] == 8.0
     assert params["eps_by_tier"] == {"PII": 2.0, "PoII": 6.0}
     assert params["eps_by_type"] == {"PERSON": 2.0, "EMAIL_ADDRESS": 1.0, "LOCATION": 6.0}
     assert params["tier_by_type"] == TIERS
@@ -119,13 +120,14 @@ def test_splice_keeps_everything_outside_the_spans_code_point_exact():
     assert splice(text, [], []) == text and placeholder("US_PASSPORT") == "[US_PASSPORT]"
 
 
-def test_missing_vocabulary_types_and_exclusion_as_subset(tmp_path):
+def test_missing_vocabulary_types_and_reserved_values_as_subset(tmp_path):
     settings = _settings().model_copy(update={"entity_types": ("PERSON", "NO_SUCH_TYPE")})
     full = ClusantSanitizer.build(settings, lambda t: "PII", hash_encode, "hash", cache_dir=str(tmp_path))
     assert full.missing == ("NO_SUCH_TYPE",) and list(full.per_type) == ["PERSON"]
-    private = [full.per_type["PERSON"].phrases[3].upper(), "someone else"]
+    reserved = (full.per_type["PERSON"].phrases[3].upper(), "someone else")
     cached = sorted(tmp_path.glob("*.npy"))
-    sub = ClusantSanitizer.build(settings, lambda t: "PII", hash_encode, "hash", exclude=private, cache_dir=str(tmp_path))
+    sub = ClusantSanitizer.build(settings.model_copy(update={"reserved_values": reserved}), lambda t: "PII", hash_encode,
+                                 "hash", cache_dir=str(tmp_path))
     assert sub.per_type["PERSON"].phrases == full.per_type["PERSON"].phrases[:3] + full.per_type["PERSON"].phrases[4:]
     assert sorted(tmp_path.glob("*.npy")) == cached  # the cached full-vocabulary embeddings are reused
     out = sub.replace(np.random.default_rng(0), ["PERSON", "NO_SUCH_TYPE"], hash_encode(["x", "y"]))

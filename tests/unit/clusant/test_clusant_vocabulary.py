@@ -78,3 +78,20 @@ def test_embedding_is_cached_per_type_vocabulary_and_model(tmp_path):
     assert vocabulary_hash("PERSON", phrases, "m1") != vocabulary_hash("PERSON", phrases + ["d"], "m1")
     with pytest.raises(ValueError, match="L2-normalized"):
         embed_vocabulary("URL", phrases, lambda p: np.ones((len(p), 4)), "m1", None)
+
+
+def test_date_vocabulary_does_not_follow_the_clock(monkeypatch):
+    """Driver and workers (and tomorrow's run) must build the same DATE_TIME candidates."""
+    import datetime as dt
+
+    import faker.providers.date_time as provider
+
+    today = build_vocabulary("DATE_TIME", VocabularySettings(size=80))
+
+    class Later(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return dt.datetime(2041, 6, 1, tzinfo=tz)
+
+    monkeypatch.setattr(provider, "datetime", Later)
+    assert build_vocabulary("DATE_TIME", VocabularySettings(size=80)) == today
