@@ -45,8 +45,8 @@ class ClusantSettings(StrictModel):
     method: Literal["clusant", "santext", "custext"] = "clusant"  # custext has no guarantee across clusters
     n_clusters: int = Field(40, ge=1)  # per entity type (capped at the vocabulary size)
     clustering: Literal["custext", "kmeans"] = "custext"
-    k: float = Field(16.0, ge=1.0)  # cluster-embedding factor (Fig. 1); the between-cluster bound grows with k
-    eps: dict[Tier, float] = Field(default_factory=lambda: {"PII": 8.0, "PoII": 16.0})  # metric-LDP eps per tier
+    k: float = Field(4.0, ge=1.0)  # cluster-embedding factor (Fig. 1); the between-cluster bound grows with k
+    eps: dict[Tier, float] = Field(default_factory=lambda: {"PII": 2.0, "PoII": 4.0})  # metric-LDP eps per tier
     eps_by_type: dict[str, float] = Field(default_factory=dict)  # per-type override of the tier's eps
     entity_types: tuple[str, ...] = DEFAULT_ENTITY_TYPES
     vocabulary: VocabularySettings = VocabularySettings()

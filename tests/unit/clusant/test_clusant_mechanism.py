@@ -173,7 +173,7 @@ def test_invalid_parameters_rejected(vocab):
 
 @pytest.fixture(scope="module")
 def real_phrases(tmp_path_factory):
-    """~240 public PERSON/LOCATION phrases (the vocabulary) and 24 unseen real phrases (inputs), all-MiniLM-L6-v2."""
+    """300 public PERSON/LOCATION phrases (the vocabulary) and 24 unseen real phrases (inputs), all-MiniLM-L6-v2."""
     pytest.importorskip("sentence_transformers")
     from privtext.clusant.settings import VocabularySettings
     from privtext.clusant.vocabulary import build_vocabulary, embed_vocabulary
@@ -183,7 +183,7 @@ def real_phrases(tmp_path_factory):
     def encode(phrases):
         return encode_phrases(phrases, EmbedSettings(device="cpu"))
 
-    vs = VocabularySettings(size=120)
+    vs = VocabularySettings(size=150)
     cache = tmp_path_factory.mktemp("phrase-cache")
     vocab = np.vstack([embed_vocabulary(t, build_vocabulary(t, vs), encode, "minilm", cache) for t in ("PERSON", "LOCATION")])
     unseen = ["Angela Merkel", "Barack Obama", "Ada Lovelace", "Kylian Mbappe", "Frida Kahlo", "Nelson Mandela",
@@ -229,3 +229,32 @@ def test_exact_privacy_check_on_real_phrases_all_pairs_all_outputs(real_phrases,
     if method == "santext":
         np.testing.assert_allclose(d_c, np.linalg.norm(x[i] - x[j], axis=1), rtol=1e-12)
     assert (observed[i, j] / (eps * d_c)).max() > 0.25  # the bound is attained up to a modest factor
+
+
+@pytest.mark.parametrize("shipped", [True, False])
+def test_shipped_settings_hold_their_recorded_guarantee_for_every_pair_and_output(real_phrases, shipped):
+    """The exact output tables of a 300-phrase vocabulary at base.yaml's k, clusters and PII eps: every
+    (x, x', y) within the recorded D_k metric bound and the recorded pure-LDP eps. Negative control: the
+    settings shipped before (k 16, eps 8) violate the claim the ledger then recorded (eps times the
+    Euclidean distance) on most cross-cluster pairs, while D_k, what is recorded now, holds."""
+    from privtext.platform.config import load_settings
+
+    cfg = load_settings(None, environ={}).clusant
+    if not shipped:
+        cfg = cfg.model_copy(update={"k": 16.0, "eps": {"PII": 8.0, "PoII": 16.0}})
+    vocab, x = real_phrases
+    assert len(vocab) >= 300
+    eps = cfg.eps["PII"]
+    labels = cluster_vocabulary(vocab, cfg.clustering, cfg.n_clusters, np.random.default_rng(0))
+    mech = build_mechanism(cfg.method, vocab, labels, eps, cfg.k)
+    record = mech.guarantee()
+    assert record["metric"] == "D_k" and record["k"] == cfg.k and record["eps"] == eps
+    observed = _worst_log_ratio(mech.log_probabilities(x))
+    i, j = np.nonzero(~np.eye(len(x), dtype=bool))
+    assert (observed[i, j] <= eps * mech.metric(x[i], x[j]) + TOL).all()
+    assert observed.max() <= record["ldp_eps"] + TOL
+    euclid_claim = observed[i, j] > eps * np.linalg.norm(x[i] - x[j], axis=1) + TOL
+    _, cx = mech._prepare(x)
+    assert not euclid_claim[cx[i] == cx[j]].any()  # within a cluster D_k is the Euclidean distance
+    if not shipped:
+        assert euclid_claim[cx[i] != cx[j]].mean() > 0.5
