@@ -53,7 +53,8 @@ def main() -> None:
         train, test = release.take(train_rows), release.take(test_rows)
         for kind in settings.adversaries:
             start = time.perf_counter()
-            result, diag = audit_with_diagnostics(train, test, candidates, adversary=kind, eps=eps,
+            result, diag = audit_with_diagnostics(train, test, candidates, secrets.take(test_rows).truth(),
+                                                  adversary=kind, eps=eps,
                                                   settings=settings, rng=np.random.default_rng(2))
             wall = time.perf_counter() - start
             tag = f"{kind}_eps{eps:g}"

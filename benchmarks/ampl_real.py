@@ -133,6 +133,7 @@ def main() -> None:
                             alpha_grid=(0.25, 0.5, 0.75, 1.0), alpha_start=(0.75, 1.0), tune_rounds=2)
     n = secrets.mask.shape[0]
     train_rows, test_rows = split_rows(np.random.default_rng(1), n, 0.2)
+    truth = secrets.take(test_rows).truth()
     print(f"docs: {n}")
     print(f"sensitive_positions: {int(secrets.mask.sum())}")
     print(f"pii_positions: {int((secrets.tiers == 1).sum())}")
@@ -143,7 +144,7 @@ def main() -> None:
     def audit_all(release: ReleasedSequences, eps: float, tag: str) -> dict[str, float]:
         ratios = {}
         for kind in ADVERSARIES:
-            result = audit(release.take(train_rows), release.take(test_rows), candidates, adversary=kind, eps=eps,
+            result = audit(release.take(train_rows), release.take(test_rows), candidates, truth, adversary=kind, eps=eps,
                            settings=settings, rng=np.random.default_rng(2))
             ratios[kind] = result.violation_ratio
             print(f"{tag}_{kind}_violation_ratio: {result.violation_ratio:.4f}")

@@ -1,5 +1,6 @@
-"""Stage ``audit``: one row per adversary, an identity "sanitizer" fails and a constant one passes, other
-targets' rows survive a rerun, and no span value reaches leakage_audits or the MLflow artifacts."""
+"""Stage ``audit``: one row per adversary and release, negative controls in every run (identity fails,
+uniform passes: valid), an identity "sanitizer" fails and a constant one passes, other targets' rows
+survive a rerun, and no span value reaches leakage_audits or the MLflow artifacts."""
 from __future__ import annotations
 
 import datetime as dt
@@ -21,7 +22,7 @@ CITIES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Tallinn", "Winnipeg", "Dakar",
 TINY = {"epochs": 6, "hidden_size": 16, "num_layers": 1, "heads": 2, "batch_size": 16, "dropout": 0.0,
         "triplets": 4000, "device": "cpu", "torch_threads": 1, "max_documents": 150, "min_documents": 10,
         "max_tokens": 24, "adversaries": ["transformer"], "pass_rule": "ratio", "delta_target": 0.1,
-        "temperature": 8.0}
+        "temperature": "calibrated"}
 
 
 def _corpus(n=150, seed=0):
@@ -65,7 +66,7 @@ def _write_inputs(ctx, sanitize):
 
 
 def _audits(ctx):
-    return {(r.target, r.adversary): r for r in ctx.lakehouse.read(LEAKAGE_AUDITS).collect()}
+    return {(r.target, r.adversary, r.release): r for r in ctx.lakehouse.read(LEAKAGE_AUDITS).collect()}
 
 
 @pytest.fixture
@@ -78,29 +79,33 @@ def audit_settings(tmp_path, spark):
 def test_identity_release_fails_constant_release_passes_and_no_value_leaves(audit_settings):
     ctx = RunContext.create(audit_settings, date=DATE.isoformat())
     # a row of another target for the same date must survive the audit's replace
-    other = ("synthetic_documents", DATE, "lstm", 1.0, 10, 0.0, 0.1, -5.0, 0.0, True, "old")
+    other = ("synthetic_documents", DATE, "lstm", 1.0, 10, 0.0, 0.1, -5.0, 0.0, True, "candidate", True, "s", "old")
     ctx.lakehouse.replace_partitions(LEAKAGE_AUDITS, ctx.spark.createDataFrame(
         [other], from_arrow_schema(LEAKAGE_AUDITS.schema)), {"date": [DATE]})
 
     _write_inputs(ctx, lambda value: value)  # identity "sanitizer": the answer is in the release
     leak = run_stage("audit", audit_settings, date=DATE.isoformat(), eps=2.0, adversaries=["transformer", "rnn"])
     rows = _audits(ctx)
-    assert set(rows) == {("sanitized_documents", "transformer"), ("sanitized_documents", "rnn"),
-                         ("synthetic_documents", "lstm")}
+    target = "sanitized_documents"
+    assert set(rows) == {(target, "transformer", "candidate"), (target, "rnn", "candidate"),
+                         (target, "transformer", "control_identity"), (target, "transformer", "control_uniform"),
+                         ("synthetic_documents", "lstm", "candidate")}
     for kind in ("transformer", "rnn"):
-        row = rows[("sanitized_documents", kind)]
+        row = rows[(target, kind, "candidate")]
         assert row.eps == 2.0 and row.triplets == TINY["triplets"] and row.delta_target == 0.1
         assert 0.0 <= row.violation_ratio <= 1.0 and row.log10_p_fail <= 0.0 and row.date == DATE
         assert row.utility_loss == pytest.approx(0.0, abs=1e-5)  # nothing was changed
+        assert row.staged_runs == "r" and row.valid
     assert leak.documents == 150 and leak.unaligned == 0 and leak.candidates == 16
-    assert not leak.passed and leak.worst_violation_ratio > 0.1
+    assert leak.valid and leak.controls["control_identity"] > 0.5 > 0.1 > leak.controls["control_uniform"]
+    assert not leak.passed and leak.worst_violation_ratio > 0.5
 
     _write_inputs(ctx, lambda value: "somebody")  # every span replaced by one constant phrase
     strong = run_stage("audit", audit_settings, date=DATE.isoformat(), eps=2.0)
     rows = _audits(ctx)
-    assert set(rows) == {("sanitized_documents", "transformer"), ("synthetic_documents", "lstm")}
-    assert strong.passed and rows[("sanitized_documents", "transformer")].passed
-    assert rows[("sanitized_documents", "transformer")].utility_loss > 0.2
+    assert {key[2] for key in rows if key[0] == target} == {"candidate", "control_identity", "control_uniform"}
+    assert strong.passed and strong.valid and rows[(target, "transformer", "candidate")].passed
+    assert rows[(target, "transformer", "candidate")].utility_loss > 0.2
     assert strong.worst_violation_ratio < leak.worst_violation_ratio / 3
 
     # nothing raw outside restricted: no span value in the audit table or any MLflow artifact
@@ -139,7 +144,8 @@ def test_tune_sanitize_writes_a_conf_file_that_loads(tmp_path, spark):
     report = tune_sanitize(settings, DATE.isoformat(), out)
     loaded = load_settings(out, environ={})
     assert loaded.clusant.eps == report["eps"]
-    assert report["eps"]["PII"] <= report["eps"]["PoII"] and report["eps"]["PoII"] in (8.0, 16.0)
+    poii = settings.clusant.eps["PoII"]  # alpha grid (0.5, 1.0) times the PoII eps
+    assert report["eps"]["PII"] <= report["eps"]["PoII"] and report["eps"]["PoII"] in (poii / 2, poii)
     assert len(report["history"]) >= 2 and all(0 <= h["violation_ratio"] <= 1 for h in report["history"])
     assert all(h["utility_loss_remapped"] <= h["utility_loss"] + 1e-9 for h in report["history"])
     text = out.read_text()

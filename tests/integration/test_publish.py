@@ -1,4 +1,5 @@
-"""Stage publish: the audit gate (refuse, accept, override recorded), atomic exports with checksums, reruns."""
+"""Stage publish: the audit gate (refuse, accept, override recorded; invalid, stale and deterministic
+releases refused), atomic exports with checksums, reruns."""
 import datetime as dt
 import hashlib
 import json
@@ -21,9 +22,10 @@ DATE = dt.date(2026, 1, 15)
 TARGET = "sanitized_documents"
 
 
-def make_ctx(tmp_path, run_id, **publish_conf):
+def make_ctx(tmp_path, run_id, deterministic=False, **publish_conf):
     conf = {"export_path": str(tmp_path / "exports"), "audit_adversaries": ["lstm", "rnn"], **publish_conf}
-    return RunContext.create(make_settings(tmp_path / "lake", publish=conf), date=DATE.isoformat(), run_id=run_id)
+    settings = make_settings(tmp_path / "lake", publish=conf, run={"deterministic": deterministic})
+    return RunContext.create(settings, date=DATE.isoformat(), run_id=run_id)
 
 
 def stage(ctx, texts, method="clusant", run_id="san-1"):
@@ -34,8 +36,10 @@ def stage(ctx, texts, method="clusant", run_id="san-1"):
                                                            pure_epsilon=40.0, metric="D_k", k=16.0), {"v1": 1})
 
 
-def audit(ctx, results):
-    rows = [(TARGET, DATE, adv, 8.0, 1000, ratio, 0.05, -4.0, 0.1, passed, "audit-run") for adv, ratio, passed in results]
+def audit(ctx, results, valid=True, staged_runs="san-1"):
+    controls = [("lstm", 0.9, False, "control_identity"), ("lstm", 0.01, valid, "control_uniform")]
+    rows = [(TARGET, DATE, adv, 8.0, 1000, ratio, 0.05, -4.0, 0.1, passed, release, valid, staged_runs, "audit-run")
+            for adv, ratio, passed, release in [(*r, "candidate") for r in results] + controls]
     df = ctx.spark.createDataFrame(rows, from_arrow_schema(LEAKAGE_AUDITS.schema))
     ctx.lakehouse.replace_partitions(LEAKAGE_AUDITS, df, {"date": [DATE]})
 
@@ -69,7 +73,13 @@ def test_gate_refuses_failing_or_missing_audits_then_publishes_when_passed(tmp_p
     with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*no leakage audit by lstm"):
         publish.run(ctx, target=TARGET)
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.123, False)])
-    with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*rnn failed: violation ratio 0.123"):
+    with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*rnn found leakage: violation ratio 0.123"):
+        publish.run(ctx, target=TARGET)
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)], valid=False)  # the uniform control failed
+    with pytest.raises(PublishRefused, match=r"lstm audit is invalid: .*control_uniform"):
+        publish.run(ctx, target=TARGET)
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)], staged_runs="san-0")  # audited an earlier sanitize
+    with pytest.raises(PublishRefused, match=r"lstm audit is stale: it read staged run\(s\) san-0, the partition now holds san-1"):
         publish.run(ctx, target=TARGET)
     assert published(ctx) == [] and not (tmp_path / "exports").exists()  # refusals write nothing
 
@@ -80,7 +90,7 @@ def test_gate_refuses_failing_or_missing_audits_then_publishes_when_passed(tmp_p
     manifest = check_export(tmp_path / "exports" / TARGET / DATE.isoformat(), published(ctx))
     sanitize_ids = [e["entry_id"] for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["stage"] == "sanitize"]
     assert manifest["privacy"]["ledger_entry_ids"] == sanitize_ids and manifest["privacy"]["methods"] == ["clusant"]
-    assert manifest["gate"]["outcome"] == "passed" and len(manifest["gate"]["audits"]) == 2
+    assert manifest["gate"] == {"outcome": "passed"}  # audit figures stay in protected
     assert manifest["published_table"]["version"] == result.published_version
     formats = [f["format"] for f in manifest["files"]]
     assert formats.count("parquet") == formats.count("jsonl") == result.files // 2 >= 1
@@ -123,7 +133,7 @@ def test_override_is_recorded_and_custext_is_never_published(tmp_path):
     (record,) = [e for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["stage"] == "publish"]
     assert record["guarantee"] == "none" and record["run_id"] == "pub-1" and record["spend"] == {}
     assert record["params"]["why"] == "legal sign-off #42" and record["params"]["who"]
-    assert "lstm failed: violation ratio 0.4" in record["params"]["gate_problems"][0]
+    assert "lstm found leakage: violation ratio 0.4" in record["params"]["gate_problems"][0]
     manifest = json.loads((tmp_path / "exports" / TARGET / DATE.isoformat() / "manifest.json").read_text())
     assert record["entry_id"] in manifest["privacy"]["ledger_entry_ids"] and manifest["gate"]["outcome"] == "override"
 
@@ -131,3 +141,26 @@ def test_override_is_recorded_and_custext_is_never_published(tmp_path):
     with pytest.raises(PublishRefused, match="no privacy guarantee"):
         publish.run(ctx, target=TARGET, override_gate=True, reason="try anyway")
     assert published(ctx) == ["x [PERSON]"]
+
+
+def test_deterministic_releases_are_never_published(tmp_path):
+    fixed = make_ctx(tmp_path, "pub-1", deterministic=True, require_audit=False)
+    stage(fixed, ["a [PERSON]"])  # charged by a deterministic run: its charge says so
+    with pytest.raises(PublishRefused, match=r"run.deterministic releases .* never published \(san-1\)"):
+        publish.run(make_ctx(tmp_path, "pub-2", require_audit=False), target=TARGET, override_gate=True, reason="x")
+    stage(make_ctx(tmp_path, "pub-3"), ["b [PERSON]"], run_id="san-2")
+    with pytest.raises(PublishRefused, match="this publish run"):
+        publish.run(fixed, target=TARGET)
+    assert published(fixed) == []
+
+
+def test_gate_decision_is_a_pure_function():
+    row = {"adversary": "rnn", "eps": 2.0, "violation_ratio": 0.01, "delta_target": 0.05, "passed": True,
+           "release": "candidate", "valid": True, "staged_runs": "a,b", "run_id": "x"}
+    assert publish.gate_decision([row], ["rnn"], ["b", "a"]) == []
+    assert publish.gate_decision([row], ["rnn", "lstm"], ["a", "b"]) == ["no leakage audit by lstm"]
+    assert "stale" in publish.gate_decision([row], ["rnn"], ["a"])[0]
+    assert "invalid" in publish.gate_decision([{**row, "valid": False}], ["rnn"], ["a", "b"])[0]
+    assert "found leakage" in publish.gate_decision([{**row, "passed": False}], ["rnn"], ["a", "b"])[0]
+    control = {**row, "release": "control_identity"}  # a control row never stands in for the audit
+    assert publish.gate_decision([control], ["rnn"], ["a", "b"]) == ["no leakage audit by rnn"]

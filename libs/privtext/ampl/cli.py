@@ -40,9 +40,8 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
                          f"(ampl.min_documents = {ampl.min_documents})")
     encode = encoder(ctx)
     batch = embed_documents(docs, encode)
-    values = [t for d in docs for t, s in zip(d.original, d.spans) if s is not None]
     tier_of = {t: settings.pii.tiers.get(t, "PII") for t in clusant.entity_types}
-    sanitizer = ClusantSanitizer.build(clusant, tier_of.__getitem__, encode, settings.embed.model, exclude=values)
+    sanitizer = ClusantSanitizer.build(clusant, tier_of.__getitem__, encode, settings.embed.model)
     base = {t: ts.mechanism for t, ts in sanitizer.per_type.items()}
     eps_base = clusant.eps["PoII"]
     audit_eps = ampl.audit_eps or clusant.eps["PII"]
@@ -50,7 +49,7 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     def mechanisms(alphas):
         return mechanisms_at(base, tier_of, clusant.method, eps_base, alphas)
 
-    result = tune_release(batch.release.n, lambda a, gen: clusant_release(batch, mechanisms(a), gen),
+    result = tune_release(batch.secrets, lambda a, gen: clusant_release(batch, mechanisms(a), gen),
                           lambda a: clusant_losses(batch, mechanisms(a)), batch.candidates, eps=audit_eps,
                           adversary=adversary, settings=ampl, rng=rng)
     eps = {"PII": round(result.alphas[0] * eps_base, 6), "PoII": round(result.alphas[1] * eps_base, 6)}

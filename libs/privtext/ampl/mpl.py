@@ -5,8 +5,11 @@
 * ``explicit_joint_posterior``: the exact Bayesian posterior of one secret X_l given a joint
   observation of L independently perturbed, *correlated* secrets (Eq. 4; the explicit
   joint-probability attacker of Sec. 2.4 and App. C.1).
-* ``sample_triplets`` / ``violation_ratio``: Eq. 12, the share of uniformly sampled triplets
-  (x_i, x_j, y) with mPL > eps.
+* ``violation_ratio``: Eq. 12, the share of sampled triplets (x_i, x_j, y) with mPL > eps.
+  ``true_secret_triplets``: the audit's triplets, x_i = the true secret of y (Eq. 12 samples them
+  uniformly; uniform triplets involve y's true secret with probability ~2/K, so with K in the hundreds an
+  identity release (no sanitization) shows almost no violations; restricted to the true secret, the
+  ratio separates identity (~all), sanitizers (a share) and a uniform replacement (~none)).
 * ``log10_p_fail``: Prop. 4. Read correctly, the bound is a significance level, not a probability of
   the fixed number p: if the true violation probability were p >= delta, the chance that S i.i.d.
   triplets show a rate <= p_hat is at most exp(-2 S (delta - p_hat)^2) (one-sided Hoeffding; the
@@ -67,22 +70,22 @@ class Triplets:
     dist: np.ndarray
 
 
-def sample_triplets(rng: np.random.Generator, n_obs: int, candidates: np.ndarray, count: int) -> Triplets:
-    """Uniform i.i.d. triplets (Eq. 12): y among ``n_obs`` observations, (x_i, x_j) an ordered pair of
-    candidate embeddings at Euclidean distance > 0 (pairs of identical candidates are redrawn).
-    Distances are computed per drawn pair, never as a K x K table."""
+def true_secret_triplets(rng: np.random.Generator, truth: np.ndarray, candidates: np.ndarray,
+                         count: int) -> Triplets:
+    """i.i.d. triplets (y, x_i, x_j): y uniform among the observations, x_i = the true secret of y
+    (``truth[y]``, an index into ``candidates``), x_j uniform among the candidates at distance > 0."""
+    truth = np.asarray(truth, dtype=np.int64)
     k = candidates.shape[0]
-    if n_obs < 1 or k < 2:
+    if truth.size < 1 or k < 2:
         raise ValueError("need at least one observation and two candidates")
-    obs = rng.integers(0, n_obs, size=count)
-    i = rng.integers(0, k, size=count)
+    obs = rng.integers(0, truth.size, size=count)
+    i = truth[obs]
     j = rng.integers(0, k, size=count)
     dist = _pair_dist(candidates, i, j)
     for _ in range(1000):
         bad = dist <= 0
         if not bad.any():
             return Triplets(obs=obs, i=i, j=j, dist=dist)
-        i[bad] = rng.integers(0, k, size=bad.sum())
         j[bad] = rng.integers(0, k, size=bad.sum())
         dist[bad] = _pair_dist(candidates, i[bad], j[bad])
     raise ValueError("candidate set has (almost) no pair of distinct secrets")

@@ -74,6 +74,10 @@ class SecretSequences:
     def take(self, rows: np.ndarray) -> "SecretSequences":
         return SecretSequences(self.embeddings[rows], self.secret_ids[rows], self.tiers[rows], self.lengths[rows])
 
+    def truth(self) -> np.ndarray:
+        """The candidate index of every sensitive position, in the row-major order of ``targets()``."""
+        return self.secret_ids[self.mask]
+
     def release(self, released_ids: np.ndarray, candidates: np.ndarray) -> ReleasedSequences:
         """The released batch when each sensitive token is replaced by candidate ``released_ids``
         (same [n, L] layout, read only where sensitive)."""

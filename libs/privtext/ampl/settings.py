@@ -26,8 +26,9 @@ class AmplSettings(StrictModel):
     # prior model: "shared" = one network on the released and the placeholder view; "separate" = two runs
     prior_model: Literal["shared", "separate"] = "shared"
     # posterior approximation (Sec. 2.4): softmax(-||x_hat - x_i||^2 / (tau_base * temperature)),
-    # tau_base = 2 * the adversary's validation MSE per dimension (Gaussian residual model)
-    temperature: float = Field(1.0, gt=0)
+    # tau_base = 2 * the adversary's validation MSE per dimension (Gaussian residual model);
+    # "calibrated": temperature scaling on the validation split (adversary.calibrated_temperature)
+    temperature: float | Literal["calibrated"] = "calibrated"
     posterior_floor: float = Field(1e-6, ge=0, lt=1)  # mix with uniform (Prop. 5, A1: clipped posteriors)
     # PBmPL check (Def. 4, Eq. 12, Prop. 4)
     triplets: int = Field(100_000, gt=0)

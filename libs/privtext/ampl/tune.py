@@ -101,23 +101,24 @@ def tune(secrets: SecretSequences, candidates: np.ndarray, *, eps: float, advers
          settings: AmplSettings, rng: np.random.Generator) -> TuneResult:
     """The AmPL loop on documents with two-tier secrets (1 = PII, 2 = PoII), tiered EM over ``candidates``."""
     return tune_release(
-        secrets.mask.shape[0],
+        secrets,
         lambda alphas, gen: secrets.release(perturb(gen, secrets, candidates, eps, alphas), candidates),
         lambda alphas: expected_losses(secrets, candidates, eps, alphas),
         candidates, eps=eps, adversary=adversary, settings=settings, rng=rng)
 
 
-def tune_release(n_docs: int, release: Callable[[Alphas, np.random.Generator], ReleasedSequences],
+def tune_release(secrets: SecretSequences, release: Callable[[Alphas, np.random.Generator], ReleasedSequences],
                  losses: Callable[[Alphas], tuple[float, float]], candidates: np.ndarray, *, eps: float,
                  adversary: str, settings: AmplSettings, rng: np.random.Generator) -> TuneResult:
-    """The loop for any tiered mechanism: ``release(alphas, rng)`` draws the release of the ``n_docs``
-    documents, ``losses(alphas)`` gives (L_utility, remapped L_utility); the audit runs at ``eps``."""
-    train_rows, test_rows = split_rows(rng, n_docs, 0.2)
+    """The loop for any tiered mechanism: ``release(alphas, rng)`` draws the release of the documents of
+    ``secrets``, ``losses(alphas)`` gives (L_utility, remapped L_utility); the audit runs at ``eps``."""
+    train_rows, test_rows = split_rows(rng, secrets.mask.shape[0], 0.2)
+    truth = secrets.take(test_rows).truth()
     noise_seed, audit_seed = (int(s) for s in rng.integers(0, 2**31 - 1, size=2))
 
     def evaluate(alphas: Alphas) -> TuneStep:
         released = release(alphas, np.random.default_rng(noise_seed))
-        result = audit(released.take(train_rows), released.take(test_rows), candidates, adversary=adversary,
+        result = audit(released.take(train_rows), released.take(test_rows), candidates, truth, adversary=adversary,
                        eps=eps, settings=settings, rng=np.random.default_rng(audit_seed))
         utility, remapped = losses(alphas)
         objective = settings.lambda_1 * result.violation_ratio + settings.lambda_2 * utility

@@ -168,11 +168,14 @@ LEAKAGE_AUDITS = TableSpec(
             ("log10_p_fail", pa.float64()),
             ("utility_loss", pa.float64()),
             ("passed", pa.bool_()),
+            ("release", STR),  # candidate (the staged release) | control_identity | control_uniform
+            ("valid", pa.bool_()),  # the run's negative controls behaved (identity failed, uniform passed)
+            ("staged_runs", STR),  # the staged run ids the audit read (sorted, comma-joined): stale-audit check
             ("run_id", STR),
         ]
     ),
     ("date",),
-    "mPL leakage audit results per target, date and adversary (aggregates only).",
+    "mPL leakage audit results per target, date, adversary and release (aggregates only; a lower bound on leakage).",
 )
 
 SYNTHETIC_COLUMNS = [

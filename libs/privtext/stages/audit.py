@@ -14,11 +14,16 @@ on the actual (original, sanitized) pairs of the train split, mPL measured on th
 release that was written, and the adversary learns its posterior from it; ``privtext tune sanitize``
 uses CluSanT's exact probabilities to tune the eps.
 
-Written: one row per adversary (aggregates only: no token, no span, no doc id) replacing the target's
-rows of the date in ``protected.leakage_audits``; other targets' rows of that date are kept. The rows
-are internal audit statistics for the publish gate, not a DP release: they stay in ``protected`` and
-are not charged to the ledger. MLflow: metrics per adversary and a PNG of violation ratio vs eps.
-What the audit certifies: PBmPL against these adversary classes on this sample (``ampl.audit``).
+Negative controls in every run (``ampl.audit.control_release``), with the first adversary: the same
+documents released unchanged (identity: must fail) and with every secret replaced by a uniformly drawn
+candidate (uniform: leaks nothing, must pass). If either misbehaves, every row of the run is recorded
+``valid = false`` and the publish gate refuses.
+
+Written: one row per adversary and release (aggregates only: no token, no span, no doc id) replacing
+the target's rows of the date in ``protected.leakage_audits``, with the staged run ids it read (so a
+later sanitize rerun makes it stale); other targets' rows are kept. The rows are internal audit
+statistics for the gate, not a DP release: they stay in ``protected``. What a pass means: this
+adversary class found no more leakage on this sample -- a lower bound on leakage, never a certificate.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
-from privtext.ampl.audit import audit_with_diagnostics
+from privtext.ampl.audit import CONTROLS, audit_with_diagnostics, control_release, controls_valid
 from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
@@ -70,6 +75,8 @@ class AuditStageResult:
     adversaries: int
     worst_violation_ratio: float
     passed: bool
+    valid: bool  # the negative controls behaved
+    controls: dict  # control -> violation ratio
 
 
 def add_arguments(parser) -> None:
@@ -140,42 +147,56 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     eps = float(eps or ampl.audit_eps or ctx.settings.clusant.eps["PII"])
     rng = make_rng(ctx.settings.run.deterministic, ctx.settings.run.seed)
     start = ctx.date - dt.timedelta(days=ampl.window_days - 1)
-    docs, unaligned = sample_tokens(ctx, ctx.lakehouse.read(TARGETS[target]), start, ampl.max_documents,
-                                    ampl.max_tokens, int(rng.integers(0, 2**31 - 1)))
+    staged = ctx.lakehouse.read(TARGETS[target])
+    staged_runs = ",".join(sorted(r["run_id"] for r in staged.where(F.col("date") == F.lit(ctx.date))
+                                  .select("run_id").distinct().collect()))
+    docs, unaligned = sample_tokens(ctx, staged, start, ampl.max_documents, ampl.max_tokens,
+                                    int(rng.integers(0, 2**31 - 1)))
     docs = [d for d in docs if any(s is not None for s in d.spans)]
     if len(docs) < ampl.min_documents:
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
     batch = embed_documents(docs, encoder(ctx))
-    release = batch.release
-    train_rows, test_rows = split_rows(rng, release.n, 0.2)
+    train_rows, test_rows = split_rows(rng, batch.release.n, 0.2)
+    truth = batch.secrets.take(test_rows).truth()
+    releases = [("candidate", kind, batch.release) for kind in kinds]
+    releases += [(c, kinds[0], control_release(batch.secrets, batch.candidates, c, rng)) for c in CONTROLS]
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2))
-    rows, curves = [], {}
+    rows, curves, results = [], {}, {}
     try:
-        for kind in kinds:
+        for name, kind, release in releases:
             result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), batch.candidates,
-                                                  adversary=kind, eps=eps, settings=ampl,
+                                                  truth, adversary=kind, eps=eps, settings=ampl,
                                                   rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
+            results[name if name != "candidate" else kind] = result
             rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,
                          "triplets": result.triplets, "violation_ratio": result.violation_ratio,
                          "delta_target": result.delta_target, "log10_p_fail": result.log10_p_fail,
-                         "utility_loss": result.utility_loss, "passed": bool(result.passed), "run_id": ctx.run_id})
-            curves[kind] = diag.mpl_values
-            ctx.tracked.log_metrics({f"{kind}_violation_ratio": result.violation_ratio,
-                                     f"{kind}_log10_p_fail": result.log10_p_fail,
-                                     f"{kind}_val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse})
+                         "utility_loss": result.utility_loss, "passed": bool(result.passed), "release": name,
+                         "staged_runs": staged_runs, "run_id": ctx.run_id})
+            tag = kind if name == "candidate" else name
+            curves[tag] = diag.mpl_values
+            ctx.tracked.log_metrics({f"{tag}_violation_ratio": result.violation_ratio,
+                                     f"{tag}_log10_p_fail": result.log10_p_fail,
+                                     f"{tag}_val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse})
     finally:
         torch.set_num_threads(previous_threads)
+    valid = controls_valid(results["control_identity"], results["control_uniform"])
+    for row in rows:
+        row["valid"] = valid
+    candidates = [r for r in rows if r["release"] == "candidate"]
     _write(ctx, target, rows)
     ctx.tracked.log_params({"target": target, "eps": eps, "adversaries": ",".join(kinds),
                             "window_days": ampl.window_days, "max_documents": ampl.max_documents})
     ctx.tracked.log_dict({"rows": rows}, "audit/leakage_audits.json")
     _log_plot(ctx, curves, eps, ampl.delta_target, target)
-    return AuditStageResult(target=target, eps=eps, documents=release.n, unaligned=unaligned,
-                            sensitive_tokens=int(release.mask.sum()), candidates=len(batch.candidates),
-                            adversaries=len(rows), worst_violation_ratio=max(r["violation_ratio"] for r in rows),
-                            passed=all(r["passed"] for r in rows))
+    return AuditStageResult(target=target, eps=eps, documents=batch.release.n, unaligned=unaligned,
+                            sensitive_tokens=int(batch.release.mask.sum()), candidates=len(batch.candidates),
+                            adversaries=len(candidates),
+                            worst_violation_ratio=max(r["violation_ratio"] for r in candidates),
+                            passed=valid and all(r["passed"] for r in candidates), valid=valid,
+                            controls={c: results[c].violation_ratio for c in CONTROLS})
 
 
 def _write(ctx: RunContext, target: str, rows: list[dict]) -> None:

@@ -2,13 +2,16 @@
 
 ``privtext run publish --target sanitized_documents --date D``
 
-Gate. The date is published only if ``protected.leakage_audits`` holds rows for (target, date) from
-every adversary in ``publish.audit_adversaries`` and all of them passed; otherwise the stage refuses
-(``PublishRefused``, naming target, date and each failing adversary's violation ratio) and writes
-nothing. ``--override-gate --reason "..."`` publishes anyway and records a ledger entry (guarantee
-``none``) with who (the OS user) and why; ``publish.require_audit: false`` (demos only) skips the
-audit and records that the same way. A partition sanitized without a guarantee (CusText) is never
-published, override or not.
+Gate (``gate_decision``, a pure function). The date is published only if ``protected.leakage_audits``
+holds, for every adversary in ``publish.audit_adversaries``, a passed audit of the staged release whose
+negative controls behaved (``valid``) and which read the staged run(s) now in the partition (a later
+sanitize rerun makes it stale); otherwise the stage refuses (``PublishRefused``, naming each reason)
+and writes nothing. ``--override-gate --reason "..."`` publishes anyway and records a ledger entry
+(guarantee ``none``) with who (the OS user) and why; ``publish.require_audit: false`` (demos only)
+skips the audit and records that the same way. Never published, override or not: a partition sanitized
+without a guarantee (CusText), and a release from a ``run.deterministic`` run (fixed-seed noise: its
+charges say so) or by a deterministic publish run. The manifest carries the gate outcome and the
+ledger entry ids only; audit figures stay in ``protected``.
 
 Writes, in order: (1) the staged rows replace the date's partition of ``published.<target>`` (one
 Delta commit); (2) executors write the export files (Parquet and/or JSONL, ``publish.formats``) into a
@@ -74,22 +77,43 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reason", help="why the gate is overridden (required with --override-gate)")
 
 
-def gate_problems(ctx: RunContext, target: str) -> tuple[list[str], list[dict]]:
-    """What keeps (target, date) from passing the audit gate, and the audit rows it looked at."""
-    rows = [r.asDict() for r in ctx.lakehouse.read(LEAKAGE_AUDITS)
-            .where((F.col("target") == target) & (F.col("date") == F.lit(ctx.date).cast("date")))
-            .select("adversary", "eps", "violation_ratio", "delta_target", "passed", "run_id").collect()]
-    wanted = list(ctx.settings.publish.audit_adversaries) or sorted({r["adversary"] for r in rows}) or ["any adversary"]
+def gate_decision(audits: list[dict], wanted: list[str], staged_runs: list[str]) -> list[str]:
+    """Why the audit gate refuses (empty: it passes). ``audits``: the (target, date) rows of
+    ``protected.leakage_audits``; ``wanted``: adversaries that must have passed; ``staged_runs``: the
+    run ids now in the staged partition."""
+    current = ",".join(sorted(staged_runs))
+    candidates = [r for r in audits if r.get("release") == "candidate"]
     problems = []
-    for adversary in wanted:
-        mine = [r for r in rows if r["adversary"] == adversary]
+    for adversary in wanted or sorted({r["adversary"] for r in candidates}) or ["any adversary"]:
+        mine = [r for r in candidates if r["adversary"] == adversary]
         if not mine:
             problems.append(f"no leakage audit by {adversary}")
         for r in mine:
-            if not r["passed"]:
-                problems.append(f"{adversary} failed: violation ratio {r['violation_ratio']:.4g} "
-                                f"(delta target {r['delta_target']:.4g}, eps {r['eps']:g})")
-    return problems, rows
+            if r.get("staged_runs") != current:
+                problems.append(f"the {adversary} audit is stale: it read staged run(s) {r.get('staged_runs')}, "
+                                f"the partition now holds {current} (rerun the audit)")
+            elif not r.get("valid"):
+                controls = {c["release"]: c["passed"] for c in audits
+                            if c.get("release", "").startswith("control_") and c["run_id"] == r["run_id"]}
+                bad = [c for c, ok in controls.items() if ok != (c == "control_uniform")] or ["missing"]
+                problems.append(f"the {adversary} audit is invalid: its negative control(s) misbehaved "
+                                f"({', '.join(sorted(bad))}); the audit cannot tell leaking from safe releases")
+            elif not r["passed"]:
+                problems.append(f"{adversary} found leakage: violation ratio {r['violation_ratio']:.4g} "
+                                f"> delta target {r['delta_target']:.4g} at eps {r['eps']:g} (a lower bound)")
+    return problems
+
+
+def _audits(ctx: RunContext, target: str) -> list[dict]:
+    return [r.asDict() for r in ctx.lakehouse.read(LEAKAGE_AUDITS)
+            .where((F.col("target") == target) & (F.col("date") == F.lit(ctx.date).cast("date")))
+            .select("adversary", "eps", "violation_ratio", "delta_target", "passed", "release", "valid",
+                    "staged_runs", "run_id").collect()]
+
+
+def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
+    """The staged runs whose ledger charges say fixed-seed noise (never publishable)."""
+    return sorted({e["run_id"] for e in entries if e["run_id"] in run_ids and e["params"].get("deterministic")})
 
 
 def _who() -> str:
@@ -181,13 +205,19 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
                              "which has no privacy guarantee across clusters (CusText); rerun sanitize with clusant or santext")
 
     ledger = Ledger(ctx.lakehouse, settings)
+    run_ids = {r["run_id"] for r in summary}
+    fixed = deterministic_runs(ledger.entries(settings.run.dataset), run_ids)
+    if fixed or settings.run.deterministic:
+        raise PublishRefused(f"publish refused for target {target} date {date}: run.deterministic releases (fixed-seed "
+                             f"noise) are never published ({', '.join(fixed) or 'this publish run'}); rerun without it")
     if not audited:
         charged = {e["run_id"] for e in ledger.entries(settings.run.dataset) if e["guarantee"] in DP_GUARANTEES}
         missing = sorted({r["run_id"] for r in summary} - charged)
         if missing:
             raise PublishRefused(f"publish refused for target {target} date {date}: no ledger charge with a DP "
                                  f"guarantee for staging run(s) {', '.join(missing)}")
-    problems, audits = gate_problems(ctx, target) if audited and settings.publish.require_audit else ([], [])
+    problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries), sorted(run_ids))
+                if audited and settings.publish.require_audit else [])
     gate = ("passed" if settings.publish.require_audit else "not_required") if audited else "ledger_charged"
     if problems and not override_gate:
         raise PublishRefused(f"publish refused for target {target} date {date}: leakage audit gate not passed: "
@@ -213,7 +243,6 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
         files = [r.asDict() for r in staged.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
         fs.create_dir(tmp_dir, recursive=True)
         fs.move(tmp_dir, f"{date_dir}/{version}")
-        run_ids = {r["run_id"] for r in summary}
         entries = [e for e in ledger.entries(settings.run.dataset)
                    if (e["run_id"] in run_ids and e["stage"] != "publish") or e["run_id"] == ctx.run_id]
         manifest = {
@@ -224,9 +253,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
             "privacy": {"methods": methods, "params": sorted({r["params"] for r in summary}),
                         "source_run_ids": sorted(run_ids), "ledger_entry_ids": [e["entry_id"] for e in entries],
                         "guarantees": sorted({e["guarantee"] for e in entries})},
-            "gate": {"outcome": gate, "problems": problems,
-                     "audits": [{k: r[k] for k in ("adversary", "eps", "violation_ratio", "delta_target", "passed")}
-                                for r in audits]},
+            "gate": {"outcome": gate},
             "published_table": {"name": published_spec.qualified_name, "version": written.version},
         }
         commit_manifest(fs, date_dir, manifest)

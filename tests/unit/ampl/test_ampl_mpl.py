@@ -6,7 +6,7 @@ from scipy.stats import binom
 
 from privtext.ampl.adversary import GaussianPosterior
 from privtext.ampl.mpl import (explicit_joint_posterior, floor_log_probs, log10_p_fail, mpl, prior_marginal,
-                               sample_triplets, violation_ratio)
+                               true_secret_triplets, violation_ratio)
 from privtext.ampl.perturb import euclidean_distances, tiered_em_log_probs
 
 # Sec. 2.4 / App. C.1: correlated prior over (X1, X2), EM channel 0.72 / 0.28, eps = 1, d(x1, x2) = 1.
@@ -96,8 +96,10 @@ def test_violation_ratio_matches_direct_loop():
     candidates[5] = candidates[4]  # a duplicate: pairs (4, 5) must never be drawn
     log_post = np.log(rng.dirichlet(np.ones(6), size=10))
     log_prior = np.log(rng.dirichlet(np.ones(6), size=10))
-    t = sample_triplets(rng, 10, candidates, 2000)
+    truth = rng.integers(0, 6, size=10)
+    t = true_secret_triplets(rng, truth, candidates, 2000)
     assert np.all(t.dist > 0) and not np.any((np.minimum(t.i, t.j) == 4) & (np.maximum(t.i, t.j) == 5))
+    assert np.array_equal(t.i, truth[t.obs])  # x_i is always the observation's true secret
     values = mpl(log_post[t.obs, t.i], log_post[t.obs, t.j], log_prior[t.obs, t.i], log_prior[t.obs, t.j], t.dist)
     eps = 0.8
     direct = 0

@@ -48,7 +48,7 @@ def test_privacy_weighted_tuning_lowers_alphas_when_the_adversary_finds_violatio
     secrets, candidates = _data()
     settings = AmplSettings(epochs=8, hidden_size=16, num_layers=1, heads=2, batch_size=16, dropout=0.0,
                             triplets=4000, device="cpu", alpha_grid=GRID, alpha_start=(0.75, 1.0), tune_rounds=1,
-                            lambda_1=1.0, lambda_2=0.05)
+                            lambda_1=1.0, lambda_2=0.05, temperature=1.0)
     result = tune(secrets, candidates, eps=EPS, adversary="transformer", settings=settings,
                   rng=np.random.default_rng(1))
     start = result.history[0]
