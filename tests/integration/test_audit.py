@@ -150,3 +150,48 @@ def test_tune_sanitize_writes_a_conf_file_that_loads(tmp_path, spark):
     assert all(h["utility_loss_remapped"] <= h["utility_loss"] + 1e-9 for h in report["history"])
     text = out.read_text()
     assert not any(v in text for v in NAMES + CITIES)
+
+
+def _many_secrets_corpus(n=400, seed=1):
+    """Documents each naming one of 320 people (K >= 300 distinct secrets in the sample)."""
+    from faker import Faker
+
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    people = list(dict.fromkeys(fake.name() for _ in range(400)))[:320]
+    rng = np.random.default_rng(seed)
+    docs, spans = [], []
+    for i in range(n):
+        name = people[i % len(people)] if i < len(people) else people[int(rng.integers(len(people)))]
+        head = "Please call back "
+        text = f"{head}{name} about the refund."
+        docs.append((f"d{i}", text))
+        spans.append([(len(head), len(head) + len(name), "PERSON", "PII", hashlib.sha256(name.encode()).hexdigest()[:16])])
+    return docs, spans, people
+
+
+@pytest.mark.parametrize("release,passes", [("identity", False), ("uniform", True), ("forty_percent_verbatim", False)])
+def test_verdicts_at_more_than_300_secrets(tmp_path, spark, release, passes):
+    """Uniform triplets would involve y's true secret ~2/K of the time (K >= 300): the true-secret audit
+    fails a release that keeps names (all, or 40% of them) and passes a uniform replacement."""
+    from conftest import make_settings
+
+    settings = make_settings(tmp_path / "lake", ampl={**TINY, "max_documents": 400, "min_documents": 50})
+    ctx = RunContext.create(settings, date=DATE.isoformat())
+    docs, spans, people = _many_secrets_corpus()
+    rng = np.random.default_rng(7)
+    pick = {"identity": lambda v: v, "uniform": lambda v: people[int(rng.integers(len(people)))],
+            "forty_percent_verbatim": lambda v: v if rng.random() < 0.4 else people[int(rng.integers(len(people)))]}
+    spark_ = ctx.spark
+    ctx.lakehouse.replace_partitions(DOCUMENTS, spark_.createDataFrame(
+        [(d, "u", t, "x", {}, DATE, "r") for d, t in docs], from_arrow_schema(DOCUMENTS.schema)), {"ingest_date": [DATE]})
+    ctx.lakehouse.replace_partitions(PII_SPANS, spark_.createDataFrame(
+        [(d, e, s, t, 0.9, tier, sid, "r", DATE) for (d, _), ss in zip(docs, spans) for s, t, e, tier, sid in ss],
+        from_arrow_schema(PII_SPANS.schema)), {"date": [DATE]})
+    sanitized = [(d, text[:s] + pick[release](text[s:t]) + text[t:], 1, 1, "test", "{}", "r", DATE)
+                 for (d, text), [(s, t, *_)] in zip(docs, spans)]
+    ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, spark_.createDataFrame(
+        sanitized, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema)), {"date": [DATE]})
+    result = run_stage("audit", settings, date=DATE.isoformat(), eps=2.0)
+    assert result.candidates >= 300 and result.valid
+    assert result.passed == passes, result

@@ -33,7 +33,9 @@ def test_jsonl_good_and_every_bad_kind_is_quarantined_with_its_reason(ctx, tmp_p
     assert docs.iloc[0]["doc_id"] == "1" and docs.iloc[0]["label"] == "delivery"
     assert dict(docs.iloc[0]["metadata"]) == {"channel": "chat"}
     hashed = docs[docs.doc_id != "1"].iloc[0]
-    assert hashed["doc_id"] == ingest.stable_doc_id("in.jsonl", "No id here, a hash is made.")
+    from privtext.pii.hashing import DETERMINISTIC_TEST_KEY
+
+    assert hashed["doc_id"] == ingest.keyed_doc_id(DETERMINISTIC_TEST_KEY, "in.jsonl", "No id here, a hash is made.")
     assert dict(hashed["metadata"]) == {"stars": "4"}
     reasons = read(ctx, QUARANTINE).set_index("line_no")["reason"].to_dict()
     assert reasons[3].startswith("malformed JSON")
@@ -92,3 +94,22 @@ def test_real_public_reviews_through_ingest(ctx, tmp_path):
     result = ingest.run(ctx, str(tmp_path / "reviews.parquet"))
     assert result.documents + result.quarantined == 300
     assert set(read(ctx, DOCUMENTS).label) == {"pos", "neg"}
+
+
+def test_generated_doc_ids_resist_a_dictionary_attack_on_file_names(ctx, tmp_path, monkeypatch):
+    """The audit recovered 3 of 3 file names from a 260-name list with sha256(file, text); a keyed id
+    cannot be recomputed without the run's key."""
+    import hashlib
+
+    from privtext.stages import ingest
+
+    monkeypatch.setenv(ctx.settings.run.hmac_key_env, "a-real-secret-key-of-32-bytes!!!")
+    ctx.settings = ctx.settings.model_copy(update={"run": ctx.settings.run.model_copy(update={"deterministic": False})})
+    names = [f"tickets-{i:03d}.jsonl" for i in range(260)]
+    text = "My order never arrived."
+    (tmp_path / names[17]).write_text(json.dumps({"text": text}) + "\n")
+    ingest.run(ctx, str(tmp_path / names[17]))
+    doc_id = read(ctx, DOCUMENTS)["doc_id"].iloc[0]
+    unkeyed = {hashlib.sha256(f"{n}\x00{text}".encode()).hexdigest()[:32]: n for n in names}
+    assert doc_id not in unkeyed and len(doc_id) == 32  # the old scheme would have named the file
+    assert unkeyed[hashlib.sha256(f"{names[17]}\x00{text}".encode()).hexdigest()[:32]] == names[17]  # control

@@ -1,8 +1,9 @@
 """Stage ``ingest``: JSONL / CSV / Parquet files -> ``restricted.documents`` + ``restricted.quarantine``.
 
 Columns: ``text`` (required), ``doc_id``, ``user_id``, ``label`` (optional); any other column is kept
-in the ``metadata`` map. A missing ``doc_id`` becomes a stable hash of the source file name and the
-text. Bad records never stop the load: malformed JSON lines, CSV rows with the wrong field count,
+in the ``metadata`` map. A missing ``doc_id`` becomes a keyed pseudonym: HMAC-SHA256 of the source
+file name and the text under the run's key (``run.hmac_key_env``), never an unkeyed hash, which
+anyone could recompute from a guessed file name and text (the doc_id is published). Bad records never stop the load: malformed JSON lines, CSV rows with the wrong field count,
 null/blank text, invalid UTF-8, text longer than ``ingest.max_chars`` and duplicate ``doc_id``s
 within the load go to the quarantine with a reason. A file with no ``text`` column at all fails
 the run before anything is written. Both tables are written by replacing the date's partition, so a
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -22,6 +24,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, MapType, StringType, StructField, StructType
 
+from privtext.pii.hashing import load_hmac_key
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, QUARANTINE
 
@@ -55,9 +58,10 @@ class IngestResult:
     reasons: dict[str, int]
 
 
-def stable_doc_id(source_file: str, text: str) -> str:
-    """A doc_id for rows without one: sha256 of the source file name and the text (first 32 hex)."""
-    return hashlib.sha256(f"{source_file}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+def keyed_doc_id(key: bytes, source_file: str, text: str) -> str:
+    """A doc_id for rows without one: HMAC-SHA256 (run key) of the source file name and the text (32 hex)."""
+    message = f"{source_file}\x00{text}".encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:32]
 
 
 def _as_str(value) -> str | None:
@@ -214,9 +218,9 @@ def parse_inputs(ctx: RunContext, path: str) -> DataFrame:
     return parsed
 
 
-def validate(parsed: DataFrame, max_chars: int) -> DataFrame:
-    """Set ``reason`` for blank/too long text and duplicate doc_ids; fill missing doc_ids."""
-    doc_id_udf = F.udf(stable_doc_id, StringType())
+def validate(parsed: DataFrame, max_chars: int, key: bytes) -> DataFrame:
+    """Set ``reason`` for blank/too long text and duplicate doc_ids; fill missing doc_ids (keyed)."""
+    doc_id_udf = F.udf(lambda source_file, text: keyed_doc_id(key, source_file, text), StringType())
     text_ok = F.col("reason").isNull()
     df = parsed.withColumn(
         "reason",
@@ -240,7 +244,9 @@ def add_arguments(parser) -> None:
 
 
 def run(ctx: RunContext, input_path: str) -> IngestResult:
-    parsed = validate(parse_inputs(ctx, input_path), ctx.settings.ingest.max_chars).cache()
+    run = ctx.settings.run
+    key = load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic)
+    parsed = validate(parse_inputs(ctx, input_path), ctx.settings.ingest.max_chars, key).cache()
     try:
         files_without_text = [r.source_file for r in parsed.groupBy("source_file").agg(F.max("file_has_text").alias("t")).where(~F.col("t")).collect()]
         if files_without_text:
