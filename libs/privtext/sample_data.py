@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import string
 from pathlib import Path
 
 from faker import Faker
@@ -56,7 +57,15 @@ def make_faker(seed: int) -> Faker:
     return fake
 
 
-def _fill(template: str, fake: Faker, rng: random.Random) -> str:
+# the Presidio entity type a data team would redact for each planted slot
+SLOT_TYPES = {"name": "PERSON", "email": "EMAIL_ADDRESS", "phone": "PHONE_NUMBER", "address": "LOCATION",
+              "card": "CREDIT_CARD", "card_tail": "CREDIT_CARD", "iban": "IBAN_CODE", "date": "DATE_TIME",
+              "dob": "DATE_TIME", "company": "ORGANIZATION", "city": "LOCATION", "ip": "IP_ADDRESS",
+              "order": "ORDER_NUMBER"}
+
+
+def _fill(template: str, fake: Faker, rng: random.Random) -> tuple[str, list[tuple[int, int, str, str]]]:
+    """The message and its planted values as (start, end, slot, entity type)."""
     values = {
         "name": fake.name(),
         "email": fake.email(),
@@ -72,11 +81,18 @@ def _fill(template: str, fake: Faker, rng: random.Random) -> str:
         "ip": fake.ipv4_public(),
         "order": f"#{rng.randint(100000, 999999)}",
     }
-    return template.format(**values)
+    text, planted = "", []
+    for literal, slot, _, _ in string.Formatter().parse(template):
+        text += literal
+        if slot is not None:
+            planted.append((len(text), len(text) + len(values[slot]), slot, SLOT_TYPES[slot]))
+            text += values[slot]
+    return text, planted
 
 
-def generate(n: int, seed: int = 7, users: int | None = None) -> list[dict]:
-    """``n`` messages from ``users`` users (default n // 4, so several messages per user)."""
+def generate(n: int, seed: int = 7, users: int | None = None, with_planted: bool = False) -> list[dict]:
+    """``n`` messages from ``users`` users (default n // 4, so several messages per user); with
+    ``with_planted`` each row also lists its planted values' offsets (``planted``: start, end, slot, type)."""
     rng = random.Random(seed)
     fake = make_faker(seed)
     n_users = users or max(1, n // 4)
@@ -84,9 +100,10 @@ def generate(n: int, seed: int = 7, users: int | None = None) -> list[dict]:
     rows = []
     for idx in range(n):
         label = rng.choice(LABELS)
-        text = _fill(rng.choice(TEMPLATES[label]), fake, rng)
-        rows.append({"doc_id": f"d{idx:06d}", "user_id": rng.choice(user_ids), "text": text, "label": label,
-                     "channel": rng.choice(("email", "chat", "web"))})
+        text, planted = _fill(rng.choice(TEMPLATES[label]), fake, rng)
+        row = {"doc_id": f"d{idx:06d}", "user_id": rng.choice(user_ids), "text": text, "label": label,
+               "channel": rng.choice(("email", "chat", "web"))}
+        rows.append({**row, "planted": planted} if with_planted else row)
     return rows
 
 

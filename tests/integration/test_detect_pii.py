@@ -57,6 +57,14 @@ def test_offsets_unicode_and_multichunk(night_settings):
     ids = {sid for (doc, etype, *_), sid in spans.items() if etype == "EMAIL_ADDRESS"}
     assert len(ids) == 1
     assert result.documents == 4 and result.private_documents == 2
+    # canaries were detected with the batch, scored and dropped: no canary row in any table
+    assert 0.5 < result.canary_recall <= 1.0 and 0.0 < result.canary_coverage <= 1.0
+    assert not any(doc.startswith("canary-") for doc, *_ in spans)
+    from privtext.platform.ledger import Ledger
+
+    (record,) = [e for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["guarantee"] == "detection_recall"]
+    assert record["spend"]["overall"]["recall"] == result.canary_recall and record["params"]["date"] == NIGHT1
+    assert record["spend"]["overall"]["values"] == 3 * night_settings.pii.canaries.count
 
 
 def test_registry_counts_across_two_nights_and_rerun(night_settings):

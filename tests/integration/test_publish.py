@@ -23,7 +23,8 @@ TARGET = "sanitized_documents"
 
 
 def make_ctx(tmp_path, run_id, deterministic=False, **publish_conf):
-    conf = {"export_path": str(tmp_path / "exports"), "audit_adversaries": ["lstm", "rnn"], **publish_conf}
+    conf = {"export_path": str(tmp_path / "exports"), "audit_adversaries": ["lstm", "rnn"], "min_canary_recall": 0.0,
+            **publish_conf}
     settings = make_settings(tmp_path / "lake", publish=conf, run={"deterministic": deterministic})
     return RunContext.create(settings, date=DATE.isoformat(), run_id=run_id)
 
@@ -164,3 +165,28 @@ def test_gate_decision_is_a_pure_function():
     assert "found leakage" in publish.gate_decision([{**row, "passed": False}], ["rnn"], ["a", "b"])[0]
     control = {**row, "release": "control_identity"}  # a control row never stands in for the audit
     assert publish.gate_decision([control], ["rnn"], ["a", "b"]) == ["no leakage audit by rnn"]
+
+
+def test_gate_needs_the_dates_measured_detection_recall(tmp_path):
+    from privtext.privacy.budget import measurement
+
+    ctx = make_ctx(tmp_path, "pub-1", min_canary_recall=0.9)
+    stage(ctx, ["x [PERSON]"])
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
+    with pytest.raises(PublishRefused, match=f"no detection recall measured for {DATE}"):
+        publish.run(ctx, target=TARGET)
+    ledger = Ledger(ctx.lakehouse, ctx.settings)
+
+    def measured(recall):
+        scores = {"overall": {"values": 120, "recall": recall, "coverage": recall - 0.05},
+                  "by_type": {"PERSON": {"values": 40, "recall": recall, "coverage": recall}}}
+        ledger.charge(measurement("default", "detect_pii", "det-1", "canaries", guarantee="detection_recall",
+                                  values=scores, params={"date": DATE.isoformat(), "canaries": 40}))
+
+    measured(0.8)
+    with pytest.raises(PublishRefused, match=r"detection recall on canaries 0.800 < publish.min_canary_recall 0.9"):
+        publish.run(ctx, target=TARGET)
+    measured(0.95)  # the latest measurement of the date counts
+    publish.run(ctx, target=TARGET)
+    manifest = json.loads((tmp_path / "exports" / TARGET / DATE.isoformat() / "manifest.json").read_text())
+    assert manifest["detection"]["recall"] == 0.95 and manifest["detection"]["by_type"]["PERSON"]["recall"] == 0.95

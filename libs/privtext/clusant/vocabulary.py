@@ -55,6 +55,7 @@ _FAKER: dict[str, tuple[Callable, ...]] = {
     "IP_ADDRESS": (lambda f: f.ipv4_public(), lambda f: f.ipv6()),
     "URL": (lambda f: f.url(),),
     "US_PASSPORT": (lambda f: f.passport_number(),),
+    "STREET_ADDRESS": (lambda f: f.address().replace("\n", ", "), lambda f: f.street_address()),
     "US_BANK_NUMBER": (lambda f: f.bban(),),
 }
 

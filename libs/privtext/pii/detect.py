@@ -21,6 +21,8 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from privtext.pii.hashing import normalize_value, secret_id
+from privtext.pii.recognizers import build as extra_recognizers
+from privtext.pii.recognizers import refine
 from privtext.pii.settings import PiiSettings
 from privtext.worker_cache import per_process
 
@@ -116,6 +118,7 @@ def _build_analyzer(settings: PiiSettings):
         UrlRecognizer(patterns=[*UrlRecognizer.PATTERNS, Pattern("URL with user", URL_WITH_USER, 1.0)]),
         DateRecognizer(),
     ]
+    recognizers += extra_recognizers(settings)
     for custom in settings.custom_recognizers:
         recognizers.append(PatternRecognizer(
             supported_entity=custom.name,
@@ -223,7 +226,13 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
             if own_start <= start < own_end:
                 found[i].append(Span(r.entity_type, start, end, float(r.score), settings.tier_of(r.entity_type),
                                      normalize_value(r.entity_type, texts[i][start:end])))
-    return [resolve_overlaps(spans) for spans in found]
+    out = []
+    for text, spans in zip(texts, found):
+        refined = [s if s.value == normalize_value(s.entity_type, text[s.start:s.end])
+                   else Span(s.entity_type, s.start, s.end, s.score, s.tier, normalize_value(s.entity_type, text[s.start:s.end]))
+                   for s in refine(spans, text, settings)]
+        out.append(resolve_overlaps(refined))
+    return out
 
 
 def detect_spans(analyzer, text: str, settings: PiiSettings) -> list[Span]:

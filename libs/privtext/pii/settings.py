@@ -30,6 +30,10 @@ DEFAULT_TIERS: dict[str, Tier] = {
     "ORGANIZATION": "PoII",
     "DATE_TIME": "PoII",
     "NRP": "PoII",  # nationality, religious or political group
+    # from pii.recognizers (privtext.pii.recognizers)
+    "STREET_ADDRESS": "PII",
+    "ORDER_NUMBER": "PII",
+    "CARD_LAST4": "PoII",
 }
 
 
@@ -62,6 +66,23 @@ class CustomRecognizerSettings(StrictModel):
         if not self.deny_list and not self.patterns:
             raise ValueError(f"custom recognizer {self.name!r} needs a deny_list or patterns")
         return self
+
+
+class RecognizerSwitches(StrictModel):
+    """Recognizers beyond Presidio's defaults (``privtext.pii.recognizers``), each on or off."""
+
+    street_address: bool = True  # US street addresses (+ city, state, ZIP) and APO/FPO/DPO -> STREET_ADDRESS
+    phone_extensions: bool = True  # US phone numbers with x123 / ext. extensions -> PHONE_NUMBER
+    long_cards: bool = True  # 13-19 digit Luhn-valid card numbers -> CREDIT_CARD
+    order_numbers: bool = True  # #123456 and order/ticket/account/invoice numbers -> ORDER_NUMBER
+    card_last4: bool = True  # "card ending in 1234" -> CARD_LAST4
+    company_shapes: bool = True  # "Clements, Pena and Singh", "Smith-Jones", "Acme Inc" -> ORGANIZATION
+
+
+class CanarySettings(StrictModel):
+    """Canary documents mixed into every detect_pii batch to measure recall (``pii.canaries``)."""
+
+    count: int = Field(40, ge=0)  # documents per run, three known values each; 0 disables (recall unmeasured)
 
 
 class RandomWordsSettings(StrictModel):
@@ -127,6 +148,10 @@ class PiiSettings(StrictModel):
     # 0 disables (tuned on WNUT-16: raises PERSON recall and precision, see privtext eval pii)
     census_first_names: int = Field(500, ge=0)
     secrets: SecretsSettings = SecretsSettings()
+    canaries: CanarySettings = CanarySettings()
+    recognizers: RecognizerSwitches = RecognizerSwitches()
+    relative_time_is_pii: bool = False  # durations and relative dates ("a week", "this month") are not PII
+    widen_names: bool = True  # a partly detected name is widened over adjacent capitalised name tokens
     max_chunk_chars: int = Field(100_000, ge=2_000)  # spaCy input per call (<= nlp.max_length)
     chunk_overlap_chars: int = Field(200, ge=0)  # context kept on each side of a chunk boundary
     batch_size: int = Field(32, gt=0)  # texts per spaCy pipe batch

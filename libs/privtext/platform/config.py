@@ -91,6 +91,8 @@ class PublishSettings(StrictModel):
     formats: tuple[Literal["parquet", "jsonl"], ...] = ("parquet", "jsonl")
     require_audit: bool = True  # false only for demos: publish without an audit (recorded in the ledger)
     audit_adversaries: tuple[str, ...] = ("transformer", "lstm", "rnn")  # each must have passed for the date
+    # sanitized exports: the date's measured canary span recall (detect_pii) must reach this; 0 disables
+    min_canary_recall: float = Field(0.9, ge=0.0, le=1.0)
 
 
 class PrivacySettings(StrictModel):

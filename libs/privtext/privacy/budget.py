@@ -60,7 +60,7 @@ from scipy.special import logsumexp
 from privtext.privacy.accounting import epsilon_of, event_from_json, event_to_json
 from privtext.privacy.secret_protection import blowup, mixture_pld
 
-GUARANTEES = ("secret_protection", "gdp", "approx_dp", "mldp", "empirical_mpl", "none")
+GUARANTEES = ("secret_protection", "gdp", "approx_dp", "mldp", "empirical_mpl", "detection_recall", "none")
 UNITS = ("secret", "value occurrence", "record", "user", "none", "empirical")
 ORDERS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 32.0, 48.0,
           64.0, 128.0, 256.0)
@@ -151,6 +151,15 @@ def none_charge(dataset, stage, run_id, mechanism, *, reason: str, params=None, 
     """An action without a formal guarantee (CusText, a gate override), recorded with its reason."""
     return Charge(dataset, stage, run_id, mechanism, "none",
                   _params({**(params or {}), "reason": reason}, "none", {"kind": "none"}, deterministic), {})
+
+
+def measurement(dataset, stage, run_id, mechanism, *, guarantee: str, values: dict, params=None,
+                deterministic=False) -> Charge:
+    """A measured figure recorded in the ledger, not a guarantee and not budgeted (e.g. canary recall)."""
+    if guarantee not in ("empirical_mpl", "detection_recall"):
+        raise ValueError(f"{guarantee!r} is not a measurement")
+    return Charge(dataset, stage, run_id, mechanism, guarantee,
+                  _params(params, "empirical", {"kind": "none"}, deterministic), values)
 
 
 def charge_to_json(charge: Charge, exposures: dict | None = None) -> str:

@@ -6,6 +6,10 @@ span is written with its keyed hash (``secret_id``), never its value. When ``pii
 entity type), so the sanitizer and the audit keep the Presidio spans while SecPE uses the chosen
 secrets. Random words are chosen from document frequencies computed in Spark (O(|V|) on the driver).
 
+Canaries (``pii.canaries``): synthetic documents with known values are mixed into the batch, detected
+in the same tasks, scored (recall and character coverage per type) and dropped before anything is
+written; the scores go to the ledger (``detection_recall``, a measurement), MLflow and the publish gate.
+
 The date's spans replace the date's partition; the registry is then updated by a merge whose rows are
 recomputed from ALL nights' spans for every secret seen tonight or in the replaced partition, so a
 rerun of a date never double counts. ``secret_split`` is SecPE's public/private split (a document is
@@ -21,7 +25,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
+from privtext.pii.canaries import make_canaries, score
 from privtext.pii.hashing import load_hmac_key
+from privtext.platform.ledger import Ledger
+from privtext.privacy.budget import measurement
 from privtext.pii.secrets import select_random_words, word_set
 from privtext.pii.settings import PiiSettings
 from privtext.platform.context import RunContext
@@ -47,6 +54,8 @@ class DetectResult:
     secrets_total: int
     private_documents: int
     spans_by_type: dict[str, int]
+    canary_recall: float | None  # measured span recall on tonight's canaries (None: pii.canaries.count 0)
+    canary_coverage: float | None
 
 
 def _detect_partition(settings: PiiSettings, key: bytes, random_words: list[str] | None):
@@ -135,9 +144,24 @@ def run(ctx: RunContext) -> DetectResult:
         random_words = choose_random_words(
             ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") <= date), settings)
     previous = ctx.lakehouse.delta_table(PII_SPANS)
-    spans = (documents.mapInPandas(_detect_partition(settings, key, random_words), SPAN_SCHEMA)
-             .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", date))
-    written = ctx.lakehouse.replace_partitions(PII_SPANS, spans, {"date": [ctx.date]})
+    det = ctx.settings.run.deterministic
+    canaries = make_canaries(settings.detected_entities(), settings.canaries.count, ctx.settings.run.seed if det else None)
+    ids = [c.doc_id for c in canaries]
+    batch = documents
+    if canaries:
+        batch = documents.unionByName(ctx.spark.createDataFrame(
+            pd.DataFrame({"doc_id": ids, "text": [c.text for c in canaries]}), "doc_id string, text string"))
+    detected = batch.mapInPandas(_detect_partition(settings, key, random_words), SPAN_SCHEMA).persist()
+    try:
+        spans = (detected.where(~F.col("doc_id").isin(ids)).withColumn("run_id", F.lit(ctx.run_id))
+                 .withColumn("date", date))
+        written = ctx.lakehouse.replace_partitions(PII_SPANS, spans, {"date": [ctx.date]})
+        found: dict[str, list[tuple[int, int]]] = {}
+        for r in detected.where(F.col("doc_id").isin(ids)).select("doc_id", "start", "end").collect():  # O(canaries)
+            found.setdefault(r["doc_id"], []).append((r["start"], r["end"]))
+    finally:
+        detected.unpersist()
+    canary = _record_canaries(ctx, canaries, found) if canaries else None
 
     replaced = ctx.lakehouse.read(PII_SPANS, version=previous.version()).where(F.col("date") == date)
     tonight = ctx.lakehouse.read(PII_SPANS).where(F.col("date") == date)
@@ -150,4 +174,18 @@ def run(ctx: RunContext) -> DetectResult:
                             "pii.entities": ",".join(settings.detected_entities())})
     ctx.tracked.log_metrics({f"spans_{t}": n for t, n in by_type.items()})
     return DetectResult(documents=documents.count(), spans=written.rows, secrets_total=merged.rows,
-                        private_documents=private, spans_by_type=by_type)
+                        private_documents=private, spans_by_type=by_type,
+                        canary_recall=None if canary is None else canary["overall"]["recall"],
+                        canary_coverage=None if canary is None else canary["overall"]["coverage"])
+
+
+def _record_canaries(ctx: RunContext, canaries, found) -> dict:
+    """Score tonight's canaries; record the figures in the ledger (a measurement) and MLflow."""
+    scores = score(canaries, found)
+    ctx.tracked.log_metrics({"canary_recall": scores["overall"]["recall"], "canary_coverage": scores["overall"]["coverage"],
+                             **{f"canary_recall_{t}": v["recall"] for t, v in scores["by_type"].items()},
+                             **{f"canary_coverage_{t}": v["coverage"] for t, v in scores["by_type"].items()}})
+    Ledger(ctx.lakehouse, ctx.settings).charge(measurement(
+        ctx.settings.run.dataset, "detect_pii", ctx.run_id, "canaries", guarantee="detection_recall", values=scores,
+        params={"date": ctx.date.isoformat(), "canaries": len(canaries)}, deterministic=ctx.settings.run.deterministic))
+    return scores

@@ -10,8 +10,10 @@ and writes nothing. ``--override-gate --reason "..."`` publishes anyway and reco
 (guarantee ``none``) with who (the OS user) and why; ``publish.require_audit: false`` (demos only)
 skips the audit and records that the same way. Never published, override or not: a partition sanitized
 without a guarantee (CusText), and a release from a ``run.deterministic`` run (fixed-seed noise: its
-charges say so) or by a deterministic publish run. The manifest carries the gate outcome and the
-ledger entry ids only; audit figures stay in ``protected``.
+charges say so) or by a deterministic publish run. Sanitized exports also need the date's measured
+detection recall on canaries (``detect_pii``'s ``detection_recall`` ledger record) to reach
+``publish.min_canary_recall``: missed PII is published verbatim. The manifest carries the gate
+outcome, the ledger entry ids and the measured detection recall; audit figures stay in ``protected``.
 
 Writes, in order: (1) the staged rows replace the date's partition of ``published.<target>`` (one
 Delta commit); (2) executors write the export files (Parquet and/or JSONL, ``publish.formats``) into a
@@ -109,6 +111,20 @@ def _audits(ctx: RunContext, target: str) -> list[dict]:
             .where((F.col("target") == target) & (F.col("date") == F.lit(ctx.date).cast("date")))
             .select("adversary", "eps", "violation_ratio", "delta_target", "passed", "release", "valid",
                     "staged_runs", "run_id").collect()]
+
+
+def canary_problem(entries: list[dict], date: str, minimum: float) -> tuple[list[str], dict | None]:
+    """The gate's detection check: the latest canary measurement of ``date`` must reach ``minimum``."""
+    measured = [e for e in entries if e["guarantee"] == "detection_recall" and e["params"].get("date") == date]
+    if not measured:
+        return ([f"no detection recall measured for {date} (run detect_pii with pii.canaries.count > 0)"]
+                if minimum > 0 else []), None
+    latest = max(measured, key=lambda e: e["created_at"])
+    recall = latest["spend"]["overall"]["recall"]
+    if recall < minimum:
+        return [f"detection recall on canaries {recall:.3f} < publish.min_canary_recall {minimum:g}: "
+                "missed values would be published verbatim"], latest
+    return [], latest
 
 
 def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
@@ -218,6 +234,10 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
                                  f"guarantee for staging run(s) {', '.join(missing)}")
     problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries), sorted(run_ids))
                 if audited and settings.publish.require_audit else [])
+    detection = None
+    if audited:
+        missed, detection = canary_problem(ledger.entries(settings.run.dataset), date, settings.publish.min_canary_recall)
+        problems += missed
     gate = ("passed" if settings.publish.require_audit else "not_required") if audited else "ledger_charged"
     if problems and not override_gate:
         raise PublishRefused(f"publish refused for target {target} date {date}: leakage audit gate not passed: "
@@ -244,7 +264,8 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
         fs.create_dir(tmp_dir, recursive=True)
         fs.move(tmp_dir, f"{date_dir}/{version}")
         entries = [e for e in ledger.entries(settings.run.dataset)
-                   if (e["run_id"] in run_ids and e["stage"] != "publish") or e["run_id"] == ctx.run_id]
+                   if (e["run_id"] in run_ids and e["stage"] != "publish") or e["run_id"] == ctx.run_id
+                   or (detection is not None and e["entry_id"] == detection["entry_id"])]
         manifest = {
             "target": target, "date": date, "publish_run_id": ctx.run_id,
             "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
@@ -254,6 +275,10 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
                         "source_run_ids": sorted(run_ids), "ledger_entry_ids": [e["entry_id"] for e in entries],
                         "guarantees": sorted({e["guarantee"] for e in entries})},
             "gate": {"outcome": gate},
+            "detection": None if detection is None else {
+                "measured_on": "canary documents", "canaries": detection["params"].get("canaries"),
+                **{k: detection["spend"]["overall"][k] for k in ("recall", "coverage")},
+                "by_type": {t: {k: v[k] for k in ("recall", "coverage")} for t, v in detection["spend"]["by_type"].items()}},
             "published_table": {"name": published_spec.qualified_name, "version": written.version},
         }
         commit_manifest(fs, date_dir, manifest)

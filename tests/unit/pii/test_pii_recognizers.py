@@ -1,0 +1,69 @@
+"""Recognizers beyond Presidio's defaults and span refinement, on the real analyzer (spaCy + Presidio)."""
+import pytest
+
+from privtext.pii.detect import detect_spans, get_analyzer
+from privtext.pii.recognizers import RELATIVE_TIME
+from privtext.pii.settings import PiiSettings
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    return get_analyzer(PiiSettings())
+
+
+def covered(analyzer, text, value, settings=None):
+    """(entity types of the spans overlapping ``value``, share of its characters covered)."""
+    start = text.index(value)
+    end = start + len(value)
+    spans = detect_spans(analyzer, text, settings or PiiSettings())
+    inside = sum(1 for c in range(start, end) if any(s.start <= c < s.end for s in spans))
+    return {s.entity_type for s in spans if s.start < end and start < s.end}, inside / len(value)
+
+
+@pytest.mark.parametrize("text,value,etype", [
+    ("My parcel never came. Address: 97923 Butler Shores Apt. 926, West Jennifer, ND 12345. Thanks",
+     "97923 Butler Shores Apt. 926, West Jennifer, ND 12345", "STREET_ADDRESS"),
+    ("Ship it to PSC 4115, Box 7815, APO AA 41557 please.", "PSC 4115, Box 7815, APO AA 41557", "STREET_ADDRESS"),
+    ("Call me on 001-414-555-0182x2186 urgently.", "001-414-555-0182x2186", "PHONE_NUMBER"),
+    ("I was charged twice for order #482913, please refund.", "#482913", "ORDER_NUMBER"),
+    ("My card ending in 4821 was declined.", "4821", "CARD_LAST4"),
+    ("The invoice from Clements, Pena and Singh is wrong.", "Clements, Pena and Singh", "ORGANIZATION"),
+    ("Pay with 6011000990139424124 today.", "6011000990139424124", "CREDIT_CARD"),  # 19 digits, Luhn-valid
+])
+def test_values_the_defaults_missed_are_fully_covered(analyzer, text, value, etype):
+    types, share = covered(analyzer, text, value)
+    assert etype in types and share == 1.0
+
+
+def test_the_switches_turn_recognizers_off(analyzer):
+    base = PiiSettings()
+    off = PiiSettings(recognizers={"street_address": False, "order_numbers": False},
+                      entities=[e for e in base.entities if e not in ("STREET_ADDRESS", "ORDER_NUMBER")])
+    text = "Send it to 97923 Butler Shores Apt. 926, West Jennifer, ND 12345 for order #482913."
+    types, share = covered(get_analyzer(off), text, "97923 Butler Shores Apt. 926", off)
+    assert "STREET_ADDRESS" not in types and share < 1.0
+
+
+@pytest.mark.parametrize("phrase", ["a week", "two weeks", "this month", "ten days", "Sunday", "yesterday",
+                                    "the last two weeks", "for days", "last year", "tonight"])
+def test_relative_time_is_not_pii(analyzer, phrase):
+    assert RELATIVE_TIME.match(phrase)
+    text = f"The service was down for {phrase} and nobody answered."
+    types, _ = covered(analyzer, text, phrase)
+    assert "DATE_TIME" not in types
+    kept, _ = covered(analyzer, text, phrase, PiiSettings(relative_time_is_pii=True))
+    assert kept <= {"DATE_TIME"}  # with the switch on, spaCy's DATE spans come back (where it finds one)
+
+
+@pytest.mark.parametrize("phrase", ["March 3, 2024", "2024-03-03", "03/03/2024", "born 1960-12-19"])
+def test_absolute_dates_stay_pii(analyzer, phrase):
+    assert not RELATIVE_TIME.match(phrase)
+    value = phrase.replace("born ", "")
+    types, share = covered(analyzer, f"It happened on {phrase}.", value)
+    assert "DATE_TIME" in types and share == 1.0
+
+
+def test_a_partly_detected_name_is_widened(analyzer):
+    text = "Ask for Russell Mcclain at reception."
+    types, share = covered(analyzer, text, "Russell Mcclain")
+    assert "PERSON" in types and share == 1.0
