@@ -114,8 +114,8 @@ def demo_key(settings):
 def cmd_demo(args) -> int:
     """The nightly sanitized export end to end on the bundled sample data, then what it wrote.
 
-    If the leakage audit refuses the publish, the demo shows the refusal, then publishes the sample
-    (Faker-generated, nobody's data) with the gate override, which the ledger records with who and why.
+    If the gate refuses the publish, the demo says which check refused and why and publishes nothing;
+    ``--show-refusal`` then also shows the recorded override path (the sample is Faker-generated).
     """
     from privtext import report
     from privtext.pipelines import run_pipeline
@@ -131,11 +131,15 @@ def cmd_demo(args) -> int:
         try:
             results = run_pipeline("nightly_sanitized_export", settings, args.date,
                                    input_path=str(sample_path(args.n, args.seed)))
+            print("\nthe gate passed: audit (with its controls), detection recall and budget checks all held")
         except PublishRefused as refusal:
-            print(f"\nthe gate refused: {refusal}\n-> publishing the synthetic sample with a recorded override\n")
-            results = {"publish": run_stage("publish", settings, date=args.date, pipeline="demo",
-                                            target="sanitized_documents", override_gate=True,
-                                            reason="make demo: Faker-generated sample data, not personal data")}
+            print(f"\nthe gate refused, nothing was published: {refusal}\n")
+            results = {}
+            if args.show_refusal:
+                print("-> --show-refusal: publishing the synthetic sample with a recorded override\n")
+                results = {"publish": run_stage("publish", settings, date=args.date, pipeline="demo",
+                                                target="sanitized_documents", override_gate=True,
+                                                reason="make demo --show-refusal: Faker-generated sample, not personal data")}
         for stage, result in results.items():
             numbers = {k: v for k, v in result.__dict__.items() if isinstance(v, (int, float, str, bool))}
             print(f"{stage:12s} {json.dumps(numbers, default=str)}")
@@ -219,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--n", type=int, default=1000)
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--date", default="2026-01-15")
+    demo.add_argument("--show-refusal", action="store_true", help="after a refused gate, show the recorded override path")
     demo.set_defaults(func=cmd_demo)
 
     budget = sub.add_parser("budget", help="privacy budgets and what the ledger says was spent")

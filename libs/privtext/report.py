@@ -33,8 +33,8 @@ LIMITS = {
     "approx_dp": ("epsilon", "eps_max", "epsilon at delta_max"),
     "mldp": ("epsilon", "mldp_eps_max", "metric-LDP epsilon of the most replaced value"),
 }
-AUDIT_COLUMNS = ("target", "adversary", "eps", "triplets", "violation_ratio", "delta_target", "log10_p_fail",
-                 "utility_loss", "passed")
+AUDIT_COLUMNS = ("target", "adversary", "release", "valid", "eps", "triplets", "violation_ratio", "delta_target",
+                 "log10_p_fail", "utility_loss", "passed")
 UTILITY_COLUMNS = ("target", "method", "metric", "value")
 
 
@@ -126,6 +126,8 @@ def collect(settings: Settings, date: str, dataset: str) -> dict:
     runs = _mlflow_runs(settings, date)
     run_ids = {r["run_id"] for r in audits + utility + centers} | {r.data.tags.get("privtext.run_id") for r in runs}
     charges = [e for e in entries if e["run_id"] in run_ids or e["params"].get("date") == date]
+    measured = [e for e in entries if e["guarantee"] == "detection_recall" and e["params"].get("date") == date]
+    detection = max(measured, key=lambda e: e["created_at"])["spend"] if measured else None
     return {
         "dataset": dataset,
         "date": date,
@@ -136,6 +138,7 @@ def collect(settings: Settings, date: str, dataset: str) -> dict:
         "charges": [{"stage": e["stage"], "mechanism": e["mechanism"], "guarantee": e["guarantee"],
                      "spend": e["spend"], "run_id": e["run_id"], "created_at": e["created_at"].isoformat(),
                      "plain_words": plain_words(e, budget.delta_max)} for e in charges],
+        "detection": detection,
         "audits": [{k: r[k] for k in AUDIT_COLUMNS} for r in audits],
         "utility": [{k: r[k] for k in UTILITY_COLUMNS} for r in utility],
         "stage_metrics": [{"stage": r.data.tags.get("stage"), "pipeline": r.data.tags.get("pipeline"),
@@ -221,6 +224,18 @@ def _table(rows: list[dict], columns) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _detection(detection: dict | None) -> str:
+    """Canary recall: values detection misses are published verbatim, and no guarantee covers them."""
+    if not detection:
+        return "<p><strong>Not measured for this date</strong> (pii.canaries.count is 0): missed values are unknown.</p>"
+    overall = detection["overall"]
+    rows = [{"type": t, "values": v["values"], "recall": f"{v['recall']:.1%}", "characters covered": f"{v['coverage']:.1%}"}
+            for t, v in detection["by_type"].items()]
+    return (f"<p>Detection found {overall['recall']:.1%} of {overall['values']} known values in tonight's canary "
+            f"documents ({overall['coverage']:.1%} of their characters). Values it misses are published verbatim: "
+            "no guarantee above covers them.</p>" + _table(rows, ("type", "values", "recall", "characters covered")))
+
+
 def _html(data: dict, images: dict[str, bool]) -> str:
     esc = html.escape
     spent = "".join(f"<li>{esc(sentence)}</li>" for sentence in data["spent_in_words"])
@@ -240,6 +255,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;font-size:13px}}img{{max-width:100%
 <h2>Budget</h2><p>Budget: <code>{budget}</code></p><p>Spent so far (all charges, composed):</p><ul>{spent}</ul>
 {img('budget')}
 <h2>Guarantees of this date's runs</h2><ul>{charges}</ul>
+<h2>What detection missed (measured on canaries)</h2>{_detection(data.get("detection"))}
 <h2>Leakage audits (mPL)</h2>{img('audits')}{_table(data['audits'], AUDIT_COLUMNS)}
 <h2>Utility</h2>{img('utility')}{_table(data['utility'], UTILITY_COLUMNS)}
 <h3>Stage runs (MLflow metrics)</h3>{_table(metrics, ('stage', 'pipeline', 'metrics'))}

@@ -34,21 +34,21 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
     sample = sample_data.write_jsonl(sample_data.generate(100, seed=7), tmp_path / "sample.jsonl")
     conf = tmp_path / "conf.yaml"
     conf.write_text(yaml.safe_dump({
-        "run": {"deterministic": True, "seed": 1},
+        "run": {"seed": 1},  # not deterministic: fixed-seed releases can never be published
         "spark": {"conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
                            "spark.driver.maxResultSize": "8m"}},
         "lakehouse": {"root": str(tmp_path / "lake")},
         "tracking": {"enabled": True},
-        # a small, fast audit: ~40 documents with secrets, tiny adversaries. On this sample (CluSanT eps 8)
-        # the audit does not pass (violation ratio 0.04-0.10, p_fail not confident at 5000 triplets) and
-        # publish refuses; the demo setting require_audit: false publishes with a 'none' ledger record.
+        # a small, fast audit: ~40 documents with secrets, tiny adversaries; too few for a confident pass,
+        # so the demo setting require_audit: false publishes with a 'none' ledger record.
         "ampl": {"epochs": 3, "hidden_size": 32, "num_layers": 1, "heads": 2, "triplets": 5000},
-        "publish": {"require_audit": False},
+        "publish": {"require_audit": False, "export_path": str(tmp_path / "exports")},
     }))
     assert airflow.run([airflow.airflow, "db", "migrate"], timeout=300).returncode == 0
     run_conf = json.dumps({"config": str(conf), "input_path": str(sample), "py_files": str(zip_path)})
     result = airflow.run([airflow.airflow, "dags", "test", DAG, DATE, "-c", run_conf], timeout=1800,
-                         AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}))
+                         AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
+                         PRIVTEXT_HMAC_KEY="dag-test-key-0123456789abcdef")
     log = airflow.project / "build" / "airflow" / f"dags-test-{DAG}.log"
     log.write_text(result.stdout + result.stderr)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]

@@ -18,7 +18,8 @@ DATE = "2026-05-01"
 
 
 def test_synthetic_publish_needs_the_staging_runs_charge(tmp_path):
-    settings = make_settings(tmp_path / "lake", publish={"export_path": str(tmp_path / "exports")})
+    settings = make_settings(tmp_path / "lake", publish={"export_path": str(tmp_path / "exports")},
+                             run={"deterministic": False})  # fixed-seed releases are never published
     ctx = RunContext.create(settings, date=DATE)
     rows = [{"synthetic_id": f"s{i}", "text": f"synthetic message {i}", "label": "billing", "method": "secpe",
              "round": 2, "run_id": "synth-run", "date": dt.date.fromisoformat(DATE)} for i in range(3)]
