@@ -59,12 +59,16 @@ def passes(ratio: float, log10_fail: float, delta: float, settings: AmplSettings
 
 
 def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedSequences, candidates: np.ndarray,
-                           truth: np.ndarray, *, adversary: str, eps: float, settings: AmplSettings,
-                           rng: np.random.Generator, delta_target: float | None = None
+                           truth: np.ndarray, *, adversary: str, eps, settings: AmplSettings,
+                           rng: np.random.Generator, delta_target: float | None = None, groups=None
                            ) -> tuple[AuditResult, AuditDiagnostics]:
     """Run the audit (module docstring); ``truth``: the candidate index of every replaced position of
-    ``test_batch`` (row-major order); ``delta_target`` defaults to ``settings.delta_target``."""
-    if eps <= 0:
+    ``test_batch`` (row-major order); ``eps``: one bound, or one per candidate (each secret is audited at
+    the eps its type was sanitized with); ``groups``: each candidate's entity type (x_j is drawn from
+    x_i's type: the mechanism's adjacency; the type itself is released by design); ``delta_target``
+    defaults to ``settings.delta_target``."""
+    eps = np.broadcast_to(np.asarray(eps, dtype=np.float64), (len(candidates),))
+    if np.any(eps <= 0):
         raise ValueError("eps must be positive")
     if not test_batch.mask.any():
         raise ValueError("the test batch has no replaced positions to audit")
@@ -83,12 +87,12 @@ def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedS
         temps = [calibrated_temperature(m, val, candidates, settings.posterior_floor) for m in (post_model, prior_model)]
     post = posterior_of(post_model, test_batch, candidates, temps[0], settings.posterior_floor)
     prior = posterior_of(prior_model, test_batch, candidates, temps[1], settings.posterior_floor)
-    t = true_secret_triplets(rng, truth, candidates, settings.triplets)
+    t = true_secret_triplets(rng, truth, candidates, settings.triplets, groups)
     values = mpl(post.log_prob(t.obs, t.i), post.log_prob(t.obs, t.j),
                  prior.log_prob(t.obs, t.i), prior.log_prob(t.obs, t.j), t.dist)
-    ratio = violation_ratio(values, eps)
+    ratio = violation_ratio(values, eps[t.i])
     log_fail = log10_p_fail(ratio, settings.triplets, delta, settings.p_fail_bound)
-    result = AuditResult(eps=float(eps), triplets=settings.triplets, violation_ratio=ratio, delta_target=delta,
+    result = AuditResult(eps=float(eps.min()), triplets=settings.triplets, violation_ratio=ratio, delta_target=delta,
                          log10_p_fail=log_fail, utility_loss=realized_utility_loss(test_batch),
                          passed=passes(ratio, log_fail, delta, settings))
     return result, AuditDiagnostics(post_model, prior_model, mean_baseline_mse(fit, val), values)

@@ -6,8 +6,8 @@
   observation of L independently perturbed, *correlated* secrets (Eq. 4; the explicit
   joint-probability attacker of Sec. 2.4 and App. C.1).
 * ``violation_ratio``: Eq. 12, the share of sampled triplets (x_i, x_j, y) with mPL > eps.
-  ``true_secret_triplets``: the audit's triplets, x_i = the true secret of y (Eq. 12 samples them
-  uniformly; uniform triplets involve y's true secret with probability ~2/K, so with K in the hundreds an
+  ``true_secret_triplets``: the audit's triplets, x_i = the true secret of y, x_j another value of
+  its type (Eq. 12 samples them uniformly; uniform triplets involve y's true secret with probability ~2/K, so with K in the hundreds an
   identity release (no sanitization) shows almost no violations; restricted to the true secret, the
   ratio separates identity (~all), sanitizers (a share) and a uniform replacement (~none)).
 * ``log10_p_fail``: Prop. 4. Read correctly, the bound is a significance level, not a probability of
@@ -70,23 +70,32 @@ class Triplets:
     dist: np.ndarray
 
 
-def true_secret_triplets(rng: np.random.Generator, truth: np.ndarray, candidates: np.ndarray,
-                         count: int) -> Triplets:
+def true_secret_triplets(rng: np.random.Generator, truth: np.ndarray, candidates: np.ndarray, count: int,
+                         groups: np.ndarray | None = None) -> Triplets:
     """i.i.d. triplets (y, x_i, x_j): y uniform among the observations, x_i = the true secret of y
-    (``truth[y]``, an index into ``candidates``), x_j uniform among the candidates at distance > 0."""
+    (``truth[y]``, an index into ``candidates``), x_j uniform among the candidates of x_i's group (the
+    sanitizer's adjacency: two values of one span, i.e. of one entity type; all candidates if no
+    ``groups``) at distance > 0. Observations whose group has no other candidate are not sampled."""
     truth = np.asarray(truth, dtype=np.int64)
     k = candidates.shape[0]
-    if truth.size < 1 or k < 2:
-        raise ValueError("need at least one observation and two candidates")
-    obs = rng.integers(0, truth.size, size=count)
+    groups = np.zeros(k, dtype=np.int64) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
+    members = [np.flatnonzero(groups == g) for g in range(groups.max() + 1)]
+    usable = np.flatnonzero(np.array([len(members[groups[i]]) > 1 for i in truth], dtype=bool)) if truth.size else truth
+    if usable.size < 1:
+        raise ValueError("need an observation whose secret has another candidate of its type")
+    obs = usable[rng.integers(0, usable.size, size=count)]
     i = truth[obs]
-    j = rng.integers(0, k, size=count)
+
+    def draw(rows):
+        return np.array([members[groups[x]][rng.integers(len(members[groups[x]]))] for x in i[rows]], dtype=np.int64)
+
+    j = draw(np.arange(count))
     dist = _pair_dist(candidates, i, j)
     for _ in range(1000):
         bad = dist <= 0
         if not bad.any():
             return Triplets(obs=obs, i=i, j=j, dist=dist)
-        j[bad] = rng.integers(0, k, size=bad.sum())
+        j[bad] = draw(np.flatnonzero(bad))
         dist[bad] = _pair_dist(candidates, i[bad], j[bad])
     raise ValueError("candidate set has (almost) no pair of distinct secrets")
 

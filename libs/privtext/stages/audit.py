@@ -83,7 +83,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--target", default="sanitized_documents", choices=sorted(TARGETS))
     parser.add_argument("--adversary", dest="adversaries", action="append", choices=ADVERSARIES,
                         help="repeatable; default ampl.adversaries")
-    parser.add_argument("--eps", type=float, help="mPL bound to audit (default ampl.audit_eps or clusant PII eps)")
+    parser.add_argument("--eps", type=float, help="one mPL bound for every secret (default ampl.audit_eps, else "
+                                                   "each secret at the clusant eps of its type and tier)")
 
 
 def _tokens_task(max_tokens: int):
@@ -134,6 +135,13 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
     return docs, unaligned
 
 
+def _tier(ctx: RunContext, entity_type: str) -> str:
+    try:
+        return ctx.settings.pii.tier_of(entity_type)
+    except KeyError:
+        return "PII"  # an unknown type: the stricter tier
+
+
 def encoder(ctx: RunContext):
     from privtext.embed.encoder import encode_phrases
 
@@ -144,7 +152,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
         eps: float | None = None) -> AuditStageResult:
     ampl = ctx.settings.ampl
     kinds = tuple(dict.fromkeys(adversaries or ampl.adversaries))
-    eps = float(eps or ampl.audit_eps or ctx.settings.clusant.eps["PII"])
+    eps = eps or ampl.audit_eps  # one bound for every secret; else each at its own type's eps (below)
     rng = make_rng(ctx.settings.run.deterministic, ctx.settings.run.seed)
     start = ctx.date - dt.timedelta(days=ampl.window_days - 1)
     staged = ctx.lakehouse.read(TARGETS[target])
@@ -157,6 +165,10 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
     batch = embed_documents(docs, encoder(ctx))
+    clusant = ctx.settings.clusant
+    audited = (np.full(len(batch.candidates), float(eps)) if eps else
+               np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))
+    eps = float(audited.min())  # rows, metrics and the plot report the strictest audited bound
     train_rows, test_rows = split_rows(rng, batch.release.n, 0.2)
     truth = batch.secrets.take(test_rows).truth()
     releases = [("candidate", kind, batch.release) for kind in kinds]
@@ -167,7 +179,8 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     try:
         for name, kind, release in releases:
             result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), batch.candidates,
-                                                  truth, adversary=kind, eps=eps, settings=ampl,
+                                                  truth, adversary=kind, eps=audited, settings=ampl,
+                                                  groups=np.asarray(batch.candidate_types, dtype=object),
                                                   rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
             results[name if name != "candidate" else kind] = result
             rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,

@@ -100,16 +100,21 @@ def gate_decision(audits: list[dict], wanted: list[str], staged_runs: list[str])
                 bad = [c for c, ok in controls.items() if ok != (c == "control_uniform")] or ["missing"]
                 problems.append(f"the {adversary} audit is invalid: its negative control(s) misbehaved "
                                 f"({', '.join(sorted(bad))}); the audit cannot tell leaking from safe releases")
-            elif not r["passed"]:
+            elif not r["passed"] and r["violation_ratio"] >= r["delta_target"]:
                 problems.append(f"{adversary} found leakage: violation ratio {r['violation_ratio']:.4g} "
-                                f"> delta target {r['delta_target']:.4g} at eps {r['eps']:g} (a lower bound)")
+                                f">= delta target {r['delta_target']:.4g} at eps {r['eps']:g} (a lower bound)")
+            elif not r["passed"]:
+                problems.append(f"{adversary}: violation ratio {r['violation_ratio']:.4g} is below the delta target "
+                                f"{r['delta_target']:.4g} but not confidently (Prop. 4: log10 p_fail "
+                                f"{r.get('log10_p_fail', 0.0):.2f} > ampl.max_log10_p_fail); audit more triplets "
+                                "or documents")
     return problems
 
 
 def _audits(ctx: RunContext, target: str) -> list[dict]:
     return [r.asDict() for r in ctx.lakehouse.read(LEAKAGE_AUDITS)
             .where((F.col("target") == target) & (F.col("date") == F.lit(ctx.date).cast("date")))
-            .select("adversary", "eps", "violation_ratio", "delta_target", "passed", "release", "valid",
+            .select("adversary", "eps", "violation_ratio", "delta_target", "log10_p_fail", "passed", "release", "valid",
                     "staged_runs", "run_id").collect()]
 
 
