@@ -162,7 +162,9 @@ def test_gate_decision_is_a_pure_function():
     assert publish.gate_decision([row], ["rnn", "lstm"], ["a", "b"]) == ["no leakage audit by lstm"]
     assert "stale" in publish.gate_decision([row], ["rnn"], ["a"])[0]
     assert "invalid" in publish.gate_decision([{**row, "valid": False}], ["rnn"], ["a", "b"])[0]
-    assert "found leakage" in publish.gate_decision([{**row, "passed": False}], ["rnn"], ["a", "b"])[0]
+    assert "found leakage" in publish.gate_decision([{**row, "passed": False, "violation_ratio": 0.2}], ["rnn"], ["a", "b"])[0]
+    unsure = publish.gate_decision([{**row, "passed": False, "log10_p_fail": -1.5}], ["rnn"], ["a", "b"])[0]
+    assert "not confidently" in unsure and "-1.50" in unsure
     control = {**row, "release": "control_identity"}  # a control row never stands in for the audit
     assert publish.gate_decision([control], ["rnn"], ["a", "b"]) == ["no leakage audit by rnn"]
 
