@@ -67,3 +67,14 @@ def test_a_partly_detected_name_is_widened(analyzer):
     text = "Ask for Russell Mcclain at reception."
     types, share = covered(analyzer, text, "Russell Mcclain")
     assert "PERSON" in types and share == 1.0
+
+
+def test_the_sample_suite_measures_recall_coverage_and_precision(analyzer):
+    from privtext.pii.coverage import measure, suite
+
+    docs = suite("sample", 60, 7)
+    result = measure(docs, PiiSettings())
+    assert result["overall"]["values"] == sum(len(d.gold) for d in docs) > 40
+    assert 0.9 <= result["overall"]["recall"] <= 1.0 and 0.0 < result["overall"]["precision"] <= 1.0
+    nothing = measure(docs, PiiSettings(entities=["US_SSN"]))  # a detector that misses almost everything
+    assert nothing["overall"]["coverage"] < 0.2 < result["overall"]["coverage"]
