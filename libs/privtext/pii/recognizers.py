@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-ADDRESS_SCORE = 0.85
+ADDRESS_SCORE = 0.9  # a whole address beats a shorter NER span inside it (spaCy scores 0.85)
 _NUMBER_WORDS = ("a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
                  "few|several|couple of|a few|many|\\d+")
 _UNITS = "seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|fortnights?|months?|years?|decades?"
@@ -47,7 +47,15 @@ def street_address_regex() -> str:
     tail = r"(?:,?\s+(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?)?"
     military = (r"\b(?:(?:USNS|USNV|USS|USCGC)\s+[A-Z][a-z]+|PSC\s+\d{4},\s+Box\s+\d{4}|Unit\s+\d{4}\s+Box\s+\d{4})"
                 r",?\s+(?:APO|FPO|DPO)\s+A[AEP]\s+\d{5}")
-    return rf"(?-i:{street}{tail}|{military})"  # case-sensitive: Presidio compiles with IGNORECASE
+    # street first, number last (Rua Arapiraca 1943, Via Roma 12, Hauptstrasse 5), and secondary units
+    word = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u00FF'.-]*"
+    prefixes = ("Rua|Via|Viale|Corso|Piazza|Calle|Carrer|Camino|Paseo|Avenida|Avda\\.|Rue|Boulevard|Chemin|Place|"
+                "Pra\u00e7a|Largo|Travessa|Estrada|Ulica|ul\\.|Utca|Strada|Straat|Laan|Plein")
+    european = (rf"\b(?:(?:{prefixes})\s+(?:{word}\s+){{0,3}}\d{{1,5}}[A-Za-z]?"
+                rf"|{word}(?:stra(?:ss|\u00df)e|str\\.|weg|gasse|platz|allee|ring|damm|straat|gade|vej|v\u00e4gen|gatan)"
+                rf"\s+\d{{1,5}}[A-Za-z]?)")
+    secondary = r"\b(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|P\.O\.\s?Box|PO\s?Box)\s?#?\d{1,5}[A-Z]?\b"
+    return rf"(?-i:{street}{tail}|{military}|{european}|{secondary})"  # case-sensitive: Presidio uses IGNORECASE
 
 
 # entity type -> [(pattern name, regex, score)], context words; switched by pii.recognizers.<key>.
@@ -55,9 +63,12 @@ def street_address_regex() -> str:
 PATTERNS = {
     "phone_extensions": ("PHONE_NUMBER", [
         ("us_phone_with_extension",
-         r"(?<![\w-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\s?(?:x|ext\.?\s?)\d{1,6}\b", 0.85),
-        ("us_phone", r"(?<![\w-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\b", 0.6),
-        ("ten_digits", r"\b\d{10}\b", 0.3)],
+         r"(?<![\w-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\s?(?:x|ext\.?\s?)\d{1,6}\b", 0.9),
+        ("us_phone", r"(?<![\w-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\b", 0.86),
+        ("ten_digits", r"\b\d{10}\b", 0.3),
+        ("international", r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{1,4}(?:[\s.-]?\d{2,4}){1,4}\b", 0.9),
+        ("area_code", r"(?<![\w(])\(\d{2,4}\)\s?\d{3,5}[-\s]\d{3,4}\b", 0.86),
+        ("digit_groups", r"(?<![\w-])\d{2,5}(?:[ -]\d{2,4}){2,3}\b", 0.35)],
         ["phone", "call", "number", "mobile", "cell", "reach", "text", "sms", "tel"]),
     "order_numbers": ("ORDER_NUMBER", [
         ("hash_number", r"(?<![\w#])#\d{4,12}\b", 0.6),
@@ -65,6 +76,14 @@ PATTERNS = {
          r"(?i)(?<=\b(?:order|ticket|account|invoice|case|reference|ref|booking|tracking)\s(?:no\.?\s|number\s|#)?)"
          r"(?=[A-Z0-9-]*\d)[A-Z0-9][A-Z0-9-]{4,19}\b", 0.5)],
         ["order", "ticket", "account", "invoice", "case", "reference", "booking", "tracking"]),
+    "postal_codes": ("ZIP_CODE", [
+        ("us_zip_after_state", r"(?-i:(?<=\b[A-Z]{2}\s)\d{5}(?:-\d{4})?\b)", 0.6),
+        ("uk_postcode", r"(?-i:\b[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}\b)", 0.6),
+        ("five_digits", r"\b\d{5}(?:-\d{4})?\b", 0.3)],
+        ["zip", "postal", "postcode", "post code", "zipcode", "address"]),
+    "titles": ("TITLE", [
+        ("honorific", r"(?-i:\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Sir|Dame|Rev|Hon|Sr|Sra|Herr|Frau|Mme|Mlle)\.?(?=\s+[A-Z]))", 0.8)],
+        []),
     "card_last4": ("CARD_LAST4", [
         ("card_ending_in", r"(?i)(?<=\bending in\s)\d{4}\b|(?<=\bending with\s)\d{4}\b|(?<=\blast four digits\s)\d{4}\b",
          0.8)],
@@ -73,7 +92,8 @@ PATTERNS = {
         ("last_names_and", r"(?-i:\b[A-Z][a-z]+(?:,\s[A-Z][a-z]+)*,?\s(?:and|&)\s[A-Z][a-z]+\b)", 0.86),
         ("hyphenated_company", r"(?-i:\b[A-Z][a-z]+-[A-Z][a-z]+\b)", 0.45),
         ("suffixed_company",
-         r"(?-i:\b[A-Z][a-z]+(?:[\s-][A-Z][a-z]+)?\s(?:Inc|LLC|Ltd|PLC|Group|Corp|GmbH|and Sons)\b\.?)", 0.9)],
+         r"(?-i:\b(?:[A-Z][\w&+.'-]*[\s-]){0,4}[A-Z][\w&+.'-]*\s(?:Inc|LLC|Ltd|PLC|Plc|Group|Corp|Corporation|"
+         r"Holdings|GmbH|AG|SA|NV|BV|LLP|LP|Co|and Sons)\b\.?)", 0.9)],
         ["company", "office", "firm", "employer", "colleague", "invoice", "from", "at"]),
 }
 LONG_CARD = r"\b(?:\d[ -]?){12,18}\d\b"  # 13-19 digits, Luhn-checked by Presidio's CreditCardRecognizer

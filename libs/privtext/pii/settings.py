@@ -34,6 +34,8 @@ DEFAULT_TIERS: dict[str, Tier] = {
     "STREET_ADDRESS": "PII",
     "ORDER_NUMBER": "PII",
     "CARD_LAST4": "PoII",
+    "ZIP_CODE": "PoII",
+    "TITLE": "PoII",
 }
 
 
@@ -77,6 +79,8 @@ class RecognizerSwitches(StrictModel):
     order_numbers: bool = True  # #123456 and order/ticket/account/invoice numbers -> ORDER_NUMBER
     card_last4: bool = True  # "card ending in 1234" -> CARD_LAST4
     company_shapes: bool = True  # "Clements, Pena and Singh", "Smith-Jones", "Acme Inc" -> ORGANIZATION
+    postal_codes: bool = True  # US ZIP after a state, UK postcodes, 5 digits near "zip" -> ZIP_CODE
+    titles: bool = True  # Mr./Mrs./Dr. ... before a name -> TITLE
 
 
 class CanarySettings(StrictModel):

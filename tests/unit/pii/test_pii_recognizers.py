@@ -78,3 +78,17 @@ def test_the_sample_suite_measures_recall_coverage_and_precision(analyzer):
     assert 0.9 <= result["overall"]["recall"] <= 1.0 and 0.0 < result["overall"]["precision"] <= 1.0
     nothing = measure(docs, PiiSettings(entities=["US_SSN"]))  # a detector that misses almost everything
     assert nothing["overall"]["coverage"] < 0.2 < result["overall"]["coverage"]
+
+
+@pytest.mark.parametrize("text,value,etype", [
+    ("Our office is at Rua Arapiraca 1943 in the centre.", "Rua Arapiraca 1943", "STREET_ADDRESS"),
+    ("Please forward it to Hauptstrasse 5 next week.", "Hauptstrasse 5", "STREET_ADDRESS"),
+    ("You can call me on +41 53 147 37 99 tomorrow.", "+41 53 147 37 99", "PHONE_NUMBER"),
+    ("Dial (73) 4746-3459 for support.", "(73) 4746-3459", "PHONE_NUMBER"),
+    ("Write to London SW1A 1AA for the forms.", "SW1A 1AA", "ZIP_CODE"),
+    ("The letter was addressed to Mrs. Felicity Jones.", "Mrs.", "TITLE"),
+    ("Shares of Petco Animal Supplies Inc. fell.", "Petco Animal Supplies Inc.", "ORGANIZATION"),
+])
+def test_international_formats_and_titles(analyzer, text, value, etype):
+    types, share = covered(analyzer, text, value)
+    assert etype in types and share == 1.0
