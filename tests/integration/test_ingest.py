@@ -113,3 +113,25 @@ def test_generated_doc_ids_resist_a_dictionary_attack_on_file_names(ctx, tmp_pat
     unkeyed = {hashlib.sha256(f"{n}\x00{text}".encode()).hexdigest()[:32]: n for n in names}
     assert doc_id not in unkeyed and len(doc_id) == 32  # the old scheme would have named the file
     assert unkeyed[hashlib.sha256(f"{names[17]}\x00{text}".encode()).hexdigest()[:32]] == names[17]  # control
+
+
+def test_one_bad_file_does_not_fail_the_night(ctx, tmp_path):
+    """Real drops: every per-file problem stays with its file, the rest lands, skipped files are listed."""
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "bom.csv").write_bytes("\ufefftext,label\nHello from a BOM file,x\n".encode("utf-8"))
+    (drop / "utf16.jsonl").write_bytes(json.dumps({"text": "Grüße in UTF-16"}, ensure_ascii=False).encode("utf-16"))
+    (drop / "array.json").write_text(json.dumps([{"text": "first of an array"}, {"text": "second"}, 7]))
+    (drop / "empty.jsonl").write_text("\n \n")
+    (drop / "header_only.csv").write_text("text,label\n")
+    (drop / "notext.csv").write_text("doc_id,body\n1,hello\n")
+    (drop / "README.txt").write_text("a stray file")
+    (drop / ".hidden.jsonl").write_text(json.dumps({"text": "never read"}) + "\n")
+    result = ingest.run(ctx, str(drop))
+    texts = sorted(read(ctx, DOCUMENTS).text)
+    assert texts == ["Grüße in UTF-16", "Hello from a BOM file", "first of an array", "second"]
+    reasons = read(ctx, QUARANTINE).groupby("source_file")["reason"].apply(sorted).to_dict()
+    assert reasons == {"array.json": ["malformed JSON: not an object"], "empty.jsonl": ["empty file"],
+                       "header_only.csv": ["empty file"], "notext.csv": ["file has no 'text' column"]}
+    assert sorted(result.skipped_files) == [".hidden.jsonl", "README.txt"]
+    assert result.documents == 4 and result.quarantined == 4

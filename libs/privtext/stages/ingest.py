@@ -5,8 +5,11 @@ in the ``metadata`` map. A missing ``doc_id`` becomes a keyed pseudonym: HMAC-SH
 file name and the text under the run's key (``run.hmac_key_env``), never an unkeyed hash, which
 anyone could recompute from a guessed file name and text (the doc_id is published). Bad records never stop the load: malformed JSON lines, CSV rows with the wrong field count,
 null/blank text, invalid UTF-8, text longer than ``ingest.max_chars`` and duplicate ``doc_id``s
-within the load go to the quarantine with a reason. A file with no ``text`` column at all fails
-the run before anything is written. Both tables are written by replacing the date's partition, so a
+within the load go to the quarantine with a reason. Per-file problems stay with that file: a file
+without a ``text`` column, an empty or blank file, a malformed JSON array quarantine its records (or
+one row naming the file) and the rest of the load lands; the run fails, writing nothing, only when
+no usable record remains. UTF-8 with or without BOM and UTF-16/32 with BOM are read; JSON arrays and
+JSON Lines both; files with other extensions or hidden/``_`` names are skipped and listed. Both tables are written by replacing the date's partition, so a
 rerun of a date never duplicates.
 """
 from __future__ import annotations
@@ -16,8 +19,9 @@ import hashlib
 import hmac
 import io
 import json
+import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 from pyspark.sql import DataFrame, Window
@@ -28,6 +32,7 @@ from privtext.pii.hashing import load_hmac_key
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, QUARANTINE
 
+log = logging.getLogger("privtext")
 KNOWN_COLUMNS = ("doc_id", "user_id", "text", "label")
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 
@@ -56,6 +61,7 @@ class IngestResult:
     documents: int
     quarantined: int
     reasons: dict[str, int]
+    skipped_files: list[str] = field(default_factory=list)  # unsupported extensions, hidden or _ names
 
 
 def keyed_doc_id(key: bytes, source_file: str, text: str) -> str:
@@ -104,9 +110,53 @@ def _record(fields: dict, source: str, line_no: int, raw: str, reason: str | Non
     }
 
 
+def _decode_bom(content: bytes) -> tuple[bytes, str | None]:
+    """(content without a UTF-8 BOM, None) or, for a UTF-16/32 file with its BOM, (b"", decoded text)."""
+    import codecs
+
+    for bom, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                       (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if content.startswith(bom):
+            return b"", content.decode(codec, "replace")
+    return (content[3:] if content.startswith(codecs.BOM_UTF8) else content), None
+
+
+def _mark_without_text(records: list[dict], has_text: bool) -> list[dict]:
+    """Records of a file without a ``text`` column are quarantined (the rest of the load lands)."""
+    for record in records:
+        record["file_has_text"] = has_text
+        if not has_text and record["reason"] is None:
+            record.update(_record({}, record["source_file"], record["line_no"], record["raw_record"],
+                                  "file has no 'text' column", False))
+    return records
+
+
+def _parse_json_array(text: str, source: str) -> list[dict]:
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as error:
+        return [_record({}, source, error.lineno, text[:2000], f"malformed JSON: {error.msg}", False)]
+    records = []
+    for i, item in enumerate(items, start=1):
+        raw = json.dumps(item, ensure_ascii=False)
+        if not isinstance(item, dict):
+            records.append(_record({}, source, i, raw, "malformed JSON: not an object", False))
+        else:
+            records.append(_record(item, source, i, raw, None, True))
+    return _mark_without_text(records, any(isinstance(x, dict) and "text" in x for x in items))
+
+
 def _parse_jsonl(content: bytes, source: str) -> list[dict]:
+    """JSON Lines or a JSON array of objects; UTF-8 with or without BOM, UTF-16/32 with BOM."""
+    content, decoded_text = _decode_bom(content)
+    lines = (decoded_text.encode("utf-8", "surrogatepass") if decoded_text is not None else content)
+    if lines.lstrip()[:1] == b"[":
+        try:
+            return _parse_json_array(lines.decode("utf-8"), source)
+        except UnicodeDecodeError:
+            return [_record({}, source, 0, "", "invalid UTF-8", False)]
     records, has_text = [], False
-    for line_no, line in enumerate(content.split(b"\n"), start=1):
+    for line_no, line in enumerate(lines.split(b"\n"), start=1):
         if not line.strip():
             continue
         raw = line.decode("utf-8", "backslashreplace")
@@ -125,13 +175,12 @@ def _parse_jsonl(content: bytes, source: str) -> list[dict]:
             continue
         has_text = has_text or "text" in fields
         records.append(_record(fields, source, line_no, raw, None, True))
-    for record in records:
-        record["file_has_text"] = has_text
-    return records
+    return _mark_without_text(records, has_text)
 
 
 def _parse_csv(content: bytes, source: str, delimiter: str) -> list[dict]:
-    text = content.decode("utf-8", "surrogateescape")
+    content, decoded_text = _decode_bom(content)
+    text = decoded_text if decoded_text is not None else content.decode("utf-8", "surrogateescape")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     header = next(reader, None) or []
     has_text = "text" in header
@@ -149,7 +198,7 @@ def _parse_csv(content: bytes, source: str, delimiter: str) -> list[dict]:
             continue
         fields = {name: (value if value != "" else None) for name, value in zip(header, row)}
         records.append(_record(fields, source, line_no, raw, None, has_text))
-    return records
+    return _mark_without_text(records, has_text or not header)
 
 
 def _parse_files(delimiter: str):
@@ -163,27 +212,33 @@ def _parse_files(delimiter: str):
                     rows = _parse_jsonl(bytes(content), source)
                 if rows:
                     yield pd.DataFrame(rows, columns=PARSED_SCHEMA.names)
-                else:  # an empty file still reports whether it had a text column
-                    yield pd.DataFrame([_record({}, source, 0, "", "empty file", False)], columns=PARSED_SCHEMA.names)
+                else:  # an empty or blank file: one quarantine row, so the run summary lists it
+                    yield pd.DataFrame([_record({}, source, 0, "", "empty file", True)], columns=PARSED_SCHEMA.names)
 
     return parse
 
 
-def _input_files(path: str) -> dict[str, list[str]]:
+def _input_files(path: str) -> tuple[dict[str, list[str]], list[str]]:
+    """Input files by format, and the files skipped (unsupported extension, hidden or ``_`` names)."""
     if not os.path.exists(path):
         raise IngestError(f"input not found: {path}")
-    paths = [path] if os.path.isfile(path) else sorted(
-        os.path.join(root, name) for root, _, names in os.walk(path) for name in names if not name.startswith((".", "_"))
-    )
+    if os.path.isfile(path):
+        paths, skipped = [path], []
+    else:
+        names = sorted(os.path.join(root, name) for root, _, files in os.walk(path) for name in files)
+        paths = [p for p in names if not os.path.basename(p).startswith((".", "_"))]
+        skipped = [os.path.relpath(p, path) for p in names if p not in paths]
     by_format: dict[str, list[str]] = {}
     for file in paths:
         fmt = FORMATS.get(os.path.splitext(file)[1].lower())
         if fmt is None:
-            raise IngestError(f"unsupported input file {os.path.basename(file)!r}; allowed extensions: {', '.join(FORMATS)}")
+            skipped.append(os.path.basename(file))
+            continue
         by_format.setdefault(fmt, []).append(os.path.abspath(file))
     if not by_format:
-        raise IngestError(f"no input files under {path}")
-    return by_format
+        raise IngestError(f"no input files under {path} (allowed extensions: {', '.join(FORMATS)}; "
+                          f"skipped: {', '.join(skipped) or 'none'})")
+    return by_format, skipped
 
 
 def _read_parquet(ctx: RunContext, files: list[str]) -> DataFrame:
@@ -203,10 +258,13 @@ def _read_parquet(ctx: RunContext, files: list[str]) -> DataFrame:
     ).select(*PARSED_SCHEMA.names)
 
 
-def parse_inputs(ctx: RunContext, path: str) -> DataFrame:
-    """All input records with a ``reason`` set for those that cannot be parsed."""
+def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
+    """All input records with a ``reason`` set for those that cannot be parsed, and the skipped files."""
     frames = []
-    for fmt, files in _input_files(path).items():
+    files_by_format, skipped = _input_files(path)
+    if skipped:
+        log.warning("ingest: skipped %d file(s) with unsupported or hidden names: %s", len(skipped), ", ".join(skipped))
+    for fmt, files in files_by_format.items():
         if fmt == "parquet":
             frames.append(_read_parquet(ctx, files))
             continue
@@ -215,7 +273,7 @@ def parse_inputs(ctx: RunContext, path: str) -> DataFrame:
     parsed = frames[0]
     for frame in frames[1:]:
         parsed = parsed.unionByName(frame)
-    return parsed
+    return parsed, skipped
 
 
 def validate(parsed: DataFrame, max_chars: int, key: bytes) -> DataFrame:
@@ -246,10 +304,11 @@ def add_arguments(parser) -> None:
 def run(ctx: RunContext, input_path: str) -> IngestResult:
     run = ctx.settings.run
     key = load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic)
-    parsed = validate(parse_inputs(ctx, input_path), ctx.settings.ingest.max_chars, key).cache()
+    raw, skipped = parse_inputs(ctx, input_path)
+    parsed = validate(raw, ctx.settings.ingest.max_chars, key).cache()
     try:
         files_without_text = [r.source_file for r in parsed.groupBy("source_file").agg(F.max("file_has_text").alias("t")).where(~F.col("t")).collect()]
-        if files_without_text:
+        if files_without_text and parsed.where(F.col("reason").isNull()).limit(1).count() == 0:
             raise IngestError(
                 f"input file(s) without a 'text' column: {', '.join(sorted(files_without_text))}; nothing was written"
             )
@@ -267,4 +326,4 @@ def run(ctx: RunContext, input_path: str) -> IngestResult:
         reasons = {r["reason"]: r["count"] for r in bad.groupBy("reason").count().collect()}
     finally:
         parsed.unpersist()
-    return IngestResult(documents=documents.rows, quarantined=quarantine.rows, reasons=reasons)
+    return IngestResult(documents=documents.rows, quarantined=quarantine.rows, reasons=reasons, skipped_files=skipped)
