@@ -22,7 +22,7 @@ import pandas as pd
 
 from privtext.pii.hashing import normalize_value, secret_id
 from privtext.pii.recognizers import build as extra_recognizers
-from privtext.pii.recognizers import refine
+from privtext.pii.refine import plain_text, refine
 from privtext.pii.settings import PiiSettings
 from privtext.worker_cache import per_process
 
@@ -216,7 +216,8 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
         if text:
             jobs.extend((i, window) for window in chunk_windows(text, max_chars, settings.chunk_overlap_chars))
     found: list[list[Span]] = [[] for _ in texts]
-    window_texts = (texts[i][w[0]:w[1]] for i, w in jobs)
+    plain = [plain_text(t) for t in texts]
+    window_texts = (plain[i][w[0]:w[1]] for i, w in jobs)
     artifacts = analyzer.nlp_engine.process_batch(window_texts, LANGUAGE, batch_size=settings.batch_size)
     for (i, (win_start, _, own_start, own_end)), (window_text, nlp_artifacts) in zip(jobs, artifacts):
         results = analyzer.analyze(text=window_text, language=LANGUAGE, entities=entities,
@@ -227,10 +228,10 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
                 found[i].append(Span(r.entity_type, start, end, float(r.score), settings.tier_of(r.entity_type),
                                      normalize_value(r.entity_type, texts[i][start:end])))
     out = []
-    for text, spans in zip(texts, found):
+    for text, nlp_text, spans in zip(texts, plain, found):
         refined = [s if s.value == normalize_value(s.entity_type, text[s.start:s.end])
                    else Span(s.entity_type, s.start, s.end, s.score, s.tier, normalize_value(s.entity_type, text[s.start:s.end]))
-                   for s in refine(spans, text, settings)]
+                   for s in refine(spans, nlp_text, settings)]
         out.append(resolve_overlaps(refined))
     return out
 

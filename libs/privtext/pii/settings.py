@@ -36,6 +36,7 @@ DEFAULT_TIERS: dict[str, Tier] = {
     "CARD_LAST4": "PoII",
     "ZIP_CODE": "PoII",
     "TITLE": "PoII",
+    "AGE": "PoII",
 }
 
 
@@ -81,6 +82,11 @@ class RecognizerSwitches(StrictModel):
     company_shapes: bool = True  # "Clements, Pena and Singh", "Smith-Jones", "Acme Inc" -> ORGANIZATION
     postal_codes: bool = True  # US ZIP after a state, UK postcodes, 5 digits near "zip" -> ZIP_CODE
     titles: bool = True  # Mr./Mrs./Dr. ... before a name -> TITLE
+    timestamps: bool = True  # 2018-04-29 14:33:14.970560 -> DATE_TIME (whole, not just the date)
+    ages: bool = True  # "a 63 year old", "aged 48", "just turned 29" -> AGE
+    places: bool = True  # country and US-state names (GeoNames) -> LOCATION
+    first_names: bool = True  # a first name (Faker locales, US census) + capitalised words -> PERSON
+    job_titles: bool = True  # Faker job titles and "Capitalised ... occupation-noun" -> TITLE
 
 
 class CanarySettings(StrictModel):
@@ -156,6 +162,7 @@ class PiiSettings(StrictModel):
     recognizers: RecognizerSwitches = RecognizerSwitches()
     relative_time_is_pii: bool = False  # durations and relative dates ("a week", "this month") are not PII
     widen_names: bool = True  # a partly detected name is widened over adjacent capitalised name tokens
+    widen_addresses: bool = True  # an address span is widened over its house number, unit, city, country, postcode
     max_chunk_chars: int = Field(100_000, ge=2_000)  # spaCy input per call (<= nlp.max_length)
     chunk_overlap_chars: int = Field(200, ge=0)  # context kept on each side of a chunk boundary
     batch_size: int = Field(32, gt=0)  # texts per spaCy pipe batch

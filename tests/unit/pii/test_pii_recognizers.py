@@ -2,7 +2,7 @@
 import pytest
 
 from privtext.pii.detect import detect_spans, get_analyzer
-from privtext.pii.recognizers import RELATIVE_TIME
+from privtext.pii.refine import RELATIVE_TIME
 from privtext.pii.settings import PiiSettings
 
 
@@ -29,6 +29,17 @@ def covered(analyzer, text, value, settings=None):
     ("My card ending in 4821 was declined.", "4821", "CARD_LAST4"),
     ("The invoice from Clements, Pena and Singh is wrong.", "Clements, Pena and Singh", "ORGANIZATION"),
     ("Pay with 6011000990139424124 today.", "6011000990139424124", "CREDIT_CARD"),  # 19 digits, Luhn-valid
+    # shapes of presidio-evaluator's generator
+    ("Maile Jaimes lives at 788 Fitjabraut 87, Keflavík", "788 Fitjabraut 87, Keflavík", "STREET_ADDRESS"),
+    ("Send it to 4317 Invalidenstrasse 19\n Apt. 390\n Walshausen\n Germany 07130",
+     "4317 Invalidenstrasse 19\n Apt. 390\n Walshausen\n Germany 07130", "STREET_ADDRESS"),
+    ("Name: Søren Kleist\\nAddress: 3240 Meadow Drive\\nMobile: 730 064 218", "Søren Kleist", "PERSON"),
+    ("We moved here from Cyprus last spring.", "Cyprus", "LOCATION"),
+    ("I used to work there as Applications engineer, but quit.", "Applications engineer", "TITLE"),
+    ("This 70 year old female complained of pain.", "70", "AGE"),
+    ("My brother just turned 29", "29", "AGE"),
+    ("Date: 2018-04-29 14:33:14.970560", "2018-04-29 14:33:14.970560", "DATE_TIME"),
+    ("What's your credit card? 587662702899", "587662702899", "CREDIT_CARD"),
 ])
 def test_values_the_defaults_missed_are_fully_covered(analyzer, text, value, etype):
     types, share = covered(analyzer, text, value)
@@ -92,3 +103,23 @@ def test_the_sample_suite_measures_recall_coverage_and_precision(analyzer):
 def test_international_formats_and_titles(analyzer, text, value, etype):
     types, share = covered(analyzer, text, value)
     assert etype in types and share == 1.0
+
+
+
+def test_an_address_block_stops_at_prose_and_labels(analyzer):
+    text = "Ship to 12 Main Street Thanks a lot\nMobile: 555 0101"
+    spans = detect_spans(analyzer, text, PiiSettings())
+    address = [text[s.start:s.end] for s in spans if s.entity_type == "STREET_ADDRESS"]
+    assert address == ["12 Main Street"]
+    narrow = detect_spans(analyzer, "Send it to 4317 Invalidenstrasse 19\n Apt. 390\n Walshausen",
+                          PiiSettings(widen_addresses=False))
+    assert all(s.end - s.start < len("4317 Invalidenstrasse 19\n Apt. 390") for s in narrow)
+
+
+def test_bare_digit_groups_are_not_dates(analyzer):
+    """spaCy reads "4746-3459" or "7015" as DATE; without a date shape they are left to the other recognizers."""
+    from privtext.pii.refine import plain_text
+
+    text = "Call the office on 4746-3459 about unit 7015."
+    assert all(s.entity_type != "DATE_TIME" for s in detect_spans(analyzer, text, PiiSettings()))
+    assert plain_text("a\\nb") == "a \nb" and len(plain_text("x\\ty\\n")) == len("x\\ty\\n")

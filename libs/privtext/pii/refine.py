@@ -1,0 +1,117 @@
+"""Span post-processing a sanitizer needs, after the recognizers (``refine``).
+
+* Relative time is not PII: DATE_TIME spans that are durations or relative expressions ("a week",
+  "this month", "two weeks", "Sunday", "yesterday") are dropped unless ``pii.relative_time_is_pii``:
+  they identify no one, and replacing them with dates makes nonsense.
+* spaCy's DATE misreads of bare digit groups ("4746-3459", "7015", "07700 316") are dropped when they
+  have no date shape, so the phone, postcode and address recognizers own those digits.
+* A PERSON span is widened over adjacent capitalised name tokens (``widen_names``), so "Russell" in
+  "Russell Mcclain" never leaves "Mcclain" behind.
+* A STREET_ADDRESS span is widened into its address block (``widen_addresses``): house numbers
+  before it and, after a comma or a line break, secondary units, city and country lines, state codes
+  and postcodes -- what is left outside an address span is published verbatim.
+
+``plain_text`` gives the NLP a text of the same length in which escaped line breaks (a literal
+backslash-n, frequent in exported tickets) are real ones, so "Kleist\\nACME" is two tokens.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+_NUMBER_WORDS = ("a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+                 "few|several|couple of|a few|many|\\d+")
+_UNITS = "seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|fortnights?|months?|years?|decades?"
+_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+RELATIVE_TIME = re.compile(
+    rf"(?i)^(?:the\s+)?(?:"
+    rf"(?:(?:for|in|within|after|over|about|around|almost|nearly|another|the\s+(?:last|past|next))\s+)*"
+    rf"(?:(?:{_NUMBER_WORDS})\s+)?(?:more\s+)?(?:{_UNITS})(?:\s+(?:ago|later|earlier|long|old))?"
+    rf"|(?:this|last|next|past|coming|previous|every|each)\s+(?:{_UNITS}|{_DAYS}|morning|evening|night|time)"
+    rf"|today|tonight|yesterday|tomorrow|now|recently|lately|soon|daily|weekly|monthly|yearly|annually"
+    rf"|(?:on\s+)?(?:{_DAYS})s?(?:\s+(?:morning|afternoon|evening|night))?"
+    rf"|(?:this\s+|the\s+)?(?:morning|afternoon|evening|night|weekend|overnight)"
+    rf")$")
+# digits and separators only, but not a date: no d/m/y, y-m-d, hh:mm or 19xx/20xx year shape
+_DIGITS_ONLY = re.compile(r"^[\d\s.,/:-]+$")
+_DATE_SHAPE = re.compile(r"^(?:\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?|\d{1,2}:\d{2}(?::\d{2})?|(?:19|20)\d{2}s?"
+                         r"|\d{1,2}[/.-](?:19|20)\d{2}|(?:19|20)\d{2}[/.-]\d{1,2})$")
+_ESCAPED_BREAK = re.compile(r"\\([nrt])")
+_NAME_TOKEN = re.compile(r"[A-Z][a-z]+(?:['-][A-Z]?[a-z]+)?")
+_NOT_NAMES = frozenset({"The", "A", "An", "And", "Or", "But", "I", "We", "You", "He", "She", "They", "It", "My",
+                        "Our", "Your", "His", "Her", "Their", "Hi", "Hello", "Dear", "Thanks", "Thank", "Please",
+                        "Regards", "Best", "Cheers", "Mr", "Mrs", "Ms", "Dr", "At", "In", "On", "To", "From",
+                        "For", "With", "Is", "Was", "Call", "Ask", "Name", "Phone", "Email", "Born"})
+# address continuations: a separator, then one element of an address block
+_PLACE_WORD = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'.-]*"
+_UNIT = r"(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|Floor)\s?#?\d{1,5}[A-Z]?"
+_POSTCODE = r"(?:\d{3,6}(?:[- ]\d{2,4})?|[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2})"
+_ADDRESS_NEXT = re.compile(
+    rf"(?P<sep>[ \t]*[,\n][\s,]*|[ \t]+)"  # a comma or a line break, or blanks
+    rf"(?P<element>{_UNIT}|{_POSTCODE}|[A-Z]{{2}}|{_PLACE_WORD}(?:[ \t]+{_PLACE_WORD}){{0,3}})(?![\w\u00C0-\u024F:])")
+_STRUCTURAL = re.compile(rf"{_UNIT}|{_POSTCODE}")
+_HOUSE_NUMBER_BEFORE = re.compile(r"(?<![\w.,-])\d{1,6}[A-Za-z]?[ \t]+$")
+_MAX_ADDRESS_PARTS = 6
+
+
+def plain_text(text: str) -> str:
+    """``text`` with each escaped break (backslash-n/r/t) as a blank and the break: same offsets."""
+    return _ESCAPED_BREAK.sub(lambda m: " " + {"n": "\n", "r": "\r", "t": "\t"}[m.group(1)], text)
+
+
+def refine(spans: list, text: str, settings) -> list:
+    """Drop relative-time and digit-only DATE_TIME spans; widen PERSON and STREET_ADDRESS spans."""
+    out = []
+    for span in spans:
+        if span.entity_type == "DATE_TIME" and _not_a_date(text[span.start:span.end].strip(" .,;:!?"), settings):
+            continue
+        if span.entity_type == "PERSON" and settings.widen_names:
+            span = _widen_name(span, text)
+        if span.entity_type == "STREET_ADDRESS" and settings.widen_addresses:
+            span = _widen_address(span, text)
+        out.append(span)
+    return out
+
+
+def _not_a_date(value: str, settings) -> bool:
+    if _DIGITS_ONLY.match(value) and not _DATE_SHAPE.match(value):
+        return True
+    return not settings.relative_time_is_pii and bool(RELATIVE_TIME.match(value))
+
+
+def _widen_name(span, text: str):
+    start, end = span.start, span.end
+    while True:  # to the right: " Mcclain"
+        m = _NAME_TOKEN.match(text, end + 1) if text[end:end + 1] == " " else None
+        if not m or m.group() in _NOT_NAMES:
+            break
+        end = m.end()
+    while start >= 2 and text[start - 1] == " ":  # to the left: "Russell "
+        m = re.search(r"[A-Z][a-z]+(?:['-][A-Z]?[a-z]+)?$", text[:start - 1])
+        if not m or m.group() in _NOT_NAMES or (m.start() > 0 and text[m.start() - 1].isalnum()):
+            break
+        start = m.start()
+    return span if (start, end) == (span.start, span.end) else replace(span, start=start, end=end)
+
+
+def _widen_address(span, text: str):
+    """House numbers before; after it, up to ``_MAX_ADDRESS_PARTS`` block elements. Capitalised words
+    join only after a comma or line break (or after a unit/postcode already joined), so "12 Main St
+    Thanks" keeps "Thanks"."""
+    start, end = span.start, span.end
+    for _ in range(2):
+        m = _HOUSE_NUMBER_BEFORE.search(text, 0, start)
+        if not m:
+            break
+        start = m.start()
+    structural = False  # the last element joined was a unit or postcode
+    for _ in range(_MAX_ADDRESS_PARTS):
+        m = _ADDRESS_NEXT.match(text, end)
+        if not m:
+            break
+        element, after_break = m.group("element"), bool(m.group("sep").strip(" \t"))
+        is_structural = bool(_STRUCTURAL.fullmatch(element))
+        if not (after_break or structural or is_structural) or element.split()[0] in _NOT_NAMES:
+            break
+        end, structural = m.end(), is_structural
+    return span if (start, end) == (span.start, span.end) else replace(span, start=start, end=end)
