@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from privtext.pii.gazetteers import NRP_LIST
+
 from .settings import VocabularySettings
 
 Encode = Callable[[list[str]], np.ndarray]
@@ -59,26 +61,6 @@ _FAKER: dict[str, tuple[Callable, ...]] = {
     "US_BANK_NUMBER": (lambda f: f.bban(),),
 }
 
-# nationalities, religious and political groups (Presidio's NRP); public, shipped with the project
-NRP_LIST = (
-    "American Afghan Albanian Algerian Argentine Armenian Australian Austrian Azerbaijani Bangladeshi Belarusian "
-    "Belgian Bolivian Bosnian Brazilian British Bulgarian Cambodian Cameroonian Canadian Chilean Chinese Colombian "
-    "Croatian Cuban Cypriot Czech Danish Dutch Ecuadorian Egyptian English Eritrean Estonian Ethiopian Filipino "
-    "Finnish French Georgian German Ghanaian Greek Guatemalan Haitian Honduran Hungarian Icelandic Indian Indonesian "
-    "Iranian Iraqi Irish Israeli Italian Jamaican Japanese Jordanian Kazakh Kenyan Korean Kurdish Kuwaiti Latvian "
-    "Lebanese Libyan Lithuanian Luxembourgish Macedonian Malaysian Maltese Mexican Moldovan Mongolian Montenegrin "
-    "Moroccan Nepalese Nigerian Norwegian Pakistani Palestinian Panamanian Peruvian Polish Portuguese Romanian Russian "
-    "Rwandan Saudi Scottish Senegalese Serbian Singaporean Slovak Slovenian Somali South-African Spanish Sudanese "
-    "Swedish Swiss Syrian Taiwanese Tanzanian Thai Tunisian Turkish Ugandan Ukrainian Uruguayan Uzbek Venezuelan "
-    "Vietnamese Welsh Yemeni Zambian Zimbabwean"
-).replace("-", " ").split() + [
-    "Christian", "Catholic", "Protestant", "Orthodox Christian", "Anglican", "Lutheran", "Methodist", "Baptist",
-    "Evangelical", "Mormon", "Muslim", "Sunni", "Shia", "Jewish", "Orthodox Jew", "Hindu", "Buddhist", "Sikh",
-    "Jain", "Bahai", "Taoist", "Shinto", "Zoroastrian", "atheist", "agnostic",
-    "Democrat", "Republican", "Labour supporter", "Conservative", "Liberal Democrat", "Social Democrat",
-    "Green Party member", "socialist", "communist", "libertarian", "progressive", "nationalist", "centrist",
-    "Christian Democrat", "trade unionist", "independent voter",
-]
 SHIPPED_LISTS: dict[str, tuple[str, ...]] = {"NRP": tuple(NRP_LIST)}
 
 

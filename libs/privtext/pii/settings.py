@@ -84,8 +84,10 @@ class RecognizerSwitches(StrictModel):
     titles: bool = True  # Mr./Mrs./Dr. ... before a name -> TITLE
     timestamps: bool = True  # 2018-04-29 14:33:14.970560 -> DATE_TIME (whole, not just the date)
     ages: bool = True  # "a 63 year old", "aged 48", "just turned 29" -> AGE
-    places: bool = True  # country and US-state names (GeoNames) -> LOCATION
-    first_names: bool = True  # a first name (Faker locales, US census) + capitalised words -> PERSON
+    places: bool = True  # country and US-state names, cities (GeoNames) -> LOCATION
+    first_names: bool = True  # a first name (Faker locales, US census) + capitalised words, or alone -> PERSON
+    nationalities: bool = True  # nationalities and religions in any case, plurals ("proud latvians") -> NRP
+    proper_noun_runs: bool = True  # 2-4 capitalised words spaCy tags proper nouns, unlabelled -> PERSON (low score)
     job_titles: bool = True  # Faker job titles and "Capitalised ... occupation-noun" -> TITLE
 
 

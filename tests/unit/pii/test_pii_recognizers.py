@@ -123,3 +123,52 @@ def test_bare_digit_groups_are_not_dates(analyzer):
     text = "Call the office on 4746-3459 about unit 7015."
     assert all(s.entity_type != "DATE_TIME" for s in detect_spans(analyzer, text, PiiSettings()))
     assert plain_text("a\\nb") == "a \nb" and len(plain_text("x\\ty\\n")) == len("x\\ty\\n")
+
+
+@pytest.mark.parametrize("text,value,etype", [
+    # context words that are spaCy stop words ("call"), and labels after the number
+    ("Can someone call me on 76 177 296? I have some questions.", "76 177 296", "PHONE_NUMBER"),
+    ("Cyprus 33157\n26 841054 office\n806.578.7598 fax", "26 841054", "PHONE_NUMBER"),
+    ("How can we reach you? You can call 05.06.52.16.25", "05.06.52.16.25", "PHONE_NUMBER"),
+    ("ZIP: 00-423", "00-423", "ZIP_CODE"),
+    # the rest of an address line, crossings, particles in place names
+    ("Address:     7015 184 Arnott Heights East Suite 303 Kaiata Greymouth",
+     "7015 184 Arnott Heights East Suite 303 Kaiata Greymouth", "STREET_ADDRESS"),
+    ("Change my address to the corner of 262 Thisseos Avenue and Semmens Greens for post mail?",
+     "262 Thisseos Avenue and Semmens Greens", "STREET_ADDRESS"),
+    ("Send it to 35116 Rua Arapiraca 1943\n Apt. 559\n Teixeira de Freitas\n Brazil 35172\n(73) 4746-3459",
+     "35116 Rua Arapiraca 1943\n Apt. 559\n Teixeira de Freitas\n Brazil 35172", "STREET_ADDRESS"),
+    # names alone, cities, groups in lower case, names spaCy tags but does not label
+    ("Sophia shouted at John: \"What are you doing here?\"", "John", "PERSON"),
+    ("Ms. Philippen flew to Fortaleza on Sunday morning.", "Fortaleza", "LOCATION"),
+    ("We are proud latvians", "latvians", "NRP"),
+    ("Mimount Bijster from Cornerstone Building Brands Inc. is the keynote speaker", "Mimount Bijster", "PERSON"),
+    ("Thea D Kokshoorn\n\n324 Helmstok 174\n Apt. 861\n Almere", "Thea D Kokshoorn", "PERSON"),
+])
+def test_context_address_lines_and_names_spacy_leaves(analyzer, text, value, etype):
+    types, share = covered(analyzer, text, value)
+    assert etype in types and share == 1.0
+
+
+def test_spans_do_not_swallow_the_next_line_or_a_neighbour(analyzer):
+    cases = [  # (text, a value that must keep its own type)
+        ("Vittore Fiorentini\nFood preparation worker\nEnduro Royalty Trust", "Food preparation worker", "TITLE"),
+        ("Belgium 34866\n0494 41 18 24 office", "0494 41 18 24", "PHONE_NUMBER"),
+        ("including Yvonne Kwiatkowski, Merle Mercado and Eric Durr.", "Eric Durr", "PERSON"),
+    ]
+    for text, value, etype in cases:
+        spans = detect_spans(analyzer, text, PiiSettings())
+        start = text.index(value)
+        assert [s.entity_type for s in spans if s.start <= start < s.end] == [etype], value
+    mobile = detect_spans(analyzer, "Mobile: 730 064 218", PiiSettings())
+    assert all(s.entity_type != "LOCATION" for s in mobile)  # the label, not the city in Alabama
+
+
+def test_the_gazetteer_switches_turn_off(analyzer):
+    off = PiiSettings(recognizers={"first_names": False, "proper_noun_runs": False, "nationalities": False,
+                                   "places": False})
+    for text, value in [("Sophia shouted at John: \"What are you doing here?\"", "John"),
+                        ("We are proud latvians", "latvians"),
+                        ("Mimount Bijster from Cornerstone Building Brands Inc. is here", "Mimount Bijster")]:
+        types, share = covered(get_analyzer(off), text, value, off)
+        assert share == 0.0, value
