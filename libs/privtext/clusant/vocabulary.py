@@ -42,6 +42,15 @@ _DATE_RANGE = (dt.date(1950, 1, 1), dt.date(2030, 12, 31))  # fixed: the vocabul
 _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
+_HONORIFICS = ("Mr.", "Mrs.", "Ms.", "Miss", "Mx.", "Dr.", "Prof.")
+
+
+def _job_title(job: str) -> str:
+    """Faker's "Engineer, civil" as a reader writes it: "Civil engineer"."""
+    head, _, qualifier = job.partition(", ")
+    return f"{qualifier.capitalize()} {head.lower()}" if qualifier and "(" not in qualifier else job
+
+
 _FAKER: dict[str, tuple[Callable, ...]] = {
     "PERSON": (lambda f: f.name(), lambda f: f"{f.first_name()} {f.last_name()}"),
     "LOCATION": (lambda f: f.city(), lambda f: f.country(), lambda f: f.state()),
@@ -59,6 +68,11 @@ _FAKER: dict[str, tuple[Callable, ...]] = {
     "US_PASSPORT": (lambda f: f.passport_number(),),
     "STREET_ADDRESS": (lambda f: f.address().replace("\n", ", "), lambda f: f.street_address()),
     "US_BANK_NUMBER": (lambda f: f.bban(),),
+    "ORDER_NUMBER": (lambda f: f"#{f.random_int(100000, 9999999)}", lambda f: f.bothify("??-#######").upper()),
+    "CARD_LAST4": (lambda f: f"{f.random_int(0, 9999):04d}",),
+    "ZIP_CODE": (lambda f: f.postcode(), lambda f: f.zipcode_plus4()),
+    "TITLE": (lambda f: f.random_element(_HONORIFICS), lambda f: _job_title(f.job())),
+    "AGE": (lambda f: str(f.random_int(1, 99)),),
 }
 
 SHIPPED_LISTS: dict[str, tuple[str, ...]] = {"NRP": tuple(NRP_LIST)}

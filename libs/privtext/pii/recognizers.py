@@ -21,7 +21,8 @@ def street_address_regex() -> str:
     USPS list, optional Apt./Suite, optional ", City, ST 12345[-6789]"; and military APO/FPO/DPO."""
     from faker.providers.address.en_US import Provider
 
-    suffixes = "|".join(sorted({re.escape(s) for s in Provider.street_suffixes}, key=len, reverse=True))
+    abbreviations = {"St", "Rd", "Ave", "Av", "Blvd", "Dr", "Ln", "Ct", "Pl", "Sq", "Hwy", "Pkwy", "Ter", "Cres", "Cl"}
+    suffixes = "|".join(sorted({re.escape(s) for s in {*Provider.street_suffixes, *abbreviations}}, key=len, reverse=True))
     street = rf"\b\d{{1,6}}\s+(?:[A-Z][a-z]+\s+){{1,3}}(?:{suffixes})\.?(?:\s+(?:Apt\.|Suite|Unit|#)\s*\d+[A-Z]?)?"
     tail = r"(?:,?\s+(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?)?"
     military = (r"\b(?:(?:USNS|USNV|USS|USCGC)\s+[^\W\d_][\w'-]*|PSC\s+\d{4},\s+Box\s+\d{4}|Unit\s+\d{4}\s+Box\s+\d{4})"
@@ -30,15 +31,21 @@ def street_address_regex() -> str:
     word = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u00FF'.-]*"
     prefixes = ("Rua|Via|Viale|Corso|Piazza|Calle|Carrer|Camino|Paseo|Avenida|Avda\\.|Rue|Boulevard|Chemin|Place|"
                 "Pra\u00e7a|Largo|Travessa|Estrada|Ulica|ul\\.|Utca|Strada|Straat|Laan|Plein")
-    european = (rf"\b(?:(?:{prefixes})\s+(?:(?:{word}|{CONNECTOR})\s+){{0,4}}\d{{1,5}}[A-Za-z]?"
+    european = (rf"\b(?:(?i:{prefixes})\s+(?:(?:{word}|{CONNECTOR})\s+){{0,4}}\d{{1,5}}[A-Za-z]?"
                 rf"|{word}(?:stra(?:ss|\u00df)e|str\\.|weg|gasse|platz|allee|ring|damm|straat|gade|vej|v\u00e4gen|gatan)"
                 rf"\s+\d{{1,5}}[A-Za-z]?)")
     # house number, street words, building number: "637 Strojírenská 1006", "788 Fitjabraut 87"
-    numbered = rf"\b\d{{1,6}}\s+(?:{word}\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
+    numbered = rf"\b\d{{1,6}}\s+(?:(?:{word}|{CONNECTOR})\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
     secondary = r"\b(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|P\.O\.\s?Box|PO\s?Box)\s?#?\d{1,5}[A-Z]?\b"
     return rf"(?-i:{street}{tail}|{military}|{european}|{numbered}|{secondary})"  # case-sensitive: Presidio uses IGNORECASE
 
 
+# company names: capitalised words ("iShares", "&", "and", "of" may join them), then a legal or fund suffix
+_COMPANY_WORD = r"(?:[A-Z]|[a-z]+[A-Z])[\w&+.'/-]*"
+_COMPANY_WORDS = rf"\b{_COMPANY_WORD}(?:[\s-](?:(?:&|and|of)\s)?{_COMPANY_WORD}){{0,6}}"
+_COMPANY_SUFFIXES = ("Inc|INC|LLC|Ltd|LTD|Limited|LIMITED|PLC|Plc|plc|Group|GROUP|Corp|CORP|Corporation|CORPORATION|"
+                     "Holdings|HOLDINGS|GmbH|AG|SA|SpA|SPA|ASA|AB|Oyj|NV|BV|LLP|LP|Co|CO|and Sons|Trust|Fund|ETF|REIT|"
+                     "Bank|Bancorp|Bancorporation|Company|Partners|Capital|Technologies")
 # entity type -> [(pattern name, regex, score)], context words; switched by pii.recognizers.<key>.
 # A score above spaCy's 0.85 makes the whole multi-word name win over a shorter NER span inside it.
 PATTERNS = {
@@ -87,11 +94,9 @@ PATTERNS = {
         ("last_names_and",
          r"(?-i:(?<![A-Z][a-z]+\s)\b[A-Z][a-z]+(?:,\s[A-Z][a-z]+)*,?\s(?:and|&)\s[A-Z][a-z]+\b(?!\s[A-Z]))", 0.86),
         ("hyphenated_company", r"(?-i:\b[A-Z][a-z]+-[A-Z][a-z]+\b)", 0.45),
-        ("suffixed_company",
-         r"(?-i:\b(?:[A-Z][\w&+.'/-]*[\s-]){0,6}[A-Z][\w&+.'/-]*\s(?:Inc|INC|LLC|Ltd|LTD|Limited|PLC|Plc|Group|GROUP|"
-         r"Corp|CORP|Corporation|CORPORATION|Holdings|HOLDINGS|GmbH|AG|SA|NV|BV|LLP|LP|Co|CO|and Sons|Trust|Fund|ETF|"
-         r"Bank|Bancorp|Bancorporation|Company|Partners|Capital|Technologies)\b(?:\.?(?:,?\s?(?:Inc|Ltd|LTD|INC)\b)?\.?)?)",
-         0.9)],
+        ("suffixed_company", rf"(?-i:{_COMPANY_WORDS},?\s(?:{_COMPANY_SUFFIXES})\b"
+                             r"(?:\.?(?:,?\s?(?:Inc|Ltd|LTD|INC)\b)?\.?)?(?:\s(?:II|III|IV|V|VI)\b)?)", 0.9),
+        ("glued_inc", rf"(?-i:{_COMPANY_WORDS}(?<=[a-zA-Z])(?:Inc|INC)\.)", 0.9)],  # "HOLDINGSInc.", "GroupInc."
         ["company", "office", "firm", "employer", "colleague", "invoice", "from", "at"]),
 }
 LONG_CARD = r"\b(?:\d[ -]?){12,18}\d\b"  # 13-19 digits, Luhn-checked by Presidio's CreditCardRecognizer

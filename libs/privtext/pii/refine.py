@@ -58,10 +58,14 @@ _LINE_TAIL = re.compile(
     rf"(?:[ \t]*,?[ \t]+{_ELEMENT})+(?=[.?!;]?[ \t]*$|[.?!;][ \t]+[A-Z\"(]|[.?!;,]?[ \t]+{_PROSE_AFTER})", re.M)
 _INTERSECTION_AFTER = re.compile(rf"[ \t]+and[ \t]+{_PLACE}(?![\w\u00C0-\u024F])")  # "... Meadow Drive and Pisano Row"
 _INTERSECTION_BEFORE = re.compile(rf"(?<![\w\u00C0-\u024F]){_PLACE}[ \t]+and[ \t]+$")  # "Kerman and 3240 ..."
-_LINE_END = re.compile(r"[ \t,]*(?:\n|$)")
+_LINE_END = re.compile(r"[ \t,]*[.?!;]?[ \t]*(?:\n|$)")
+# after a blank line, only a "Country 12345" or postcode line still belongs to the block
+_AFTER_BLANK_LINE = re.compile(rf"[ \t]*\n[ \t]*\n[^\S\n]*(?:{_PLACE}[ \t]+)?{_POSTCODE}(?=[ \t]*[.?!;]?[ \t]*(?:\n|$))")
 _STRUCTURAL = re.compile(rf"{_UNIT}|{_POSTCODE}")
 _HOUSE_NUMBER_BEFORE = re.compile(r"(?<![\w.,-])\d{1,6}[A-Za-z]?[ \t]+$")
 _MAX_ADDRESS_PARTS = 6
+_TOWN_LINE = re.compile(r"(?:^|\n)[^\S\n]*(?:[^\w\s]{1,4}[^\S\n]*)?(?P<town>[^\W\d_][^\W\d_'’.-]*"
+                        r"(?:[ -](?:[^\W\d_][^\W\d_'’.-]*))?(?:[ -][^\W\d_][^\W\d_'’.-]*){0,2})[^\S\n]*\Z")
 _ONE_LINE_TYPES = frozenset({"PERSON", "ORGANIZATION", "LOCATION", "NRP", "TITLE"})
 
 
@@ -81,6 +85,8 @@ def refine(spans: list, text: str, settings) -> list:
             span = _widen_name(span, text)
         if span.entity_type == "STREET_ADDRESS" and settings.widen_addresses:
             span = _widen_address(span, text)
+        if span.entity_type == "LOCATION" and settings.widen_addresses:
+            out += _place_line_above(span, text)
         out.append(span)
     return out
 
@@ -100,6 +106,19 @@ def _lines_of(span, text: str) -> list:
         if end > start:
             parts.append(replace(span, start=start, end=end))
     return parts
+
+
+def _place_line_above(span, text: str) -> list:
+    """A country alone on its line under a short line of capitalised words: that line is the town of
+    the same postal block ("Jestetten\\nGermany", "HOREB\\nUnited Kingdom")."""
+    line_start = text.rfind("\n", 0, span.start) + 1
+    line_end = text.find("\n", span.end)
+    if line_start < 2 or text[line_start:span.start].strip() or text[span.end:len(text) if line_end < 0 else line_end].strip():
+        return []
+    m = _TOWN_LINE.search(text, 0, line_start - 1)
+    if not m or not all(w[0].isupper() for w in re.split(r"[ -]", m.group("town"))):
+        return []
+    return [replace(span, start=m.start("town"), end=m.end("town"))]
 
 
 def _not_a_date(value: str, settings) -> bool:
@@ -147,6 +166,9 @@ def _widen_address(span, text: str):
     for _ in range(_MAX_ADDRESS_PARTS):
         m = _ADDRESS_NEXT.match(text, end)
         if not m:
+            blank = _AFTER_BLANK_LINE.match(text, end)
+            if blank:
+                end = blank.end()
             break
         element, after_break = m.group("element"), bool(m.group("sep").strip(" \t"))
         is_structural = bool(_STRUCTURAL.fullmatch(element))

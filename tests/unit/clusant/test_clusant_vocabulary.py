@@ -95,3 +95,19 @@ def test_date_vocabulary_does_not_follow_the_clock(monkeypatch):
 
     monkeypatch.setattr(provider, "datetime", Later)
     assert build_vocabulary("DATE_TIME", VocabularySettings(size=80)) == today
+
+
+def test_every_detected_type_has_a_replacement_of_its_own_shape():
+    """Types the detector finds get readable candidates of their own shape, not placeholders."""
+    import re
+
+    from privtext.clusant.settings import DEFAULT_ENTITY_TYPES
+
+    shapes = {"CARD_LAST4": r"\d{4}", "ORDER_NUMBER": r"#\d{6,7}|[A-Z]{2}-\d{7}", "AGE": r"[1-9]\d?",
+              "ZIP_CODE": r"\d{5}(?:-\d{4})?"}
+    for entity_type, shape in shapes.items():
+        assert entity_type in DEFAULT_ENTITY_TYPES
+        vocab = build_vocabulary(entity_type, VocabularySettings(size=200))
+        assert len(vocab) >= 50 and all(re.fullmatch(shape, v) for v in vocab), entity_type
+    titles = build_vocabulary("TITLE", VocabularySettings(size=200))
+    assert "Dr." in titles and not any(", " in t and "(" not in t for t in titles)  # "Civil engineer", not "Engineer, civil"

@@ -138,6 +138,16 @@ def test_bare_digit_groups_are_not_dates(analyzer):
      "262 Thisseos Avenue and Semmens Greens", "STREET_ADDRESS"),
     ("Send it to 35116 Rua Arapiraca 1943\n Apt. 559\n Teixeira de Freitas\n Brazil 35172\n(73) 4746-3459",
      "35116 Rua Arapiraca 1943\n Apt. 559\n Teixeira de Freitas\n Brazil 35172", "STREET_ADDRESS"),
+    ("Pertti Palander\n\n083 Favoritenstrasse 36\n Apt. 367\n KOPPELSTÄTT\n\n Austria 73269",
+     "083 Favoritenstrasse 36\n Apt. 367\n KOPPELSTÄTT\n\n Austria 73269", "STREET_ADDRESS"),
+    ("Santo lives at 844 99 Eastbourne Rd, COLD BLOW", "844 99 Eastbourne Rd, COLD BLOW", "STREET_ADDRESS"),
+    ("Please update the billing address with 457 Treinta y Tres 2070 Suite 590 Valentines Uruguay",
+     "457 Treinta y Tres 2070 Suite 590 Valentines Uruguay", "STREET_ADDRESS"),
+    ("Paul Waechter\n\nJestetten\nGermany", "Jestetten", "LOCATION"),
+    # company names: glued "Inc.", lower-case first letter, "&", Nordic suffixes
+    ("The RACCOON HOLDINGSInc. Orchestra was founded in 1978.", "RACCOON HOLDINGSInc.", "ORGANIZATION"),
+    ("iShares MSCI Japan Value ETF is an investment bank", "iShares MSCI Japan Value ETF", "ORGANIZATION"),
+    ("Kira is from Fred. Olsen Energy ASA", "Fred. Olsen Energy ASA", "ORGANIZATION"),
     # names alone, cities, groups in lower case, names spaCy tags but does not label
     ("Sophia shouted at John: \"What are you doing here?\"", "John", "PERSON"),
     ("Ms. Philippen flew to Fortaleza on Sunday morning.", "Fortaleza", "LOCATION"),
