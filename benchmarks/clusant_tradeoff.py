@@ -20,7 +20,7 @@ from privtext.clusant.mechanism import clusant
 from privtext.clusant.sanitizer import build_vocabularies
 from privtext.clusant.vocabulary import _faker_candidates
 from privtext.embed.encoder import encode_phrases
-from privtext.platform.config import load_settings
+from privtext.settings import load_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

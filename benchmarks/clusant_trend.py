@@ -124,7 +124,7 @@ def main() -> None:
 
     torch.set_num_threads(2)
     from privtext.embed.encoder import encode_texts
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
 
     rng = np.random.default_rng(0)
     tweets = wnut_docs(DATA / "ner" / "wnut16_tweets.conll")

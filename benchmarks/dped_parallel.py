@@ -24,7 +24,7 @@ from privtext.dped.settings import DpedSettings
 from privtext.dped.sharding import assign_shards
 from privtext.dped.teacher import teacher_answers, train_teacher
 from privtext.dped.vocabulary import public_anchor, public_words
-from privtext.platform.config import load_settings
+from privtext.settings import load_settings
 from privtext.platform.spark import get_spark
 from privtext.stages.train_dped import summed_answers, teacher_answer_frame
 

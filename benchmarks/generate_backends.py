@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from privtext.generate import GenerateSettings, get_generator, perplexity  # noqa: E402
-from privtext.generate.base import backend_for  # noqa: E402
+from privtext.generate import backend_for  # noqa: E402
 
 ENGINES = {"llama_cpp": "llama_cpp", "transformers": "gguf"}  # engine -> module it needs
 LABELS = ("billing", "delivery")

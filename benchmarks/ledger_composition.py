@@ -16,7 +16,7 @@ import tracemalloc
 
 import numpy as np
 
-from privtext.platform.config import DatasetBudget
+from privtext.settings import DatasetBudget
 from privtext.privacy.budget import charge_to_json, compose, exposure_arrays, mldp_charge, secret_charge
 from privtext.privacy.secret_protection import poisson_binomial_pmf
 

@@ -20,7 +20,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from privtext.pii.coverage import measure, suite  # noqa: E402
 from privtext.pii.detect import detect_many, get_analyzer  # noqa: E402
-from privtext.platform.config import load_settings  # noqa: E402
+from privtext.settings import load_settings  # noqa: E402
 
 
 _PRESIDIO_DEFAULT_TYPES = {"PERSON", "NRP", "LOCATION", "ORGANIZATION", "DATE_TIME", "EMAIL_ADDRESS", "PHONE_NUMBER",

@@ -18,10 +18,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from privtext.pii.cli import DEFAULT_DATA  # noqa: E402
+from privtext.commands.pii import DEFAULT_DATA  # noqa: E402
 from privtext.pii.detect import detect_many, get_analyzer  # noqa: E402
 from privtext.pii.evaluate import evaluate, format_scores, read_conll  # noqa: E402
-from privtext.platform.config import load_settings  # noqa: E402
+from privtext.settings import load_settings  # noqa: E402
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ def spark_rates(texts: list[str], cores: int, root: Path) -> dict[str, float]:
 
     from pyspark.sql import SparkSession
 
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
     from privtext.stages.runner import run_stage
 
     settings = load_settings(None, environ={}, overrides={
@@ -76,7 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--docs", type=int, default=2000)
     args = parser.parse_args()
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
 
     texts = load_texts(args.docs)
     plain = plain_rates(texts, load_settings(None, environ={}))

@@ -19,7 +19,7 @@ TEST_SPARK_CONF = {
 
 
 def make_settings(root, **sections):
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
 
     overrides = {
         "spark": {"master": "local[2]", "conf": TEST_SPARK_CONF},

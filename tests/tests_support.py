@@ -7,7 +7,7 @@ SHARED_DATA_READY = (SHARED_DATA / "README.md").exists()
 
 def make_budget_settings(root, deterministic: bool = False, **limits):
     """Settings with a tight, known budget for dataset 'reviews' (ledger tests)."""
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
 
     budget = {"r_over_p_max": 10.0, "eps_max": 2.0, "delta_max": 1e-5, "mldp_eps_max": 20.0, **limits}
     return load_settings(None, environ={}, overrides={

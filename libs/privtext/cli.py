@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from privtext.platform.config import PROJECT_ROOT, ConfigError, load_settings
+from privtext.settings import PROJECT_ROOT, ConfigError, load_settings
 
 
 def _settings(args):
@@ -158,7 +158,7 @@ def cmd_demo(args) -> int:
 def cmd_budget_show(args) -> int:
     """Composed spend per dataset against its budget: the worst unit per guarantee, in plain words."""
     from privtext.platform.lakehouse import Lakehouse
-    from privtext.platform.ledger import Ledger
+    from privtext.ledger import Ledger
     from privtext.platform.tables import PRIVACY_LEDGER
     from privtext.privacy.budget import describe
 
@@ -239,8 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
         privacy_cli = None
     if privacy_cli is not None:
         privacy_cli.register(sub)
-    from privtext.ampl import cli as ampl_cli; ampl_cli.register(sub)  # noqa: E702  privtext tune sanitize
-    from privtext.pii import cli as pii_cli
+    from privtext.commands import audit as ampl_cli; ampl_cli.register(sub)  # noqa: E702  privtext tune sanitize
+    from privtext.commands import pii as pii_cli
 
     pii_cli.register(sub)
     from privtext import report

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 
-from privtext.platform.config import Settings
+from privtext.settings import Settings
 from privtext.platform.tracking import pipeline_run
 from privtext.stages.runner import run_stage
 

@@ -21,9 +21,9 @@ import math
 import os
 from pathlib import Path
 
-from privtext.platform.config import PROJECT_ROOT, Settings
+from privtext.settings import PROJECT_ROOT, Settings
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
-from privtext.platform.ledger import Ledger, composed_spend
+from privtext.ledger import Ledger, composed_spend
 from privtext.privacy.budget import describe
 from privtext.platform.tables import LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, UTILITY_REPORTS
 
@@ -293,7 +293,7 @@ def log_report(tracked, folder: Path, dataset: str) -> None:
 
 
 def cmd_report(args) -> int:
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
     from privtext.platform.tracking import PIPELINE_RUN_ENV, pipeline_run
 
     settings = load_settings(args.conf)

@@ -23,9 +23,9 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
     if missing:
         pytest.skip(f"stages not written yet: {', '.join(missing)}")
     from privtext import sample_data
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
     from privtext.platform.lakehouse import Lakehouse
-    from privtext.platform.ledger import Ledger
+    from privtext.ledger import Ledger
     from privtext.platform.tables import PUBLISHED_SANITIZED_DOCUMENTS
     from privtext.platform.zones import check_lakehouse
 

@@ -132,8 +132,8 @@ def test_too_few_documents_refuses_and_writes_nothing(settings):
 
 def test_tune_sanitize_writes_a_conf_file_that_loads(tmp_path, spark):
     from conftest import make_settings
-    from privtext.ampl.cli import tune_sanitize
-    from privtext.platform.config import load_settings
+    from privtext.commands.audit import tune_sanitize
+    from privtext.settings import load_settings
 
     settings = make_settings(tmp_path / "lake", ampl={**TINY, "alpha_grid": [0.5, 1.0], "alpha_start": [0.5, 1.0],
                                                       "tune_rounds": 1, "audit_eps": 2.0},

@@ -60,7 +60,7 @@ def test_offsets_unicode_and_multichunk(night_settings):
     # canaries were detected with the batch, scored and dropped: no canary row in any table
     assert 0.5 < result.canary_recall <= 1.0 and 0.0 < result.canary_coverage <= 1.0
     assert not any(doc.startswith("canary-") for doc, *_ in spans)
-    from privtext.platform.ledger import Ledger
+    from privtext.ledger import Ledger
 
     (record,) = [e for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["guarantee"] == "detection_recall"]
     assert record["spend"]["overall"]["recall"] == result.canary_recall and record["params"]["date"] == NIGHT1

@@ -127,7 +127,7 @@ def test_views_in_zone_database(spark, lake):
 CONCURRENT = textwrap.dedent("""
     import sys, json, datetime as dt
     import pyarrow as pa
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
     from privtext.platform.lakehouse import Lakehouse, TableSpec
     from deltalake.exceptions import CommitFailedError
     spec = TableSpec("protected", "counter", pa.schema([("writer", pa.string()), ("seq", pa.int64())]))
@@ -148,7 +148,7 @@ CONCURRENT = textwrap.dedent("""
 
 
 def test_two_concurrent_writer_processes_keep_all_rows_without_lost_updates(tmp_path):
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
 
     root = tmp_path / "lake"
     spec = TableSpec("protected", "counter", pa.schema([("writer", pa.string()), ("seq", pa.int64())]))

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 from deltalake import DeltaTable
 
-from privtext.platform.config import ConfigError
-from privtext.platform.ledger import BudgetExceeded, Ledger
+from privtext.settings import ConfigError
+from privtext.ledger import BudgetExceeded, Ledger
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import PRIVACY_LEDGER
 from privtext.privacy.accounting import epsilon_of, gaussian_event
@@ -131,7 +131,7 @@ def test_deterministic_runs_are_recorded_as_such(tmp_path):
 
 CHARGER = textwrap.dedent("""
     import sys, json
-    from privtext.platform.ledger import BudgetExceeded, Ledger
+    from privtext.ledger import BudgetExceeded, Ledger
     from privtext.platform.lakehouse import Lakehouse
     from privtext.privacy.budget import mldp_charge
     from tests_support import make_budget_settings

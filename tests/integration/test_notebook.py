@@ -14,9 +14,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from privtext.platform.config import PROJECT_ROOT
+from privtext.settings import PROJECT_ROOT
 from privtext.platform.lakehouse import Lakehouse
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge
 from privtext.platform.tables import (ALL_TABLES, LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS,
                                       PUBLISHED_SYNTHETIC_DOCUMENTS, WORD_VECTORS)

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge
 from privtext.platform.tables import LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS
 from privtext.stages import publish

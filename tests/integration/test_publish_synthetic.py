@@ -8,7 +8,7 @@ from conftest import make_settings
 from tests_support import write_rows
 
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
 from privtext.privacy.budget import secret_charge
 from privtext.platform.tables import PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
 from privtext.stages.publish import PublishRefused

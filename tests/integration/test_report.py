@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from privtext.cli import main
-from privtext.platform.config import load_settings
+from privtext.settings import load_settings
 from privtext.platform.lakehouse import Lakehouse
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
 import math
 
 from privtext.privacy.budget import dp_charge, mldp_charge, secret_charge

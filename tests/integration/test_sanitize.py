@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.stages import sanitize
 from conftest import make_settings
@@ -23,7 +23,7 @@ EPS = 40.0  # large: the nearest candidate, the input value itself, is likely
 def clusant_conf(tmp_path, **kw):
     return {"entity_types": ["PERSON", "LOCATION"], "n_clusters": 4, "k": 4.0, "eps": {"PII": EPS, "PoII": EPS},
             "vocabulary": {"size": 40}, "cache_dir": str(tmp_path / "vocab-cache"),
-            "metrics": {"perplexity": False}, **kw}
+            "metrics": {"perplexity": False, "sample_rate": 1.0}, **kw}
 
 
 def vocab_of(settings):

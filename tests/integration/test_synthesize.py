@@ -7,7 +7,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 import pyarrow as pa
 import pytest
 
-from privtext.platform.ledger import BudgetExceeded, Ledger
+from privtext.ledger import BudgetExceeded, Ledger
+from privtext.platform.spark import tree_sum
 from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, NOISY_CENTERS, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
 from privtext.sample_data import generate
@@ -57,7 +58,7 @@ def test_split_groups_and_spark_statistics_match_numpy(ctx):
             counts, sums = counts + c, sums + s
         return counts, sums
 
-    counts, sums = synthesize.tree_sum(private.select("embedding").repartition(3), per_partition)
+    counts, sums = tree_sum(private.select("embedding").repartition(3), per_partition)
     private_emb = emb[[i for i in range(N_DOCS) if i % 3 == 0]]
     ref_counts, ref_sums = private_cluster_stats(private_emb, clusters, 1.0)
     np.testing.assert_array_equal(counts, ref_counts)
@@ -79,7 +80,7 @@ def test_budget_refused_run_writes_nothing(ctx):
 
 def _generator_ready() -> bool:
     """The stage needs the ``generate`` config section and the local model package."""
-    from privtext.platform.config import Settings
+    from privtext.settings import Settings
 
     try:
         local = importlib.import_module("privtext.generate.local")

@@ -9,7 +9,7 @@ import pytest
 from conftest import make_settings
 
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import BudgetExceeded, Ledger
+from privtext.ledger import BudgetExceeded, Ledger
 from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
 from privtext.platform.tracking import tracking_uri
 from privtext.sample_data import generate

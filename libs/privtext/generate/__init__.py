@@ -8,10 +8,34 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from privtext.generate.base import Generator, backend_for, get_generator
+from privtext.generate.base import Backend, Generator
 from privtext.generate.settings import GenerateSettings
+from privtext.worker_cache import per_process
 
-__all__ = ["GenerateSettings", "Generator", "get_generator", "perplexity"]
+__all__ = ["GenerateSettings", "Generator", "backend_for", "get_generator", "perplexity"]
+
+
+def backend_for(settings: GenerateSettings) -> Backend:
+    """The process's backend for these settings (prompts aside), built on first use."""
+    return per_process(("generator", settings.model_dump_json(exclude={"prompts", "seed"})), lambda: _build(settings))
+
+
+def _build(settings: GenerateSettings) -> Backend:
+    if settings.backend == "openai":
+        from privtext.generate.endpoint import EndpointBackend
+
+        return EndpointBackend(settings)
+    from privtext.generate.local import local_backend
+
+    return local_backend(settings)
+
+
+def get_generator(settings: GenerateSettings, dataset: str = "default") -> Generator:
+    """The generator of ``dataset``'s prompts (``generate.prompts``) on the configured backend."""
+    if dataset not in settings.prompts:
+        raise KeyError(f"no prompts for dataset {dataset!r} in generate.prompts; configured: "
+                       f"{', '.join(sorted(settings.prompts))}")
+    return Generator(backend_for(settings), settings.prompts[dataset], settings.seed)
 
 
 def perplexity(texts: Sequence[str], settings: GenerateSettings) -> list[float]:

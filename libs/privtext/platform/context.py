@@ -4,15 +4,17 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
-from privtext.platform.config import Settings
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.spark import get_spark
 from privtext.platform.tables import ALL_TABLES
 from privtext.platform.tracking import StageRun
+
+if TYPE_CHECKING:  # the root settings live above the platform
+    from privtext.settings import Settings
 
 
 def parse_date(value: str | None) -> dt.date:

@@ -5,12 +5,18 @@ wins; otherwise ``spark.master`` from conf applies, so the same jobs run unchang
 """
 from __future__ import annotations
 
+import io
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import BinaryType, StructField, StructType
 
-from privtext.platform.config import Settings
+if TYPE_CHECKING:  # the root settings live above the platform
+    from privtext.settings import Settings
 
 DEFAULT_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -37,3 +43,35 @@ def get_spark(settings: Settings) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def by_document(df: DataFrame, settings: Settings) -> DataFrame:
+    """``df`` hashed by ``doc_id`` into (task slots x ``spark.partitions_per_slot``) partitions, so a
+    per-document stage keeps every core busy: a date's table is one file, read back as one split."""
+    slots = df.sparkSession.sparkContext.defaultParallelism
+    return df.repartition(max(1, slots * settings.spark.partitions_per_slot), "doc_id")
+
+
+STATS_SCHEMA = StructType([StructField("stats", BinaryType())])
+
+
+def _pack(*arrays) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, *arrays)
+    return buf.getvalue()
+
+
+def _unpack(blob: bytes) -> tuple:
+    with np.load(io.BytesIO(blob)) as z:
+        return tuple(z[f"arr_{i}"] for i in range(len(z.files)))
+
+
+def tree_sum(df: DataFrame, per_partition) -> tuple:
+    """Run ``per_partition(frames) -> tuple of arrays`` on every partition and sum them with a tree
+    reduction: the driver receives one O(K d) result, never rows."""
+
+    def task(frames):
+        yield pd.DataFrame({"stats": [_pack(*per_partition(frames))]})
+
+    packed = df.mapInPandas(task, STATS_SCHEMA).rdd.map(lambda row: _unpack(row.stats))
+    return packed.treeReduce(lambda a, b: tuple(x + y for x, y in zip(a, b)), depth=2)

@@ -10,8 +10,12 @@ import json
 import logging
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
-from privtext.platform.config import Settings, resolve_uri
+from privtext.platform.config import resolve_uri
+
+if TYPE_CHECKING:  # the root settings live above the platform
+    from privtext.settings import Settings
 
 
 def tracking_uri(settings: Settings) -> str:

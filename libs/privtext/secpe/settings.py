@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from privtext.platform.strict import StrictModel
+from privtext.strict import StrictModel
 
 
 class SecpeSettings(StrictModel):

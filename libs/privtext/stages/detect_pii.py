@@ -27,11 +27,12 @@ from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, 
 
 from privtext.pii.canaries import make_canaries, score
 from privtext.pii.hashing import load_hmac_key
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
 from privtext.privacy.budget import measurement
-from privtext.pii.secrets import select_random_words, word_set
+from privtext.pii.secrets import secret_types, select_random_words, word_set
 from privtext.pii.settings import PiiSettings
 from privtext.platform.context import RunContext
+from privtext.platform.spark import by_document
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, SECRETS
 
 SPAN_SCHEMA = StructType(
@@ -82,16 +83,6 @@ def choose_random_words(documents: DataFrame, settings: PiiSettings) -> list[str
     doc_freq = {row["word"]: row["count"] for row in freq.toLocalIterator()}  # O(|V|)
     rw = settings.secrets.random_words
     return select_random_words(doc_freq, rw.quantile, rw.n_words, rw.min_chars)
-
-
-def secret_types(settings: PiiSettings) -> list[str]:
-    """The entity types that define SecPE secrets under ``pii.secrets.mode``."""
-    mode = settings.secrets.mode
-    if mode == "random_words":
-        return [settings.secrets.random_words.entity_type]
-    if mode == "user_list":
-        return sorted({t.entity_type for t in settings.secrets.user_list})
-    return [e for e in settings.detected_entities() if settings.tier_of(e) in settings.secrets.tiers]
 
 
 def register_split_view(ctx: RunContext) -> str:
@@ -151,7 +142,8 @@ def run(ctx: RunContext) -> DetectResult:
     if canaries:
         batch = documents.unionByName(ctx.spark.createDataFrame(
             pd.DataFrame({"doc_id": ids, "text": [c.text for c in canaries]}), "doc_id string, text string"))
-    detected = batch.mapInPandas(_detect_partition(settings, key, random_words), SPAN_SCHEMA).persist()
+    detected = by_document(batch, ctx.settings).mapInPandas(_detect_partition(settings, key, random_words),
+                                                            SPAN_SCHEMA).persist()
     try:
         spans = (detected.where(~F.col("doc_id").isin(ids)).withColumn("run_id", F.lit(ctx.run_id))
                  .withColumn("date", date))

@@ -20,6 +20,7 @@ from pyspark.sql.types import ArrayType, FloatType, StringType, StructField, Str
 
 from privtext.embed.settings import EmbedSettings
 from privtext.platform.context import RunContext
+from privtext.platform.spark import by_document
 from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS
 
 EMBED_SCHEMA = StructType([StructField("doc_id", StringType()), StructField("embedding", ArrayType(FloatType()))])
@@ -66,7 +67,7 @@ def run(ctx: RunContext) -> EmbedResult:
     existing = ctx.lakehouse.read(DOC_EMBEDDINGS)
     done_before = existing.where((F.col("model") == settings.model) & (F.col("date") != date)).select("doc_id")
     todo = documents.join(done_before, "doc_id", "left_anti")
-    new_rows = (todo.mapInPandas(_encode_partition(settings), EMBED_SCHEMA)
+    new_rows = (by_document(todo, ctx.settings).mapInPandas(_encode_partition(settings), EMBED_SCHEMA)
                 .withColumn("model", F.lit(settings.model))
                 .withColumn("dim", F.size("embedding"))
                 .withColumn("run_id", F.lit(ctx.run_id))

@@ -28,8 +28,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from privtext.metrics.fid import fit_from_moments, frechet_distance, gaussian_fit
 from privtext.metrics.utility import fit_classifier, histogram_summary, length_histogram, length_ks, length_plot
 from privtext.platform.context import RunContext
+from privtext.platform.spark import tree_sum
 from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS
-from privtext.stages.synthesize import tree_sum
 
 
 @dataclass

@@ -40,9 +40,9 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from privtext.platform.config import resolve_uri
+from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
 from privtext.privacy.budget import none_charge
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS)

@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 import logging
 
-from privtext.platform.config import Settings
+from privtext.settings import Settings
 from privtext.platform.context import RunContext
 from privtext.platform.tracking import stage_run
 

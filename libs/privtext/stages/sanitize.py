@@ -47,7 +47,8 @@ from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, Str
 
 from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies, merge_spans, placeholder, splice
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Ledger
+from privtext.platform.spark import by_document
+from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 
@@ -116,7 +117,7 @@ def get_sanitizer(settings) -> ClusantSanitizer:
 
 
 def _cache_dir(settings) -> str:
-    from privtext.platform.config import resolve_uri
+    from privtext.settings import resolve_uri
 
     return resolve_uri(settings.clusant.cache_dir)
 
@@ -260,6 +261,7 @@ def _sum_maps(df: DataFrame, column: str) -> dict[str, int]:
 
 
 def run(ctx: RunContext) -> SanitizeResult:
+    started = time.perf_counter()  # spans_per_second is of the whole stage: vocabularies, charges, write
     settings = ctx.settings
     inputs = _inputs(ctx)
     vocabularies = build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
@@ -273,15 +275,13 @@ def run(ctx: RunContext) -> SanitizeResult:
     _charge(ctx, sanitizer, values_by_type)  # before anything is written
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
-    out = (inputs.mapInPandas(_sanitize_batches(settings, seed_material), OUT_SCHEMA)
+    out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
-        started = time.perf_counter()
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
                                                    {"date": [ctx.date]})
-        seconds = time.perf_counter() - started
         agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
                       F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity"),
                       F.sum("same_as_input").alias("same")).first()
@@ -292,7 +292,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     result = SanitizeResult(
         documents=written.rows, spans=spans, replaced=int(agg["replaced"] or 0), masked=sum(masked_by_type.values()),
         same_as_input=int(agg["same"] or 0), semantic_similarity=agg["similarity"], perplexity=agg["perplexity"],
-        spans_per_second=spans / seconds if seconds > 0 else 0.0,
+        spans_per_second=spans / max(time.perf_counter() - started, 1e-9),
         replaced_by_type=replaced_by_type, masked_by_type=masked_by_type)
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
                             "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,

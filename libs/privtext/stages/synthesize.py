@@ -24,7 +24,6 @@ Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
 from __future__ import annotations
 
 import hashlib
-import io
 import uuid
 from dataclasses import dataclass
 
@@ -33,10 +32,11 @@ from pyspark.sql.pandas.types import from_arrow_schema
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, StructField, StructType
 
+from privtext.pii.secrets import secret_types
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
+from privtext.platform.spark import tree_sum
 from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, NOISY_CENTERS, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
 from privtext.privacy.accounting import gaussian_event
@@ -48,7 +48,6 @@ from privtext.secpe.secret_clustering import (NO_LABEL, PublicClusters, group_se
                                              secret_count_pmfs)
 from privtext.secpe.settings import SecpeSettings
 
-STATS_SCHEMA = StructType([StructField("stats", BinaryType())])
 
 
 @dataclass
@@ -76,31 +75,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--variations", type=int, help="L (default: secpe.variations)")
 
 
-def _pack(*arrays) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, *arrays)
-    return buf.getvalue()
-
-
-def _unpack(blob: bytes) -> tuple:
-    with np.load(io.BytesIO(blob)) as z:
-        return tuple(z[f"arr_{i}"] for i in range(len(z.files)))
-
-
-def tree_sum(df: DataFrame, per_partition) -> tuple:
-    """Run ``per_partition(frames) -> tuple of arrays`` on every partition and sum them with a tree
-    reduction: the driver receives one O(K d) result, never rows."""
-
-    def task(frames):
-        yield pd.DataFrame({"stats": [_pack(*per_partition(frames))]})
-
-    packed = df.mapInPandas(task, STATS_SCHEMA).rdd.map(lambda row: _unpack(row.stats))
-    return packed.treeReduce(lambda a, b: tuple(x + y for x, y in zip(a, b)), depth=2)
-
-
 def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
     """(doc_id, embedding, label_code, secrets, is_private) per embedded document; label names from public docs."""
-    from privtext.stages.detect_pii import secret_types
 
     date = F.lit(ctx.date).cast("date")
     lh = ctx.lakehouse

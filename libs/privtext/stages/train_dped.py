@@ -45,7 +45,7 @@ from privtext.dped.student import train_student
 from privtext.dped.teacher import teacher_answers, train_teacher
 from privtext.dped.vocabulary import dp_select, public_anchor, public_words, tokenize, unit_top_ids
 from privtext.platform.context import RunContext
-from privtext.platform.ledger import Ledger
+from privtext.ledger import Ledger
 from privtext.privacy.budget import dp_charge
 from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
 from privtext.privacy.accounting import epsilon_of

@@ -237,7 +237,7 @@ def test_shipped_settings_hold_their_recorded_guarantee_for_every_pair_and_outpu
     (x, x', y) within the recorded D_k metric bound and the recorded pure-LDP eps. Negative control: the
     settings shipped before (k 16, eps 8) violate the claim the ledger then recorded (eps times the
     Euclidean distance) on most cross-cluster pairs, while D_k, what is recorded now, holds."""
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
 
     cfg = load_settings(None, environ={}).clusant
     if not shipped:

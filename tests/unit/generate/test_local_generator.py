@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from privtext.generate import GenerateSettings, get_generator, perplexity
-from privtext.generate.base import Generator, backend_for
+from privtext.generate import backend_for
+from privtext.generate.base import Generator
 from privtext.generate.local import _perplexities, resolve_model_path
 
 SETTINGS = GenerateSettings(engine="llama_cpp", max_new_tokens=16, seed=5)

@@ -1,6 +1,6 @@
 import pytest
 
-from privtext.platform.config import ConfigError, load_settings
+from privtext.settings import ConfigError, load_settings
 
 
 def test_defaults_and_environment_file_merge():

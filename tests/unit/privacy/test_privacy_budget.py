@@ -16,7 +16,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from privtext.platform.config import DatasetBudget
+from privtext.settings import DatasetBudget
 from privtext.privacy import secret_protection as sp
 from privtext.privacy.budget import (BudgetExceeded, check, compose, exposure_arrays, mixture_rdp, pure_rdp,
                                      secret_charge, charge_from_json, charge_to_json)

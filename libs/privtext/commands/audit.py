@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from privtext.platform.config import PROJECT_ROOT, Settings
+from privtext.settings import PROJECT_ROOT, Settings
 
 
 def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None = None,
@@ -71,7 +71,7 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
 
 
 def cmd_tune_sanitize(args) -> int:
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
 
     report = tune_sanitize(load_settings(args.conf), args.date, Path(args.out), env_file=args.conf,
                            adversary=args.adversary)

@@ -25,7 +25,7 @@ import uuid
 
 from deltalake.exceptions import CommitFailedError
 
-from privtext.platform.config import Settings
+from privtext.settings import Settings
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import PRIVACY_LEDGER
 from privtext.privacy.budget import (BudgetExceeded, Charge, _json_default, check, compose, exposure_arrays,

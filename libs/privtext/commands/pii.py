@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from privtext.pii.evaluate import evaluate, format_scores, read_conll
-from privtext.platform.config import PROJECT_ROOT
+from privtext.settings import PROJECT_ROOT
 
 DEFAULT_DATA = PROJECT_ROOT.parent / "shared" / "data" / "ner" / "wnut16_tweets.conll"
 
 
 def cmd_eval_pii(args) -> int:
-    from privtext.platform.config import load_settings
+    from privtext.settings import load_settings
 
     settings = load_settings(args.conf).pii
     if args.suite != "wnut":
