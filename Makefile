@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: setup demo test test-fast bench clean airflow
+.PHONY: setup demo cluster-demo test test-fast bench clean airflow
 
 setup: $(STAMP)
 
@@ -26,6 +26,11 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 
 demo: setup
 	$(VENV)/bin/privtext demo
+
+# the demo on a standalone Spark cluster (master + 2 workers, separate JVMs) started and stopped here
+cluster-demo: setup
+	$(PY) -m privtext.platform.local_cluster --conf-out build/cluster/cluster.yaml -- \
+		$(VENV)/bin/privtext --conf build/cluster/cluster.yaml demo
 
 test: setup airflow
 	$(PY) -m pytest -q -p no:cacheprovider tests
