@@ -9,6 +9,7 @@ import sys
 import time
 
 from privtext.platform.config import PROJECT_ROOT, ConfigError, load_settings
+from privtext.platform.errors import Refused
 
 
 def _settings(args):
@@ -258,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"privtext: {error}", file=sys.stderr)
         return 2
+    except Refused as refusal:
+        print(f"privtext: refused: {refusal}", file=sys.stderr)
+        return 3
 
 
 def job_main(stage: str, argv: list[str]) -> int:

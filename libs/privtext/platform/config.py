@@ -55,6 +55,8 @@ class LakehouseSettings(StrictModel):
     max_file_rows: int = Field(500_000, gt=0)
     max_file_bytes: int = Field(128 * 1024 * 1024, gt=0)
     commit_retries: int = Field(5, ge=0)
+    lock_dir: str | None = None  # stage leases; default <root>/_locks (required for an object-store root)
+    lease_seconds: float = Field(600, gt=0, allow_inf_nan=False)  # renewed every third while the stage runs
 
     def zone_root(self, zone: str) -> str:
         if zone not in ZONES:
