@@ -53,21 +53,9 @@ def _format_rows(columns, rows, fmt: str) -> str:
     return "\n".join(lines)
 
 
-def query(settings, statement: str, limit: int):
-    """Run Spark SQL over the zones' registered views; returns (columns, rows)."""
-    from privtext.platform.context import RunContext
-    from privtext.platform.tables import ALL_TABLES
-
-    from privtext.stages.detect_pii import register_split_view
-
-    ctx = RunContext.create(settings)
-    ctx.lakehouse.register_views(ALL_TABLES)
-    register_split_view(ctx)
-    df = ctx.spark.sql(statement)
-    return df.columns, [tuple(r) for r in df.limit(limit).collect()]
-
-
 def cmd_sql(args) -> int:
+    from privtext.platform.readonly_sql import query
+
     columns, rows = query(_settings(args), args.statement, args.limit)
     print(_format_rows(columns, rows, args.format))
     return 0
@@ -199,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="create the zones' tables (idempotent)")
     init.set_defaults(func=cmd_init)
 
-    sql = sub.add_parser("sql", help="Spark SQL over the zones, e.g. SELECT * FROM published.x")
+    sql = sub.add_parser("sql", help="read-only Spark SQL over the published zone (sql.role: operator reads every "
+                                     "zone), e.g. SELECT * FROM published.x")
     sql.add_argument("statement")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
     sql.add_argument("--limit", type=int, default=1000)

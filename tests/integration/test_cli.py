@@ -10,7 +10,7 @@ from tests_support import hold_lease
 def test_sample_data_ingest_and_sql(spark, tmp_path, capsys):
     conf = tmp_path / "test.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path / "lake")}, "tracking": {"enabled": False},
-                                    "run": {"deterministic": True}}))
+                                    "run": {"deterministic": True}, "sql": {"role": "operator"}}))
     sample = tmp_path / "sample.jsonl"
     assert main(["sample-data", "--n", "120", "--seed", "3", "--out", str(sample)]) == 0
     rows = [json.loads(line) for line in sample.read_text().splitlines()]

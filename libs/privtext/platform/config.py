@@ -97,6 +97,12 @@ class PublishSettings(StrictModel):
     min_canary_recall: float = Field(0.9, ge=0.0, le=1.0)
 
 
+class SqlSettings(StrictModel):
+    """``privtext sql``: always read-only; ``analyst`` reads the published zone, ``operator`` every zone."""
+
+    role: Literal["analyst", "operator"] = "analyst"
+
+
 class PrivacySettings(StrictModel):
     budgets: dict[str, DatasetBudget] = Field(default_factory=dict)
 
@@ -116,6 +122,7 @@ class Settings(StrictModel):
     dped: DpedSettings = DpedSettings()
     secpe: SecpeSettings = SecpeSettings()
     publish: PublishSettings = PublishSettings()
+    sql: SqlSettings = SqlSettings()
 
     def budget(self, dataset: str) -> DatasetBudget:
         """The dataset's budget; a dataset without one is refused (fail closed)."""
