@@ -74,6 +74,8 @@ class TrackingSettings(StrictModel):
 class IngestSettings(StrictModel):
     max_chars: int = Field(20_000, gt=0)
     csv_delimiter: str = ","
+    # a rerun of a date with fewer usable documents than this share of what it holds is refused
+    min_ratio_of_previous: float = Field(0.5, ge=0.0, le=1.0)
 
 
 class DatasetBudget(StrictModel):

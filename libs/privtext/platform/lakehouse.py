@@ -292,6 +292,11 @@ class Lakehouse:
         df = self.spark.read.schema(spark_schema).option("basePath", self.table_uri(spec)).parquet(*uris)
         return df.select(*spec.schema.names)
 
+    def partition_rows(self, spec: TableSpec, partition_values: dict[str, list]) -> int:
+        """Rows the current snapshot holds in the given partitions (from the log's file statistics)."""
+        files = self._files_matching(self.delta_table(spec), _partition_filters(spec, partition_values))
+        return sum(int(f["num_records"]) for f in files)
+
     def version(self, spec: TableSpec) -> int:
         return self.delta_table(spec).version()
 
