@@ -50,6 +50,9 @@ FILE_META_SCHEMA = pa.schema(
 _STATS_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_date, pa.types.is_timestamp, pa.types.is_boolean)
 
 
+ORPHAN_MIN_HOURS = 24  # files of writes never committed are removed only once this old (a write may be in flight)
+
+
 class LakehouseError(RuntimeError):
     """A refused or failed table operation (schema mismatch, bad partition, conflict...)."""
 
@@ -463,6 +466,18 @@ class Lakehouse:
                 raise
         return self._commit(spec, table, files, "overwrite", filters, operation="MERGE",
                             guard=f"privtext.merge.{spec.qualified_name}")
+
+    # -- retention ----------------------------------------------------------------------------
+    def vacuum(self, spec: TableSpec, retention_hours: int, dry_run: bool = False) -> dict[str, int]:
+        """Delete the files no current version references: files a commit removed (a replaced partition,
+        a withdrawn publication) once ``retention_hours`` old, and files of failed writes that were never
+        committed once ``max(retention_hours, ORPHAN_MIN_HOURS)`` old. Older versions can then no longer
+        be read (time travel ends at the retention)."""
+        table = self.delta_table(spec)
+        removed = table.vacuum(retention_hours, dry_run=dry_run, enforce_retention_duration=False)
+        orphans = table.vacuum(max(retention_hours, ORPHAN_MIN_HOURS), dry_run=dry_run,
+                               enforce_retention_duration=False, full=True)
+        return {"removed": len(removed), "orphans": len(set(orphans) - set(removed))}
 
     # -- small driver-side tables (the ledger): no Spark needed -------------------------------
     def append_rows(self, spec: TableSpec, rows: list[dict], guard: str | None = None,
