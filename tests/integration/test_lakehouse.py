@@ -78,6 +78,24 @@ def test_replace_partition_leaves_other_partitions_and_removes_old_files(spark, 
     assert rows(lake, version=1) == [("a", 1, D1), ("b", 2, D2)]
 
 
+def test_concurrent_replaces_never_double_rows_nor_lose_other_dates(spark, lake):
+    """Replaces committed from the same stale snapshot, as two concurrent runs would: another date's
+    replace conflicts in delta-rs and is rebased; two replaces of one partition conflict (also on its
+    first write) and the later one replaces the earlier one's rows instead of adding to them."""
+    lake.append(SPEC, spark.createDataFrame([("a", 1, {}, D1), ("b", 2, {}, D2)], DDL))
+    stale = lake.delta_table(SPEC)
+    lake.replace_partitions(SPEC, spark.createDataFrame([("a2", 1, {}, D1)], DDL), {"day": [D1]})
+    lake.replace_partitions(SPEC, spark.createDataFrame([("b2", 2, {}, D2)], DDL), {"day": [D2]}, snapshot=stale)
+    assert rows(lake) == [("a2", 1, D1), ("b2", 2, D2)]
+    d3 = dt.date(2026, 1, 3)
+    for first_write in (True, False):
+        stale = lake.delta_table(SPEC)
+        lake.replace_partitions(SPEC, spark.createDataFrame([("c", 3, {}, d3), ("d", 4, {}, d3)], DDL), {"day": [d3]})
+        lake.replace_partitions(SPEC, spark.createDataFrame([("c", 3, {}, d3), ("d", 5, {}, d3)], DDL), {"day": [d3]},
+                                snapshot=stale)
+        assert [r for r in rows(lake) if r[2] == d3] == [("c", 3, d3), ("d", 5, d3)], first_write
+
+
 def test_file_outside_partition_filter_is_refused_and_cleaned_up(spark, lake):
     before = DeltaTable(lake.table_uri(SPEC)).version()
     with pytest.raises(LakehouseError, match="outside the replaced partitions"):

@@ -347,35 +347,44 @@ class Lakehouse:
         ]
 
     def _commit(self, spec, table: DeltaTable, files, mode, partition_filters=None, operation="WRITE",
-                guard: str | None = None) -> WriteResult:
+                guard: str | None = None, rebase: bool = False) -> WriteResult:
         """Commit ``files`` against the snapshot ``table`` was loaded at.
 
         ``guard`` names a serialization point: the commit carries a Delta application transaction
         (``txn``) for it, so two guarded commits from the same snapshot conflict and the later one
         fails with ``CommitFailedError`` instead of both passing (read-modify-write safety).
+        With ``rebase`` (partition replaces, whose files do not depend on what they replace) a conflict
+        is retried against a fresh snapshot up to ``lakehouse.commit_retries`` times: the replace then
+        removes whatever the partitions hold by then, so the result is one set of rows.
         """
-        removed = 0
-        if mode == "overwrite":
-            removed = len(self._files_matching(table, partition_filters))
-        app_transactions = None
-        if guard is not None:
-            app_transactions = [Transaction(guard, (table.transaction_version(guard) or 0) + 1)]
-        try:
-            table.create_write_transaction(
-                self._add_actions(files),
-                mode=mode,
-                schema=DeltaSchema.from_arrow(spec.schema),
-                partition_by=list(spec.partition_by) or None,
-                partition_filters=partition_filters,
-                commit_properties=CommitProperties(
-                    custom_metadata={"privtext.operation": operation},
-                    max_commit_retries=self.settings.commit_retries,
-                    app_transactions=app_transactions,
-                ),
-            )
-        except (CommitFailedError, DeltaError):
-            self._delete_files(spec, files)
-            raise
+        attempts = self.settings.commit_retries + 1 if rebase else 1
+        for attempt in range(attempts):
+            removed = len(self._files_matching(table, partition_filters)) if mode == "overwrite" else 0
+            app_transactions = None
+            if guard is not None:
+                app_transactions = [Transaction(guard, (table.transaction_version(guard) or 0) + 1)]
+            try:
+                table.create_write_transaction(
+                    self._add_actions(files),
+                    mode=mode,
+                    schema=DeltaSchema.from_arrow(spec.schema),
+                    partition_by=list(spec.partition_by) or None,
+                    partition_filters=partition_filters,
+                    commit_properties=CommitProperties(
+                        custom_metadata={"privtext.operation": operation},
+                        max_commit_retries=self.settings.commit_retries,
+                        app_transactions=app_transactions,
+                    ),
+                )
+                break
+            except CommitFailedError:
+                if attempt + 1 == attempts:
+                    self._delete_files(spec, files)
+                    raise
+                table = self.delta_table(spec)
+            except DeltaError:
+                self._delete_files(spec, files)
+                raise
         table.update_incremental()
         return WriteResult(
             version=table.version(),
@@ -407,21 +416,26 @@ class Lakehouse:
         files = self._write_files(spec, df)
         return self._commit(spec, table, files, "append", operation="APPEND", guard=guard)
 
-    def replace_partitions(self, spec: TableSpec, df: DataFrame, partition_values: dict[str, list]) -> WriteResult:
+    def replace_partitions(self, spec: TableSpec, df: DataFrame, partition_values: dict[str, list],
+                           snapshot: DeltaTable | None = None) -> WriteResult:
         """Replace the rows whose partition columns take the given values (replaceWhere), one commit.
 
         ``partition_values`` maps a partition column to the values being replaced, e.g.
-        ``{"ingest_date": ["2026-11-21"]}``; every row of ``df`` must fall inside them.
+        ``{"ingest_date": ["2026-11-21"]}``; every row of ``df`` must fall inside them. Two concurrent
+        replaces of the same partitions always conflict (an application transaction per table and
+        partitions), also on a partition's first write; a conflict with any concurrent commit is
+        rebased on the new snapshot (see ``_commit``), so neither rows are doubled nor other dates lost.
         """
         filters = _partition_filters(spec, partition_values)
-        table = self.delta_table(spec)
+        table = snapshot if snapshot is not None else self.delta_table(spec)
         files = self._write_files(spec, df)
         try:
             _check_files_inside(spec, files, partition_values)
         except LakehouseError:
             self._delete_files(spec, files)
             raise
-        return self._commit(spec, table, files, "overwrite", filters, operation="REPLACE")
+        guard = f"privtext.replace.{spec.qualified_name}.{json.dumps(filters, default=str)}"
+        return self._commit(spec, table, files, "overwrite", filters, operation="REPLACE", guard=guard, rebase=True)
 
     def merge(self, spec: TableSpec, updates: DataFrame, keys: list[str], partition_column: str | None = None,
               combine=None) -> WriteResult:
