@@ -26,14 +26,14 @@ def lake(ctx):
 
 
 REFUSED = [
-    ("CREATE TABLE copy AS SELECT * FROM published.sanitized_documents", "a CreateTableAsSelect statement is not a read"),
-    ("DROP TABLE published.sanitized_documents", "a DropTable statement is not a read"),
+    ("CREATE TABLE copy AS SELECT * FROM published.sanitized_documents", "CreateTableAsSelect is not a read-only statement"),
+    ("DROP TABLE published.sanitized_documents", "DropTable is not a read-only statement"),
     ("INSERT INTO published.sanitized_documents SELECT * FROM published.sanitized_documents", "InsertIntoStatement"),
-    ("INSERT OVERWRITE DIRECTORY '{published}' USING parquet SELECT 1", "a InsertIntoDir statement"),
-    ("LOAD DATA LOCAL INPATH '/etc/hosts' INTO TABLE published.sanitized_documents", "a LoadData statement"),
+    ("INSERT OVERWRITE DIRECTORY '{published}' USING parquet SELECT 1", "InsertIntoDir is not a read-only statement"),
+    ("LOAD DATA LOCAL INPATH '/etc/hosts' INTO TABLE published.sanitized_documents", "LoadData is not a read-only statement"),
     ("DELETE FROM published.sanitized_documents", "DeleteFromTable"),
-    ("SET spark.sql.runSQLOnFiles=true", "a SetCommand statement"),
-    ("CACHE TABLE published.sanitized_documents", "a CacheTable statement"),
+    ("SET spark.sql.runSQLOnFiles=true", "SetCommand is not a read-only statement"),
+    ("CACHE TABLE published.sanitized_documents", "CacheTable is not a read-only statement"),
     ("SELECT TRANSFORM(doc_id) USING 'cat' FROM published.sanitized_documents", "ScriptTransformation"),
     ("SELECT * FROM parquet.`{published}/sanitized_documents`", "direct file reads such as parquet.`path` are refused"),
     ("SELECT * FROM json.`/etc/hosts`", "not a table of the zones"),
@@ -73,7 +73,7 @@ def test_reads_of_published_work_and_operator_reads_every_zone(lake):
     operator = lake.settings.model_copy(update={"sql": lake.settings.sql.model_copy(update={"role": "operator"})})
     assert query(operator, "SELECT text FROM restricted.documents", 10)[1] == [("Hi Alice Smith",)]
     assert query(operator, "SELECT count(*) FROM restricted.document_split", 10)[1] == [(1,)]
-    with pytest.raises(SqlRefused, match="a DropTable statement is not a read"):
+    with pytest.raises(SqlRefused, match="DropTable is not a read-only statement"):
         query(operator, "DROP TABLE restricted.documents", 10)
 
 

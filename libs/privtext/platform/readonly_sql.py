@@ -79,7 +79,7 @@ class _Checker:
     def plan(self, node, top: bool = True) -> None:
         kind = node.getClass().getSimpleName()
         if kind not in QUERY_NODES | NAMES and not (top and kind in STATEMENTS):
-            self.refuse(f"a {kind.rstrip('$')} statement is not a read")
+            self.refuse(f"{kind.rstrip('$')} is not a read-only statement")
         if kind == "ShowNamespacesCommand":
             return  # lists the namespaces (zone names) only
         if kind == "UnresolvedWith":
