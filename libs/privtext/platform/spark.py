@@ -3,11 +3,11 @@
 Under ``spark-submit`` (the JVM is already up, ``PYSPARK_GATEWAY_PORT`` is set) the submitted master
 wins; otherwise ``spark.master`` from conf applies, so the same jobs run unchanged in both places.
 
-Spark's scratch files (shuffle and spill blocks, broadcast and Python files: they hold row data) and
-its catalog warehouse go to a private folder of the process, ``<tmp>/privtext-spark-<pid>-*`` (mode
-0700), removed at exit after the session is stopped; folders left by a process that died (kill -9)
-are removed by the next session on the host. ``spark.local.dir`` / ``spark.sql.warehouse.dir`` in
-``spark.conf`` take precedence.
+With a local master, Spark's scratch files (shuffle and spill blocks, broadcast and Python files: they
+hold row data), and always its catalog warehouse, go to a private folder of the process,
+``<tmp>/privtext-spark-<pid>-*`` (mode 0700), removed at exit after the session is stopped; folders left
+by a process that died (kill -9) are removed by the next session on the host. ``spark.local.dir`` /
+``spark.sql.warehouse.dir`` in ``spark.conf`` take precedence.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from privtext.platform.config import Settings
@@ -68,9 +69,15 @@ def get_spark(settings: Settings) -> SparkSession:
     builder = SparkSession.builder.appName(settings.spark.app_name)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit: conf picks the master
         builder = builder.master(settings.spark.master)
+        master = settings.spark.master
+    else:  # the JVM is up: its conf holds the submitted master
+        SparkContext._ensure_initialized()  # connects to it (no SparkContext yet), so SparkConf reads its conf
+        master = SparkConf().get("spark.master", "")
     sweep_dead_run_dirs()
     private = tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-")  # mode 0700
-    scratch = {"spark.local.dir": f"{private}/local", "spark.sql.warehouse.dir": f"{private}/warehouse"}
+    scratch = {"spark.sql.warehouse.dir": f"{private}/warehouse"}
+    if master.startswith("local"):  # executors elsewhere use their cluster manager's local dirs
+        scratch["spark.local.dir"] = f"{private}/local"
     for key, value in {**DEFAULT_CONF, **scratch, **settings.spark.conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
