@@ -3,16 +3,18 @@
 Columns: ``text`` (required), ``doc_id``, ``user_id``, ``label`` (optional); any other column is kept
 in the ``metadata`` map. A missing ``doc_id`` becomes a keyed pseudonym: HMAC-SHA256 of the source
 file name and the text under the run's key (``run.hmac_key_env``), never an unkeyed hash, which
-anyone could recompute from a guessed file name and text (the doc_id is published). Bad records never stop the load: malformed JSON lines, CSV rows with the wrong field count,
-null/blank text, invalid UTF-8, text longer than ``ingest.max_chars`` and duplicate ``doc_id``s
-within the load go to the quarantine with a reason. Per-file problems stay with that file: a file
-without a ``text`` column, an empty or blank file, a malformed JSON array quarantine its records (or
-one row naming the file) and the rest of the load lands; a CSV that cannot be parsed (an unterminated
-quote, an oversized field) is quarantined whole, naming the line. The run refuses, writing nothing,
-a load with no usable record (unless ``--allow-empty``) or one smaller than
-``ingest.min_ratio_of_previous`` of what the date already holds (unless ``--allow-smaller``). UTF-8 with or without BOM and UTF-16/32 with BOM are read; JSON arrays and
-JSON Lines both; files with other extensions or hidden/``_`` names are skipped and listed. Both tables are written by replacing the date's partition, so a
-rerun of a date never duplicates.
+anyone could recompute from a guessed file name and text (the doc_id is published). Bad records never
+stop the load: malformed JSON lines, CSV rows with the wrong field count, null/blank text, invalid
+UTF-8, text longer than ``ingest.max_chars`` and duplicate ``doc_id``s within the load go to the
+quarantine with a reason. Per-file problems stay with that file: a file without a ``text`` column, an
+empty, 0-byte or blank file, a malformed JSON array quarantine its records (or one row naming the file)
+and the rest of the load lands; a CSV that cannot be parsed (an unterminated quote, an oversized field)
+is quarantined whole, naming the line. The run refuses, writing nothing, a load with no usable record
+(unless ``--allow-empty``) or one smaller than ``ingest.min_ratio_of_previous`` of what the date
+already holds (unless ``--allow-smaller``). UTF-8 with or without BOM and UTF-16/32 with BOM are read;
+JSON arrays and JSON Lines both; files with other extensions or hidden/``_`` names are skipped and
+listed. Both tables are written by replacing the date's partition, so a rerun of a date never
+duplicates.
 """
 from __future__ import annotations
 
