@@ -42,7 +42,7 @@ from privtext.platform.config import load_settings
 from privtext.platform.leases import acquire
 settings = load_settings(None, overrides={"lakehouse": {"root": sys.argv[1]}}, environ={})
 try:
-    lease = acquire(settings, sys.argv[2], "run-" + sys.argv[3])
+    lease = acquire(settings.lakehouse, sys.argv[2], "run-" + sys.argv[3])
 except Exception as error:
     print("refused", type(error).__name__, flush=True)
     sys.exit(3)

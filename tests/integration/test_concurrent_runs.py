@@ -17,9 +17,7 @@ def test_same_date_one_writer_other_date_proceeds(tmp_path):
                                     "spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false"}}}))
     sample = tmp_path / "in.jsonl"
     sample.write_text("".join(json.dumps({"doc_id": str(i), "text": f"message {i}"}) + "\n" for i in range(100)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    subprocess.run([sys.executable, "-m", "privtext.cli", "--conf", str(conf), "init"], env=env, check=True,
-                   capture_output=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # a fresh lakehouse: the runs create its tables
 
     def ingest(date):
         return subprocess.Popen([sys.executable, "-m", "privtext.cli", "--conf", str(conf), "run", "ingest",

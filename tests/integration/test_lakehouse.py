@@ -184,3 +184,31 @@ def test_two_concurrent_writer_processes_keep_all_rows_without_lost_updates(tmp_
     assert sorted(r["seq"] for r in table) == list(range(30))
     assert DeltaTable(lake.table_uri(spec)).version() == 30
     print("conflicts retried:", sum(o["retries"] for o in outputs))
+
+
+CREATE_ALL = """
+import sys, time
+from privtext.platform.config import LakehouseSettings
+from privtext.platform.lakehouse import Lakehouse
+from privtext.platform.tables import ALL_TABLES
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes start creating at the same instant
+print(len(Lakehouse(None, LakehouseSettings(root=sys.argv[1])).create_tables(ALL_TABLES)), flush=True)
+"""
+
+
+def test_processes_creating_the_tables_at_once_create_each_exactly_once(tmp_path):
+    """Unserialized, delta-rs let two creators commit CREATE TABLE twice or fail with CommitFailedError."""
+    import os
+    import time
+
+    from privtext.platform.tables import ALL_TABLES
+
+    start = str(time.time() + 5)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", CREATE_ALL, str(tmp_path), start], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    results = [(p.wait(), p.stdout.read(), p.stderr.read()) for p in procs]
+    assert [code for code, _, _ in results] == [0, 0, 0], results
+    assert sum(int(out) for _, out, _ in results) == len(ALL_TABLES)
+    for spec in ALL_TABLES:
+        assert DeltaTable(f"{tmp_path}/{spec.zone}/{spec.name}").version() == 0, spec.qualified_name

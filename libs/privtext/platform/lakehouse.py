@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from privtext.platform.config import ZONES, LakehouseSettings
+from privtext.platform.leases import stage_lease
 
 FILE_META_SCHEMA = pa.schema(
     [
@@ -50,6 +51,7 @@ FILE_META_SCHEMA = pa.schema(
 _STATS_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_date, pa.types.is_timestamp, pa.types.is_boolean)
 
 
+CREATE_WAIT_S = 120  # how long a process waits for another one creating tables
 ORPHAN_MIN_HOURS = 24  # files of writes never committed are removed only once this old (a write may be in flight)
 
 
@@ -261,26 +263,34 @@ class Lakehouse:
             )
 
     def create(self, spec: TableSpec) -> bool:
-        """Create the table once (empty). Returns False if it already exists (after checking it)."""
+        """Create the table once (empty). Returns False if it already exists (after checking it).
+
+        delta-rs must not race on table creation (two creators both commit a CREATE TABLE): a missing
+        table is created under the lakehouse's ``create-tables`` lease, other processes wait for it.
+        """
         uri = self.table_uri(spec)
         if DeltaTable.is_deltatable(uri):
             self.delta_table(spec)
             return False
-        if "://" not in uri:
-            os.makedirs(uri, exist_ok=True)
-        create_table_with_add_actions(
-            uri,
-            DeltaSchema.from_arrow(spec.schema),
-            [],
-            mode="error",
-            partition_by=list(spec.partition_by) or None,
-            name=spec.name,
-            description=spec.description or None,
-        )
+        with stage_lease(self.settings, "create-tables", uuid.uuid4().hex, wait_s=CREATE_WAIT_S):
+            if DeltaTable.is_deltatable(uri):  # created by another process while we waited
+                self.delta_table(spec)
+                return False
+            if "://" not in uri:
+                os.makedirs(uri, exist_ok=True)
+            create_table_with_add_actions(
+                uri,
+                DeltaSchema.from_arrow(spec.schema),
+                [],
+                mode="error",
+                partition_by=list(spec.partition_by) or None,
+                name=spec.name,
+                description=spec.description or None,
+            )
         return True
 
     def create_tables(self, specs) -> list[str]:
-        """Create the zone's tables serially (delta-rs must not race on table creation)."""
+        """Create the zone's missing tables (see ``create``); returns their names."""
         return [spec.qualified_name for spec in specs if self.create(spec)]
 
     # -- reads --------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """One writer per (stage, date): a lease file in the lakehouse, created atomically.
 
-``stage_lease(settings, name, run_id)`` writes the owner (pid, host, run id, start, expiry) to a
+``stage_lease(lakehouse_settings, name, run_id)`` writes the owner (pid, host, run id, start, expiry) to a
 temporary file and hard-links it to ``<lock dir>/<name>.lock``; the link fails if the lease exists, so
 of two runs of the same stage and date exactly one gets it and the other refuses (``StageLocked``)
 naming the owner. Other names (other dates) never interfere. The owner renews the expiry every third of
@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 
-from privtext.platform.config import ConfigError, Settings, resolve_uri
+from privtext.platform.config import ConfigError, LakehouseSettings, resolve_uri
 from privtext.platform.errors import Refused
 
 TAKEOVER_GRACE_S = 60  # a takeover marker older than this was left by a taker that died
@@ -32,15 +32,15 @@ class StageLocked(Refused):
     """Another live run holds the lease of this stage and date."""
 
 
-def lock_dir(settings: Settings) -> str:
-    configured = settings.lakehouse.lock_dir
+def lock_dir(settings: LakehouseSettings) -> str:
+    configured = settings.lock_dir
     if configured:
         folder = resolve_uri(configured)
-    elif "://" in settings.lakehouse.root:
+    elif "://" in settings.root:
         raise ConfigError("lakehouse.lock_dir is required when lakehouse.root is an object-store URI "
-                          f"({settings.lakehouse.root}): a local or shared (NFS) folder for the stage leases")
+                          f"({settings.root}): a local or shared (NFS) folder for the stage leases")
     else:
-        folder = f"{resolve_uri(settings.lakehouse.root)}/_locks"
+        folder = f"{resolve_uri(settings.root)}/_locks"
     if "://" in folder:
         raise ConfigError(f"lakehouse.lock_dir must be a local or mounted folder, got {configured!r}")
     os.makedirs(folder, exist_ok=True)
@@ -120,11 +120,11 @@ class Lease:
             os.remove(self.path)
 
 
-def acquire(settings: Settings, name: str, run_id: str) -> Lease:
+def acquire(settings: LakehouseSettings, name: str, run_id: str) -> Lease:
     """Take the lease ``name`` for this process or raise ``StageLocked``."""
     safe = re.sub(r"[^A-Za-z0-9_.=-]", "_", name)
     path = os.path.join(lock_dir(settings), f"{safe}.lock")
-    seconds = settings.lakehouse.lease_seconds
+    seconds = settings.lease_seconds
     for _ in range(3):
         now = time.time()
         owner = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id, "started": now,
@@ -159,9 +159,18 @@ def _take_over(path: str, holder: dict, name: str) -> None:
 
 
 @contextlib.contextmanager
-def stage_lease(settings: Settings, name: str, run_id: str):
-    """Hold the lease ``name`` (e.g. ``ingest-2026-01-15``) for the duration of the block."""
-    lease = acquire(settings, name, run_id)
+def stage_lease(settings: LakehouseSettings, name: str, run_id: str, wait_s: float = 0):
+    """Hold the lease ``name`` (e.g. ``ingest-2026-01-15``) for the duration of the block; while another
+    process holds it, retry for up to ``wait_s`` seconds before refusing."""
+    deadline = time.time() + wait_s
+    while True:
+        try:
+            lease = acquire(settings, name, run_id)
+            break
+        except StageLocked:
+            if time.time() >= deadline:
+                raise
+            time.sleep(0.1)
     try:
         yield lease
     finally:

@@ -48,7 +48,7 @@ def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline:
     module = stage_module(stage)
     day, run_id = parse_date(date).isoformat(), run_id or uuid.uuid4().hex
     lease_name = "-".join(str(part) for part in (stage, kwargs.get("target"), day) if part)
-    with stage_lease(settings, lease_name, run_id):
+    with stage_lease(settings.lakehouse, lease_name, run_id):
         ctx = RunContext.create(settings, date=day, pipeline=pipeline, run_id=run_id)
         with stage_run(settings, pipeline, stage, day, run_id) as tracked:
             ctx.tracked = tracked

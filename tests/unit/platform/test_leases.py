@@ -13,7 +13,7 @@ from tests_support import hold_lease
 
 
 def _settings(root, **lakehouse):
-    return load_settings(None, overrides={"lakehouse": {"root": str(root), **lakehouse}}, environ={})
+    return load_settings(None, overrides={"lakehouse": {"root": str(root), **lakehouse}}, environ={}).lakehouse
 
 
 def test_second_writer_of_a_date_refuses_other_dates_proceed_dead_owner_taken_over(tmp_path):
