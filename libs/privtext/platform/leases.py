@@ -3,7 +3,8 @@
 ``stage_lease(lakehouse_settings, name, run_id)`` writes the owner (pid, host, run id, start, expiry) to a
 temporary file and hard-links it to ``<lock dir>/<name>.lock``; the link fails if the lease exists, so
 of two runs of the same stage and date exactly one gets it and the other refuses (``StageLocked``)
-naming the owner. Other names (other dates) never interfere. The owner renews the expiry every third of
+naming the owner, or, given ``wait_s``, retries that long first (table creation waits on the
+``create-tables`` lease). Other names (other dates) never interfere. The owner renews the expiry every third of
 ``lakehouse.lease_seconds`` and removes the file when it ends. A lease whose owner is dead (same host, pid
 gone: kill -9, a crashed JVM) or whose expiry has passed (any host) is taken over; the taker holds
 ``<name>.lock.takeover`` (created the same way) meanwhile, so two takers cannot both win.
