@@ -34,3 +34,29 @@ def document(doc_id: str, text: str, date, user_id: str | None = None, label: st
 
     return {"doc_id": doc_id, "user_id": user_id, "text": text, "label": label, "metadata": [],
             "ingest_date": dt.date.fromisoformat(str(date)), "run_id": "fixture"}
+
+
+HOLD_LEASE = """
+import sys, time
+from privtext.settings import load_settings
+from privtext.platform.leases import acquire
+settings = load_settings(None, overrides={"lakehouse": {"root": sys.argv[1]}}, environ={})
+try:
+    lease = acquire(settings.lakehouse, sys.argv[2], "run-" + sys.argv[3])
+except Exception as error:
+    print("refused", type(error).__name__, flush=True)
+    sys.exit(3)
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def hold_lease(root, name: str, tag: str = "a"):
+    """A separate process that takes the stage lease ``name`` under lakehouse ``root`` and holds it
+    (its first output line is ``held``) or prints ``refused`` and exits."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", HOLD_LEASE, str(root), name, tag], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})

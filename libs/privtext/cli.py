@@ -8,7 +8,8 @@ import os
 import sys
 import time
 
-from privtext.settings import PROJECT_ROOT, ConfigError, load_settings
+from privtext.platform.errors import Refused
+from privtext.settings import PROJECT_ROOT, ZONES, ConfigError, load_settings
 
 
 def _settings(args):
@@ -52,21 +53,9 @@ def _format_rows(columns, rows, fmt: str) -> str:
     return "\n".join(lines)
 
 
-def query(settings, statement: str, limit: int):
-    """Run Spark SQL over the zones' registered views; returns (columns, rows)."""
-    from privtext.platform.context import RunContext
-    from privtext.platform.tables import ALL_TABLES
-
-    from privtext.stages.detect_pii import register_split_view
-
-    ctx = RunContext.create(settings)
-    ctx.lakehouse.register_views(ALL_TABLES)
-    register_split_view(ctx)
-    df = ctx.spark.sql(statement)
-    return df.columns, [tuple(r) for r in df.limit(limit).collect()]
-
-
 def cmd_sql(args) -> int:
+    from privtext.commands.sql import query
+
     columns, rows = query(_settings(args), args.statement, args.limit)
     print(_format_rows(columns, rows, args.format))
     return 0
@@ -183,6 +172,22 @@ def cmd_budget_show(args) -> int:
     return 0
 
 
+def cmd_vacuum(args) -> int:
+    """Delete files no current table version references (withdrawn publications, replaced partitions,
+    files of failed writes) from the chosen zones; prints the counts per table."""
+    from privtext.platform.lakehouse import Lakehouse
+    from privtext.platform.tables import ALL_TABLES
+
+    settings = _settings(args)
+    lakehouse = Lakehouse(None, settings.lakehouse)
+    hours = settings.lakehouse.vacuum_retention_hours if args.retention_hours is None else args.retention_hours
+    zones = args.zone or ZONES
+    counts = {spec.qualified_name: lakehouse.vacuum(spec, hours, dry_run=args.dry_run)
+              for spec in ALL_TABLES if spec.zone in zones and lakehouse.exists(spec)}
+    print(json.dumps({"retention_hours": hours, "dry_run": args.dry_run, "tables": counts}, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="privtext", description=__doc__)
     parser.add_argument("--conf", default="conf/local.yaml", help="environment config file (default conf/local.yaml)")
@@ -198,11 +203,20 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="create the zones' tables (idempotent)")
     init.set_defaults(func=cmd_init)
 
-    sql = sub.add_parser("sql", help="Spark SQL over the zones, e.g. SELECT * FROM published.x")
+    sql = sub.add_parser("sql", help="read-only Spark SQL over the published zone (sql.role: operator reads every "
+                                     "zone), e.g. SELECT * FROM published.x")
     sql.add_argument("statement")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
     sql.add_argument("--limit", type=int, default=1000)
     sql.set_defaults(func=cmd_sql)
+
+    vacuum = sub.add_parser("vacuum", help="delete files no current table version references (withdrawn "
+                                           "publications, replaced partitions, failed writes)")
+    vacuum.add_argument("--zone", action="append", choices=ZONES, help="zone to vacuum (repeatable; default all)")
+    vacuum.add_argument("--retention-hours", type=int, help="keep removed files this long (default "
+                        "lakehouse.vacuum_retention_hours); 0 removes a withdrawn publication now")
+    vacuum.add_argument("--dry-run", action="store_true", help="count only, delete nothing")
+    vacuum.set_defaults(func=cmd_vacuum)
 
     sample = sub.add_parser("sample-data", help="write the reproducible sample corpus (JSONL)")
     sample.add_argument("--n", type=int, default=3000)
@@ -258,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"privtext: {error}", file=sys.stderr)
         return 2
+    except Refused as refusal:
+        print(f"privtext: refused: {refusal}", file=sys.stderr)
+        return 3
 
 
 def job_main(stage: str, argv: list[str]) -> int:

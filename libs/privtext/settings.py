@@ -25,7 +25,7 @@ from privtext.generate.settings import GenerateSettings
 from privtext.pii.settings import PiiSettings
 from privtext.platform.config import (  # noqa: F401  re-exported: the one place commands and stages import from
     ENV_PREFIX, PROJECT_ROOT, ZONES, ConfigError, DatasetBudget, IngestSettings, LakehouseSettings, PrivacySettings,
-    PublishSettings, RunSettings, SparkSettings, TrackingSettings, resolve_uri)
+    PublishSettings, RunSettings, SparkSettings, SqlSettings, TrackingSettings, resolve_uri)
 from privtext.secpe.settings import SecpeSettings
 from privtext.strict import StrictModel
 
@@ -45,6 +45,7 @@ class Settings(StrictModel):
     dped: DpedSettings = DpedSettings()
     secpe: SecpeSettings = SecpeSettings()
     publish: PublishSettings = PublishSettings()
+    sql: SqlSettings = SqlSettings()
 
     def budget(self, dataset: str) -> DatasetBudget:
         """The dataset's budget; a dataset without one is refused (fail closed)."""

@@ -135,3 +135,44 @@ def test_one_bad_file_does_not_fail_the_night(ctx, tmp_path):
                        "header_only.csv": ["empty file"], "notext.csv": ["file has no 'text' column"]}
     assert sorted(result.skipped_files) == [".hidden.jsonl", "README.txt"]
     assert result.documents == 4 and result.quarantined == 4
+
+
+def _jsonl(path, n: int, start: int = 0):
+    path.write_text("".join(json.dumps({"doc_id": str(i), "text": f"message {i}"}) + "\n" for i in range(start, start + n)))
+    return str(path)
+
+
+def test_an_empty_or_much_smaller_load_is_refused_unless_allowed(ctx, tmp_path):
+    ingest.run(ctx, _jsonl(tmp_path / "full.jsonl", 20))
+    version = ctx.lakehouse.version(DOCUMENTS)
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ingest.IngestError, match=r"no usable document in this load \(empty file: 1\) and the date "
+                                                 r"holds 20 document\(s\); nothing was written \(--allow-empty"):
+        ingest.run(ctx, str(tmp_path / "empty.jsonl"))
+    with pytest.raises(ingest.IngestError, match=r"this load has 9 usable document\(s\), fewer than "
+                                                 r"ingest.min_ratio_of_previous=0.5 of the 20 the date holds"):
+        ingest.run(ctx, _jsonl(tmp_path / "small.jsonl", 9))
+    assert ctx.lakehouse.version(DOCUMENTS) == version and ctx.lakehouse.read(DOCUMENTS).count() == 20
+    assert ingest.run(ctx, _jsonl(tmp_path / "half.jsonl", 10)).documents == 10  # at the threshold: accepted
+    assert ingest.run(ctx, str(tmp_path / "small.jsonl"), allow_smaller=True).documents == 9
+    assert ingest.run(ctx, str(tmp_path / "empty.jsonl"), allow_empty=True).documents == 0
+    assert ctx.lakehouse.read(DOCUMENTS).count() == 0
+
+
+def test_csv_parse_errors_quarantine_the_file_naming_the_line(ctx, tmp_path):
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "quote.csv").write_text('text,label\nfine row,a\n"never closed,b\nswallowed,c\nalso swallowed,d\n')
+    (drop / "huge.csv").write_text("text,label\nshort,a\n" + "x" * 200_000 + ",b\n")
+    _jsonl(drop / "good.jsonl", 3)
+    result = ingest.run(ctx, str(drop))
+    assert sorted(read(ctx, DOCUMENTS).text) == ["message 0", "message 1", "message 2"]
+    quarantine = read(ctx, QUARANTINE).sort_values(["source_file", "line_no"])
+    quote = quarantine[quarantine.source_file == "quote.csv"]
+    assert list(quote.line_no) == [2, 3]
+    assert set(quote.reason) == {"CSV parse error in the record starting at line 3: unexpected end of data "
+                                 "(whole file quarantined)"}
+    huge = quarantine[quarantine.source_file == "huge.csv"]
+    assert list(huge.line_no) == [2, 3] and huge.reason.iloc[0].startswith(
+        "CSV parse error in the record starting at line 3: field larger than field limit")
+    assert result.documents == 3 and result.quarantined == 4

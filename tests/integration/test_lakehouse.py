@@ -78,6 +78,24 @@ def test_replace_partition_leaves_other_partitions_and_removes_old_files(spark, 
     assert rows(lake, version=1) == [("a", 1, D1), ("b", 2, D2)]
 
 
+def test_concurrent_replaces_never_double_rows_nor_lose_other_dates(spark, lake):
+    """Replaces committed from the same stale snapshot, as two concurrent runs would: another date's
+    replace conflicts in delta-rs and is rebased; two replaces of one partition conflict (also on its
+    first write) and the later one replaces the earlier one's rows instead of adding to them."""
+    lake.append(SPEC, spark.createDataFrame([("a", 1, {}, D1), ("b", 2, {}, D2)], DDL))
+    stale = lake.delta_table(SPEC)
+    lake.replace_partitions(SPEC, spark.createDataFrame([("a2", 1, {}, D1)], DDL), {"day": [D1]})
+    lake.replace_partitions(SPEC, spark.createDataFrame([("b2", 2, {}, D2)], DDL), {"day": [D2]}, snapshot=stale)
+    assert rows(lake) == [("a2", 1, D1), ("b2", 2, D2)]
+    d3 = dt.date(2026, 1, 3)
+    for first_write in (True, False):
+        stale = lake.delta_table(SPEC)
+        lake.replace_partitions(SPEC, spark.createDataFrame([("c", 3, {}, d3), ("d", 4, {}, d3)], DDL), {"day": [d3]})
+        lake.replace_partitions(SPEC, spark.createDataFrame([("c", 3, {}, d3), ("d", 5, {}, d3)], DDL), {"day": [d3]},
+                                snapshot=stale)
+        assert [r for r in rows(lake) if r[2] == d3] == [("c", 3, d3), ("d", 5, d3)], first_write
+
+
 def test_file_outside_partition_filter_is_refused_and_cleaned_up(spark, lake):
     before = DeltaTable(lake.table_uri(SPEC)).version()
     with pytest.raises(LakehouseError, match="outside the replaced partitions"):
@@ -166,3 +184,31 @@ def test_two_concurrent_writer_processes_keep_all_rows_without_lost_updates(tmp_
     assert sorted(r["seq"] for r in table) == list(range(30))
     assert DeltaTable(lake.table_uri(spec)).version() == 30
     print("conflicts retried:", sum(o["retries"] for o in outputs))
+
+
+CREATE_ALL = """
+import sys, time
+from privtext.platform.config import LakehouseSettings
+from privtext.platform.lakehouse import Lakehouse
+from privtext.platform.tables import ALL_TABLES
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # all processes start creating at the same instant
+print(len(Lakehouse(None, LakehouseSettings(root=sys.argv[1])).create_tables(ALL_TABLES)), flush=True)
+"""
+
+
+def test_processes_creating_the_tables_at_once_create_each_exactly_once(tmp_path):
+    """Unserialized, delta-rs let two creators commit CREATE TABLE twice or fail with CommitFailedError."""
+    import os
+    import time
+
+    from privtext.platform.tables import ALL_TABLES
+
+    start = str(time.time() + 5)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", CREATE_ALL, str(tmp_path), start], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    results = [(p.wait(), p.stdout.read(), p.stderr.read()) for p in procs]
+    assert [code for code, _, _ in results] == [0, 0, 0], results
+    assert sum(int(out) for _, out, _ in results) == len(ALL_TABLES)
+    for spec in ALL_TABLES:
+        assert DeltaTable(f"{tmp_path}/{spec.zone}/{spec.name}").version() == 0, spec.qualified_name

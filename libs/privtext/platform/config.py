@@ -42,6 +42,9 @@ class LakehouseSettings(StrictModel):
     max_file_rows: int = Field(500_000, gt=0)
     max_file_bytes: int = Field(128 * 1024 * 1024, gt=0)
     commit_retries: int = Field(5, ge=0)
+    lock_dir: str | None = None  # stage leases; default <root>/_locks (required for an object-store root)
+    lease_seconds: float = Field(600, gt=0, allow_inf_nan=False)  # renewed every third while the stage runs
+    vacuum_retention_hours: int = Field(168, ge=0)  # privtext vacuum: removed files kept this long (time travel)
 
     def zone_root(self, zone: str) -> str:
         if zone not in ZONES:
@@ -59,6 +62,8 @@ class TrackingSettings(StrictModel):
 class IngestSettings(StrictModel):
     max_chars: int = Field(20_000, gt=0)
     csv_delimiter: str = ","
+    # a rerun of a date with fewer usable documents than this share of what it holds is refused
+    min_ratio_of_previous: float = Field(0.5, ge=0.0, le=1.0)
 
 
 class DatasetBudget(StrictModel):
@@ -80,6 +85,12 @@ class PublishSettings(StrictModel):
     audit_adversaries: tuple[str, ...] = ("transformer", "lstm", "rnn")  # each must have passed for the date
     # sanitized exports: the date's measured canary span recall (detect_pii) must reach this; 0 disables
     min_canary_recall: float = Field(0.9, ge=0.0, le=1.0)
+
+
+class SqlSettings(StrictModel):
+    """``privtext sql``: always read-only; ``analyst`` reads the published zone, ``operator`` every zone."""
+
+    role: Literal["analyst", "operator"] = "analyst"
 
 
 class PrivacySettings(StrictModel):

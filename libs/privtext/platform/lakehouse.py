@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from privtext.platform.config import ZONES, LakehouseSettings
+from privtext.platform.leases import stage_lease
 
 FILE_META_SCHEMA = pa.schema(
     [
@@ -48,6 +49,10 @@ FILE_META_SCHEMA = pa.schema(
     ]
 )
 _STATS_TYPES = (pa.types.is_integer, pa.types.is_floating, pa.types.is_date, pa.types.is_timestamp, pa.types.is_boolean)
+
+
+CREATE_WAIT_S = 120  # how long a process waits for another one creating tables
+ORPHAN_MIN_HOURS = 24  # files of writes never committed are removed only once this old (a write may be in flight)
 
 
 class LakehouseError(RuntimeError):
@@ -258,26 +263,34 @@ class Lakehouse:
             )
 
     def create(self, spec: TableSpec) -> bool:
-        """Create the table once (empty). Returns False if it already exists (after checking it)."""
+        """Create the table once (empty). Returns False if it already exists (after checking it).
+
+        delta-rs must not race on table creation (two creators both commit a CREATE TABLE): a missing
+        table is created under the lakehouse's ``create-tables`` lease, other processes wait for it.
+        """
         uri = self.table_uri(spec)
         if DeltaTable.is_deltatable(uri):
             self.delta_table(spec)
             return False
-        if "://" not in uri:
-            os.makedirs(uri, exist_ok=True)
-        create_table_with_add_actions(
-            uri,
-            DeltaSchema.from_arrow(spec.schema),
-            [],
-            mode="error",
-            partition_by=list(spec.partition_by) or None,
-            name=spec.name,
-            description=spec.description or None,
-        )
+        with stage_lease(self.settings, "create-tables", uuid.uuid4().hex, wait_s=CREATE_WAIT_S):
+            if DeltaTable.is_deltatable(uri):  # created by another process while we waited
+                self.delta_table(spec)
+                return False
+            if "://" not in uri:
+                os.makedirs(uri, exist_ok=True)
+            create_table_with_add_actions(
+                uri,
+                DeltaSchema.from_arrow(spec.schema),
+                [],
+                mode="error",
+                partition_by=list(spec.partition_by) or None,
+                name=spec.name,
+                description=spec.description or None,
+            )
         return True
 
     def create_tables(self, specs) -> list[str]:
-        """Create the zone's tables serially (delta-rs must not race on table creation)."""
+        """Create the zone's missing tables (see ``create``); returns their names."""
         return [spec.qualified_name for spec in specs if self.create(spec)]
 
     # -- reads --------------------------------------------------------------------------------
@@ -291,6 +304,11 @@ class Lakehouse:
             return self.spark.createDataFrame([], spark_schema)
         df = self.spark.read.schema(spark_schema).option("basePath", self.table_uri(spec)).parquet(*uris)
         return df.select(*spec.schema.names)
+
+    def partition_rows(self, spec: TableSpec, partition_values: dict[str, list]) -> int:
+        """Rows the current snapshot holds in the given partitions (from the log's file statistics)."""
+        files = self._files_matching(self.delta_table(spec), _partition_filters(spec, partition_values))
+        return sum(int(f["num_records"]) for f in files)
 
     def version(self, spec: TableSpec) -> int:
         return self.delta_table(spec).version()
@@ -339,35 +357,44 @@ class Lakehouse:
         ]
 
     def _commit(self, spec, table: DeltaTable, files, mode, partition_filters=None, operation="WRITE",
-                guard: str | None = None) -> WriteResult:
+                guard: str | None = None, rebase: bool = False) -> WriteResult:
         """Commit ``files`` against the snapshot ``table`` was loaded at.
 
         ``guard`` names a serialization point: the commit carries a Delta application transaction
         (``txn``) for it, so two guarded commits from the same snapshot conflict and the later one
         fails with ``CommitFailedError`` instead of both passing (read-modify-write safety).
+        With ``rebase`` (partition replaces, whose files do not depend on what they replace) a conflict
+        is retried against a fresh snapshot up to ``lakehouse.commit_retries`` times: the replace then
+        removes whatever the partitions hold by then, so the result is one set of rows.
         """
-        removed = 0
-        if mode == "overwrite":
-            removed = len(self._files_matching(table, partition_filters))
-        app_transactions = None
-        if guard is not None:
-            app_transactions = [Transaction(guard, (table.transaction_version(guard) or 0) + 1)]
-        try:
-            table.create_write_transaction(
-                self._add_actions(files),
-                mode=mode,
-                schema=DeltaSchema.from_arrow(spec.schema),
-                partition_by=list(spec.partition_by) or None,
-                partition_filters=partition_filters,
-                commit_properties=CommitProperties(
-                    custom_metadata={"privtext.operation": operation},
-                    max_commit_retries=self.settings.commit_retries,
-                    app_transactions=app_transactions,
-                ),
-            )
-        except (CommitFailedError, DeltaError):
-            self._delete_files(spec, files)
-            raise
+        attempts = self.settings.commit_retries + 1 if rebase else 1
+        for attempt in range(attempts):
+            removed = len(self._files_matching(table, partition_filters)) if mode == "overwrite" else 0
+            app_transactions = None
+            if guard is not None:
+                app_transactions = [Transaction(guard, (table.transaction_version(guard) or 0) + 1)]
+            try:
+                table.create_write_transaction(
+                    self._add_actions(files),
+                    mode=mode,
+                    schema=DeltaSchema.from_arrow(spec.schema),
+                    partition_by=list(spec.partition_by) or None,
+                    partition_filters=partition_filters,
+                    commit_properties=CommitProperties(
+                        custom_metadata={"privtext.operation": operation},
+                        max_commit_retries=self.settings.commit_retries,
+                        app_transactions=app_transactions,
+                    ),
+                )
+                break
+            except CommitFailedError:
+                if attempt + 1 == attempts:
+                    self._delete_files(spec, files)
+                    raise
+                table = self.delta_table(spec)
+            except DeltaError:
+                self._delete_files(spec, files)
+                raise
         table.update_incremental()
         return WriteResult(
             version=table.version(),
@@ -399,21 +426,26 @@ class Lakehouse:
         files = self._write_files(spec, df)
         return self._commit(spec, table, files, "append", operation="APPEND", guard=guard)
 
-    def replace_partitions(self, spec: TableSpec, df: DataFrame, partition_values: dict[str, list]) -> WriteResult:
+    def replace_partitions(self, spec: TableSpec, df: DataFrame, partition_values: dict[str, list],
+                           snapshot: DeltaTable | None = None) -> WriteResult:
         """Replace the rows whose partition columns take the given values (replaceWhere), one commit.
 
         ``partition_values`` maps a partition column to the values being replaced, e.g.
-        ``{"ingest_date": ["2026-11-21"]}``; every row of ``df`` must fall inside them.
+        ``{"ingest_date": ["2026-11-21"]}``; every row of ``df`` must fall inside them. Two concurrent
+        replaces of the same partitions always conflict (an application transaction per table and
+        partitions), also on a partition's first write; a conflict with any concurrent commit is
+        rebased on the new snapshot (see ``_commit``), so neither rows are doubled nor other dates lost.
         """
         filters = _partition_filters(spec, partition_values)
-        table = self.delta_table(spec)
+        table = snapshot if snapshot is not None else self.delta_table(spec)
         files = self._write_files(spec, df)
         try:
             _check_files_inside(spec, files, partition_values)
         except LakehouseError:
             self._delete_files(spec, files)
             raise
-        return self._commit(spec, table, files, "overwrite", filters, operation="REPLACE")
+        guard = f"privtext.replace.{spec.qualified_name}.{json.dumps(filters, default=str)}"
+        return self._commit(spec, table, files, "overwrite", filters, operation="REPLACE", guard=guard, rebase=True)
 
     def merge(self, spec: TableSpec, updates: DataFrame, keys: list[str], partition_column: str | None = None,
               combine=None) -> WriteResult:
@@ -458,6 +490,18 @@ class Lakehouse:
                 raise
         return self._commit(spec, table, files, "overwrite", filters, operation="MERGE",
                             guard=f"privtext.merge.{spec.qualified_name}")
+
+    # -- retention ----------------------------------------------------------------------------
+    def vacuum(self, spec: TableSpec, retention_hours: int, dry_run: bool = False) -> dict[str, int]:
+        """Delete the files no current version references: files a commit removed (a replaced partition,
+        a withdrawn publication) once ``retention_hours`` old, and files of failed writes that were never
+        committed once ``max(retention_hours, ORPHAN_MIN_HOURS)`` old. Older versions can then no longer
+        be read (time travel ends at the retention)."""
+        table = self.delta_table(spec)
+        removed = table.vacuum(retention_hours, dry_run=dry_run, enforce_retention_duration=False)
+        orphans = table.vacuum(max(retention_hours, ORPHAN_MIN_HOURS), dry_run=dry_run,
+                               enforce_retention_duration=False, full=True)
+        return {"removed": len(removed), "orphans": len(set(orphans) - set(removed))}
 
     # -- small driver-side tables (the ledger): no Spark needed -------------------------------
     def append_rows(self, spec: TableSpec, rows: list[dict], guard: str | None = None,

@@ -1,7 +1,9 @@
 """MLflow tracking: one run per stage run, tagged with pipeline, stage, date and run_id.
 
 Params are configuration values and counts, never text. Local default: a SQLite backend and an
-artifact folder under the lakehouse root.
+artifact folder under the lakehouse root. Runs are tagged with the process holding them
+(``privtext.host``, ``privtext.pid``); a run still ``RUNNING`` whose process on this host is gone (kill -9)
+is marked ``FAILED`` by the next run.
 """
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import tempfile
 from typing import TYPE_CHECKING
 
 from privtext.platform.config import resolve_uri
+from privtext.platform.leases import pid_alive
 
 if TYPE_CHECKING:  # the root settings live above the platform
     from privtext.settings import Settings
@@ -78,7 +82,29 @@ def use_mlflow(settings: Settings):
             location = f"file://{location}"
         mlflow.create_experiment(settings.tracking.experiment, artifact_location=location)
     mlflow.set_experiment(settings.tracking.experiment)
+    fail_dead_runs(mlflow, settings.tracking.experiment)
     return mlflow
+
+
+def _holder() -> dict[str, str]:
+    return {"privtext.host": socket.gethostname(), "privtext.pid": str(os.getpid())}
+
+
+def fail_dead_runs(mlflow, experiment: str) -> list[str]:
+    """Mark FAILED the RUNNING runs of this host whose process is gone; returns their run ids."""
+    host = socket.gethostname().replace("'", "\\'")
+    found = mlflow.search_runs([mlflow.get_experiment_by_name(experiment).experiment_id],
+                               f"attributes.status = 'RUNNING' and tags.`privtext.host` = '{host}'",
+                               output_format="list")
+    client = mlflow.MlflowClient()
+    failed = []
+    for run in found:
+        pid = int(run.data.tags.get("privtext.pid", "0"))
+        if pid != os.getpid() and not pid_alive(pid):
+            client.set_tag(run.info.run_id, "privtext.failure", f"process {pid} gone while running")
+            client.set_terminated(run.info.run_id, "FAILED")
+            failed.append(run.info.run_id)
+    return failed
 
 
 @contextlib.contextmanager
@@ -97,7 +123,7 @@ def stage_run(settings: Settings, pipeline: str, stage: str, date: str | None, r
             with stage_run(settings, pipeline, stage, date, run_id) as tracked:
                 yield tracked
         return
-    tags = {"pipeline": pipeline, "stage": stage, "date": date or "", "privtext.run_id": run_id}
+    tags = {"pipeline": pipeline, "stage": stage, "date": date or "", "privtext.run_id": run_id, **_holder()}
     nested = mlflow.active_run() is not None
     with mlflow.start_run(run_name=f"{stage}-{date or 'adhoc'}", nested=nested, tags=tags):
         yield StageRun(mlflow)
@@ -114,7 +140,8 @@ def pipeline_run(settings: Settings, pipeline: str, date: str | None, key: str |
         yield StageRun(None)
         return
     mlflow = use_mlflow(settings)
-    tags = {"pipeline": pipeline, "stage": "pipeline", "date": date or "", "privtext.pipeline_key": key or ""}
+    tags = {"pipeline": pipeline, "stage": "pipeline", "date": date or "", "privtext.pipeline_key": key or "",
+            **_holder()}
     existing = []
     if key:
         experiment = mlflow.get_experiment_by_name(settings.tracking.experiment)
@@ -123,6 +150,7 @@ def pipeline_run(settings: Settings, pipeline: str, date: str | None, key: str |
                                       max_results=1, output_format="list")
     if existing:
         with mlflow.start_run(run_id=existing[0].info.run_id):
+            mlflow.set_tags(_holder())  # this process holds the reopened run now
             yield StageRun(mlflow)
     else:
         with mlflow.start_run(run_name=f"{pipeline}-{date or 'adhoc'}", nested=mlflow.active_run() is not None,

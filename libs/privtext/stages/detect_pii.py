@@ -85,12 +85,12 @@ def choose_random_words(documents: DataFrame, settings: PiiSettings) -> list[str
     return select_random_words(doc_freq, rw.quantile, rw.n_words, rw.min_chars)
 
 
-def register_split_view(ctx: RunContext) -> str:
+def register_split_view(lakehouse, pii: PiiSettings) -> str:
     """Create the view ``restricted.document_split`` (doc_id, ingest_date, n_secrets, is_private) over the
     current snapshots of documents and spans; returns its name."""
-    ctx.lakehouse.register_views([DOCUMENTS, PII_SPANS])
-    types = ", ".join("'" + t.replace("'", "''") + "'" for t in secret_types(ctx.settings.pii)) or "NULL"
-    ctx.spark.sql(f"""
+    lakehouse.register_views([DOCUMENTS, PII_SPANS])
+    types = ", ".join("'" + t.replace("'", "''") + "'" for t in secret_types(pii)) or "NULL"
+    lakehouse.spark.sql(f"""
         CREATE OR REPLACE VIEW restricted.document_split AS
         SELECT d.doc_id, d.ingest_date, COUNT(DISTINCT s.secret_id) AS n_secrets,
                COUNT(DISTINCT s.secret_id) > 0 AS is_private
@@ -102,7 +102,7 @@ def register_split_view(ctx: RunContext) -> str:
 
 def secret_split(ctx: RunContext, date=None) -> DataFrame:
     """SecPE's split of the documents (of ``date`` if given): the ``restricted.document_split`` view."""
-    split = ctx.spark.table(register_split_view(ctx))
+    split = ctx.spark.table(register_split_view(ctx.lakehouse, ctx.settings.pii))
     return split if date is None else split.where(F.col("ingest_date") == F.lit(date).cast("date"))
 
 

@@ -3,14 +3,18 @@
 Columns: ``text`` (required), ``doc_id``, ``user_id``, ``label`` (optional); any other column is kept
 in the ``metadata`` map. A missing ``doc_id`` becomes a keyed pseudonym: HMAC-SHA256 of the source
 file name and the text under the run's key (``run.hmac_key_env``), never an unkeyed hash, which
-anyone could recompute from a guessed file name and text (the doc_id is published). Bad records never stop the load: malformed JSON lines, CSV rows with the wrong field count,
-null/blank text, invalid UTF-8, text longer than ``ingest.max_chars`` and duplicate ``doc_id``s
-within the load go to the quarantine with a reason. Per-file problems stay with that file: a file
-without a ``text`` column, an empty or blank file, a malformed JSON array quarantine its records (or
-one row naming the file) and the rest of the load lands; the run fails, writing nothing, only when
-no usable record remains. UTF-8 with or without BOM and UTF-16/32 with BOM are read; JSON arrays and
-JSON Lines both; files with other extensions or hidden/``_`` names are skipped and listed. Both tables are written by replacing the date's partition, so a
-rerun of a date never duplicates.
+anyone could recompute from a guessed file name and text (the doc_id is published). Bad records never
+stop the load: malformed JSON lines, CSV rows with the wrong field count, null/blank text, invalid
+UTF-8, text longer than ``ingest.max_chars`` and duplicate ``doc_id``s within the load go to the
+quarantine with a reason. Per-file problems stay with that file: a file without a ``text`` column, an
+empty, 0-byte or blank file, a malformed JSON array quarantine its records (or one row naming the file)
+and the rest of the load lands; a CSV that cannot be parsed (an unterminated quote, an oversized field)
+is quarantined whole, naming the line. The run refuses, writing nothing, a load with no usable record
+(unless ``--allow-empty``) or one smaller than ``ingest.min_ratio_of_previous`` of what the date
+already holds (unless ``--allow-smaller``). UTF-8 with or without BOM and UTF-16/32 with BOM are read;
+JSON arrays and JSON Lines both; files with other extensions or hidden/``_`` names are skipped and
+listed. Both tables are written by replacing the date's partition, so a rerun of a date never
+duplicates.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from pyspark.sql.types import BooleanType, LongType, MapType, StringType, Struct
 
 from privtext.pii.hashing import load_hmac_key
 from privtext.platform.context import RunContext
+from privtext.platform.errors import Refused
 from privtext.platform.tables import DOCUMENTS, QUARANTINE
 
 log = logging.getLogger("privtext")
@@ -52,8 +57,8 @@ PARSED_SCHEMA = StructType(
 )
 
 
-class IngestError(ValueError):
-    """The load cannot proceed (no input, unknown format, a file without a ``text`` column)."""
+class IngestError(Refused, ValueError):
+    """The load cannot proceed (no input, no usable record, a load much smaller than the date holds)."""
 
 
 @dataclass
@@ -179,25 +184,35 @@ def _parse_jsonl(content: bytes, source: str) -> list[dict]:
 
 
 def _parse_csv(content: bytes, source: str, delimiter: str) -> list[dict]:
+    """CSV rows as records; a parse error (an unterminated quote, a field over the csv module's limit)
+    quarantines every record of the file, naming the line where the failing record starts."""
     content, decoded_text = _decode_bom(content)
     text = decoded_text if decoded_text is not None else content.decode("utf-8", "surrogateescape")
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = next(reader, None) or []
-    has_text = "text" in header
-    records = []
-    for row in reader:
-        line_no = reader.line_num
-        if not row:
-            continue
-        raw = delimiter.join(row).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        if len(row) != len(header):
-            records.append(_record({}, source, line_no, raw, f"wrong field count: {len(row)} (header has {len(header)})", has_text))
-            continue
-        if any(not _is_valid_unicode(value) for value in row):
-            records.append(_record({}, source, line_no, raw, "invalid UTF-8", has_text))
-            continue
-        fields = {name: (value if value != "" else None) for name, value in zip(header, row)}
-        records.append(_record(fields, source, line_no, raw, None, has_text))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    records, header, start = [], [], 1
+    try:
+        header = next(reader, None) or []
+        has_text = "text" in header
+        while True:
+            start = reader.line_num + 1
+            row = next(reader, None)
+            if row is None:
+                break
+            if not row:
+                continue
+            raw = delimiter.join(row).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            if len(row) != len(header):
+                records.append(_record({}, source, start, raw, f"wrong field count: {len(row)} (header has {len(header)})", has_text))
+                continue
+            if any(not _is_valid_unicode(value) for value in row):
+                records.append(_record({}, source, start, raw, "invalid UTF-8", has_text))
+                continue
+            fields = {name: (value if value != "" else None) for name, value in zip(header, row)}
+            records.append(_record(fields, source, start, raw, None, has_text))
+    except csv.Error as error:
+        reason = f"CSV parse error in the record starting at line {start}: {error} (whole file quarantined)"
+        return [_record({}, source, r["line_no"], r["raw_record"], reason, True) for r in records] + \
+            [_record({}, source, start, "", reason, True)]
     return _mark_without_text(records, has_text or not header)
 
 
@@ -260,11 +275,17 @@ def _read_parquet(ctx: RunContext, files: list[str]) -> DataFrame:
 
 def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
     """All input records with a ``reason`` set for those that cannot be parsed, and the skipped files."""
-    frames = []
     files_by_format, skipped = _input_files(path)
     if skipped:
         log.warning("ingest: skipped %d file(s) with unsupported or hidden names: %s", len(skipped), ", ".join(skipped))
+    empty = sorted(f for files in files_by_format.values() for f in files if os.path.getsize(f) == 0)
+    # Spark never reads a 0-byte file: each is named by one quarantine row here instead
+    frames = [ctx.spark.createDataFrame([_record({}, os.path.basename(f), 0, "", "empty file", True) for f in empty],
+                                        PARSED_SCHEMA)] if empty else []
     for fmt, files in files_by_format.items():
+        files = [f for f in files if f not in empty]
+        if not files:
+            continue
         if fmt == "parquet":
             frames.append(_read_parquet(ctx, files))
             continue
@@ -299,19 +320,33 @@ def validate(parsed: DataFrame, max_chars: int, key: bytes) -> DataFrame:
 
 def add_arguments(parser) -> None:
     parser.add_argument("--input", dest="input_path", required=True, help="input file or folder")
+    parser.add_argument("--allow-empty", dest="allow_empty", action="store_true",
+                        help="accept a load without any usable document (the date is then emptied)")
+    parser.add_argument("--allow-smaller", dest="allow_smaller", action="store_true",
+                        help="accept a load below ingest.min_ratio_of_previous of what the date already holds")
 
 
-def run(ctx: RunContext, input_path: str) -> IngestResult:
+def check_load_size(usable: int, previous: int, reasons: dict[str, int], min_ratio: float,
+                    allow_empty: bool = False, allow_smaller: bool = False) -> None:
+    """Refuse (``IngestError``) a load with no usable document, or one that would shrink the date's
+    ``previous`` documents below ``min_ratio`` of them, unless explicitly allowed."""
+    held = f"the date holds {previous} document(s)" if previous else "the date holds no documents yet"
+    why = "; ".join(f"{reason}: {n}" for reason, n in sorted(reasons.items())) or "no records"
+    if usable == 0 and not allow_empty:
+        raise IngestError(f"no usable document in this load ({why}) and {held}; nothing was written "
+                          "(--allow-empty accepts an empty load)")
+    if 0 < usable < min_ratio * previous and not allow_smaller:
+        raise IngestError(f"this load has {usable} usable document(s), fewer than ingest.min_ratio_of_previous="
+                          f"{min_ratio} of the {previous} the date holds; nothing was written "
+                          "(--allow-smaller accepts it)")
+
+
+def run(ctx: RunContext, input_path: str, allow_empty: bool = False, allow_smaller: bool = False) -> IngestResult:
     run = ctx.settings.run
     key = load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic)
     raw, skipped = parse_inputs(ctx, input_path)
     parsed = validate(raw, ctx.settings.ingest.max_chars, key).cache()
     try:
-        files_without_text = [r.source_file for r in parsed.groupBy("source_file").agg(F.max("file_has_text").alias("t")).where(~F.col("t")).collect()]
-        if files_without_text and parsed.where(F.col("reason").isNull()).limit(1).count() == 0:
-            raise IngestError(
-                f"input file(s) without a 'text' column: {', '.join(sorted(files_without_text))}; nothing was written"
-            )
         date, run_id = F.lit(ctx.date).cast("date"), F.lit(ctx.run_id)
         good = parsed.where(F.col("reason").isNull()).select(
             "doc_id", "user_id", "text", "label", "metadata", date.alias("ingest_date"), run_id.alias("run_id")
@@ -320,10 +355,18 @@ def run(ctx: RunContext, input_path: str) -> IngestResult:
             F.coalesce("raw_record", F.lit("")).alias("raw_record"), "reason", "source_file", "line_no",
             date.alias("ingest_date"), run_id.alias("run_id"),
         )
+        reasons = {r["reason"]: r["count"] for r in bad.groupBy("reason").count().collect()}
+        usable = good.count()
+        files_without_text = [r.source_file for r in parsed.groupBy("source_file").agg(F.max("file_has_text").alias("t")).where(~F.col("t")).collect()]
+        if files_without_text and usable == 0:
+            raise IngestError(
+                f"input file(s) without a 'text' column: {', '.join(sorted(files_without_text))}; nothing was written"
+            )
         partition = {"ingest_date": [ctx.date]}
+        check_load_size(usable, ctx.lakehouse.partition_rows(DOCUMENTS, partition), reasons,
+                        ctx.settings.ingest.min_ratio_of_previous, allow_empty, allow_smaller)
         quarantine = ctx.lakehouse.replace_partitions(QUARANTINE, bad, partition)
         documents = ctx.lakehouse.replace_partitions(DOCUMENTS, good, partition)
-        reasons = {r["reason"]: r["count"] for r in bad.groupBy("reason").count().collect()}
     finally:
         parsed.unpersist()
     return IngestResult(documents=documents.rows, quarantined=quarantine.rows, reasons=reasons, skipped_files=skipped)

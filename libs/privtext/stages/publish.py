@@ -43,6 +43,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
+from privtext.platform.errors import Refused
 from privtext.privacy.budget import none_charge
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS)
@@ -58,7 +59,7 @@ FILE_SCHEMA = StructType([StructField(n, t) for n, t in (("path", StringType()),
                                                          ("sha256", StringType()))])
 
 
-class PublishRefused(RuntimeError):
+class PublishRefused(Refused):
     """The gate (or the staged data's missing guarantee) refuses the publish; nothing was written."""
 
 

@@ -1,4 +1,6 @@
-"""Run one stage: build the run context, open its MLflow run, call the stage, log counts.
+"""Run one stage: take the (stage, date) lease, build the run context, open its MLflow run, call the
+stage, log counts. A second run of the same stage and date (and ``target``) refuses while the first
+holds the lease (``privtext.platform.leases``); other dates run concurrently.
 
 A stage is the module ``privtext.stages.<name>`` with ``run(ctx, **options) -> dataclass`` and, when
 it takes options, ``add_arguments(parser)`` declaring them (``dest`` = the keyword of ``run``), so
@@ -10,9 +12,11 @@ import argparse
 import dataclasses
 import importlib
 import logging
+import uuid
 
+from privtext.platform.context import RunContext, parse_date
+from privtext.platform.leases import stage_lease
 from privtext.settings import Settings
-from privtext.platform.context import RunContext
 from privtext.platform.tracking import stage_run
 
 log = logging.getLogger("privtext")
@@ -42,14 +46,17 @@ def stage_parser(stage: str) -> argparse.ArgumentParser:
 def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline: str = "adhoc",
               run_id: str | None = None, **kwargs):
     module = stage_module(stage)
-    ctx = RunContext.create(settings, date=date, pipeline=pipeline, run_id=run_id)
-    with stage_run(settings, pipeline, stage, ctx.date.isoformat(), ctx.run_id) as tracked:
-        ctx.tracked = tracked
-        tracked.log_params({"stage": stage, "date": ctx.date.isoformat(), "dataset": settings.run.dataset,
-                            "deterministic": settings.run.deterministic})
-        result = module.run(ctx, **kwargs)
-        numbers = {k: v for k, v in dataclasses.asdict(result).items()
-                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        tracked.log_metrics(numbers)
-        log.info("stage %s date %s run %s: %s", stage, ctx.date, ctx.run_id, numbers)
+    day, run_id = parse_date(date).isoformat(), run_id or uuid.uuid4().hex
+    lease_name = "-".join(str(part) for part in (stage, kwargs.get("target"), day) if part)
+    with stage_lease(settings.lakehouse, lease_name, run_id):
+        ctx = RunContext.create(settings, date=day, pipeline=pipeline, run_id=run_id)
+        with stage_run(settings, pipeline, stage, day, run_id) as tracked:
+            ctx.tracked = tracked
+            tracked.log_params({"stage": stage, "date": day, "dataset": settings.run.dataset,
+                                "deterministic": settings.run.deterministic})
+            result = module.run(ctx, **kwargs)
+            numbers = {k: v for k, v in dataclasses.asdict(result).items()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            tracked.log_metrics(numbers)
+            log.info("stage %s date %s run %s: %s", stage, day, run_id, numbers)
     return result

@@ -38,3 +38,4 @@ def test_cluster_example_is_valid():
     settings = load_settings("conf/cluster.example.yaml", environ={})
     assert settings.lakehouse.zone_root("published") == "s3://privtext-published/lake"
     assert settings.lakehouse.zone_root("restricted") != settings.lakehouse.zone_root("published")
+    assert settings.lakehouse.lock_dir.startswith("/")  # an s3:// root needs a mounted folder for the stage leases

@@ -1,0 +1,101 @@
+"""``privtext sql`` is read-only: DDL, DML, SET, file reads, Java reflection and other zones' tables are
+refused (parsed by Spark, never run); a SELECT on a published table works; nothing is created."""
+import datetime as dt
+import json
+import os
+import stat
+
+import pytest
+import yaml
+
+from privtext.cli import main
+from privtext.commands.sql import SqlRefused, query
+from privtext.platform.tables import DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS
+from tests_support import document, write_rows
+
+DAY = dt.date(2026, 1, 15)
+
+
+@pytest.fixture
+def lake(ctx):
+    """A lakehouse with one published sanitized document and one restricted raw document."""
+    write_rows(ctx, PUBLISHED_SANITIZED_DOCUMENTS, [{"doc_id": "d1", "sanitized_text": "Hi [PERSON]", "n_spans": 1,
+               "n_replaced": 1, "method": "clusant", "params": "{}", "run_id": "r", "date": DAY}])
+    write_rows(ctx, DOCUMENTS, [document("d1", "Hi Alice Smith", DAY)])
+    return ctx
+
+
+REFUSED = [
+    ("CREATE TABLE copy AS SELECT * FROM published.sanitized_documents", "CreateTableAsSelect is not a read-only statement"),
+    ("DROP TABLE published.sanitized_documents", "DropTable is not a read-only statement"),
+    ("INSERT INTO published.sanitized_documents SELECT * FROM published.sanitized_documents", "InsertIntoStatement"),
+    ("INSERT OVERWRITE DIRECTORY '{published}' USING parquet SELECT 1", "InsertIntoDir is not a read-only statement"),
+    ("LOAD DATA LOCAL INPATH '/etc/hosts' INTO TABLE published.sanitized_documents", "LoadData is not a read-only statement"),
+    ("DELETE FROM published.sanitized_documents", "DeleteFromTable"),
+    ("SET spark.sql.runSQLOnFiles=true", "SetCommand is not a read-only statement"),
+    ("CACHE TABLE published.sanitized_documents", "CacheTable is not a read-only statement"),
+    ("SELECT TRANSFORM(doc_id) USING 'cat' FROM published.sanitized_documents", "ScriptTransformation"),
+    ("SELECT * FROM parquet.`{published}/sanitized_documents`", "direct file reads such as parquet.`path` are refused"),
+    ("SELECT * FROM json.`/etc/hosts`", "not a table of the zones"),
+    ("SELECT * FROM read_files('/etc/hosts')", "table function read_files()"),
+    ("SELECT reflect('java.lang.System', 'getenv', 'HOME')", "function reflect() calls Java methods"),
+    ("SELECT * FROM restricted.documents", "`restricted`.`documents`: the restricted zone is not readable by role 'analyst'"),
+    ("SELECT * FROM IDENTIFIER('restricted.documents')", "the restricted zone is not readable"),
+    ("SELECT * FROM published.sanitized_documents WHERE doc_id IN (SELECT doc_id FROM restricted.documents)",
+     "the restricted zone is not readable"),
+    ("SELECT (SELECT max(text) FROM restricted.documents)", "the restricted zone is not readable"),
+    ("WITH raw AS (SELECT * FROM restricted.documents) SELECT * FROM raw", "the restricted zone is not readable"),
+    ("EXPLAIN SELECT * FROM protected.privacy_ledger", "the protected zone is not readable"),
+    ("SHOW TABLES IN restricted", "namespace restricted: name a readable zone"),
+    ("SELECT 1; DROP TABLE published.sanitized_documents", "not a single valid SQL statement"),
+]
+
+
+@pytest.mark.parametrize("statement, message", REFUSED, ids=[s[:40] for s, _ in REFUSED])
+def test_statements_that_are_not_reads_of_published_are_refused(lake, statement, message):
+    published = lake.settings.lakehouse.zone_root("published")
+    version = lake.lakehouse.version(PUBLISHED_SANITIZED_DOCUMENTS)
+    with pytest.raises(SqlRefused) as refused:
+        query(lake.settings, statement.format(published=published), 10)
+    assert message in str(refused.value)
+    assert "sql.role is 'analyst'" in str(refused.value) or "SQL statement" in message
+    assert lake.lakehouse.version(PUBLISHED_SANITIZED_DOCUMENTS) == version  # nothing ran
+    assert sorted(os.listdir(published)) == ["sanitized_documents", "synthetic_documents", "word_vectors"]
+
+
+def test_reads_of_published_work_and_operator_reads_every_zone(lake):
+    columns, rows = query(lake.settings, "WITH d AS (SELECT * FROM published.sanitized_documents) "
+                                         "SELECT date, count(*) AS n FROM d GROUP BY date", 10)
+    assert columns == ["date", "n"] and rows == [(DAY, 1)]
+    assert query(lake.settings, "SHOW TABLES IN published", 10)[1]
+    assert query(lake.settings, "DESCRIBE published.sanitized_documents", 10)[1][0][0] == "doc_id"
+    assert query(lake.settings, "SELECT count(*) FROM range(3)", 10)[1] == [(3,)]
+    operator = lake.settings.model_copy(update={"sql": lake.settings.sql.model_copy(update={"role": "operator"})})
+    assert query(operator, "SELECT text FROM restricted.documents", 10)[1] == [("Hi Alice Smith",)]
+    assert query(operator, "SELECT count(*) FROM restricted.document_split", 10)[1] == [(1,)]
+    with pytest.raises(SqlRefused, match="DropTable is not a read-only statement"):
+        query(operator, "DROP TABLE restricted.documents", 10)
+
+
+def test_a_plain_select_creates_nothing(settings, spark, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = settings.lakehouse.root
+    assert query(settings, "SELECT 1 AS one", 10) == (["one"], [(1,)])
+    assert not os.path.exists(root)  # no zone, no table, no namespace folder
+    assert not os.path.exists(tmp_path / "spark-warehouse")
+    warehouse = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+    private = os.path.dirname(warehouse)
+    assert os.path.basename(private).startswith("privtext-spark-")
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
+
+
+def test_cli_refuses_with_exit_3_and_a_one_line_message(lake, tmp_path, capsys):
+    conf = tmp_path / "analyst.yaml"
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": lake.settings.lakehouse.root},
+                                    "tracking": {"enabled": False}}))
+    assert main(["--conf", str(conf), "sql", "SELECT count(*) AS n FROM published.sanitized_documents",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"n": 1}
+    assert main(["--conf", str(conf), "sql", "SELECT text FROM restricted.documents"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("privtext: refused: `restricted`.`documents`") and "Alice" not in err
