@@ -45,6 +45,7 @@ UTILITY_COLUMNS = ("target", "method", "metric", "value")
 PRODUCTS = {"sanitized export": ("sanitize", STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS),
             "synthetic documents": ("synthesize", STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS),
             "word vectors": ("train_dped", None, WORD_VECTORS)}
+ROW_NAMES = {"sanitized export": "documents", "synthetic documents": "texts", "word vectors": "words"}
 # utility metric -> (label, how to read it, baseline metric)
 UTILITY_READING = {"downstream_accuracy": ("classifier trained on synthetic, accuracy on real", "higher is better",
                                            "majority_label_accuracy"),
@@ -145,47 +146,47 @@ def timeline(entries: list[dict], budget) -> list[tuple[dt.date, dict]]:
     return [(day, composed_spend([e for e in entries if data_date(e) <= day], budget)) for day in days]
 
 
-def _run_ids(lakehouse: Lakehouse, spec, date: dt.date) -> list[str]:
+def _rows_by_run(lakehouse: Lakehouse, spec, date: dt.date) -> dict[str, int]:
+    """Rows per run id in the date's partition (word vectors: in every model version)."""
+    import pyarrow.compute as pc
+
     if spec is None:
-        return []
-    column = "model_version" if spec is WORD_VECTORS else "date"
+        return {}
     try:
         dataset = lakehouse.delta_table(spec).to_pyarrow_dataset()
     except LakehouseError:
-        return []
-    if column != "date":  # word vectors: partitioned by model version; any row of a run of the date
-        return sorted(set(dataset.to_table(columns=["run_id"])["run_id"].to_pylist()))
-    import pyarrow.compute as pc
-
-    return sorted(set(dataset.to_table(columns=["run_id"], filter=pc.field("date") == date)["run_id"].to_pylist()))
+        return {}
+    where = None if spec is WORD_VECTORS else pc.field("date") == date
+    runs = dataset.to_table(columns=["run_id"], filter=where)["run_id"]
+    return {c["values"]: c["counts"] for c in pc.value_counts(runs).to_pylist()}
 
 
 def verdicts(settings: Settings, lakehouse: Lakehouse, date: str, charges: list[dict], entries: list[dict],
-             audits: list[dict]) -> list[dict]:
-    """Per product of the date: published or not and why, its guarantee and what it does not cover."""
+             audits: list[dict], detection: dict | None) -> list[dict]:
+    """Per product of the date: published or not and why, its guarantee and what it does not cover
+    (``detection``: the date's canary measurement)."""
     from privtext.stages.publish import canary_problem, gate_decision
 
     day = dt.date.fromisoformat(date)
-    detection = latest_measurement(entries, date)
     out = []
     for product, (stage, staged_spec, published_spec) in PRODUCTS.items():
         mine = [c for c in charges if c["stage"] == stage]
         if not mine:
             continue
         latest_run = max(mine, key=lambda c: c["created_at"])["run_id"]
-        staged, published = _run_ids(lakehouse, staged_spec, day), _run_ids(lakehouse, published_spec, day)
+        staged, published = _rows_by_run(lakehouse, staged_spec, day), _rows_by_run(lakehouse, published_spec, day)
         overrides = [e for e in entries if e["stage"] == "publish" and e["params"].get("date") == date
                      and e["params"].get("target") == published_spec.name and e["created_at"] > mine[-1]["created_at"]]
         reasons = []
         if staged_spec is None:
             state = "published" if latest_run in published else "not published"
-        elif staged and staged == published:
+        elif staged and set(staged) == set(published):
             state = "published"
         else:
             state = "refused" if staged else "not staged"
             if stage == "sanitize" and staged:
                 reasons = gate_decision([a for a in audits if a["target"] == published_spec.name],
-                                        list(settings.publish.audit_adversaries), staged)
+                                        list(settings.publish.audit_adversaries), sorted(staged))
                 reasons += canary_problem(entries, date, settings.publish.min_canary_recall)[0]
             if state == "refused" and not reasons:
                 state, reasons = "staged, not yet published", ["the gate's checks hold; run publish"]
@@ -193,7 +194,8 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, date: str, charges: list[
             last = overrides[-1]["params"]
             reasons = [f"the gate was bypassed ({overrides[-1]['mechanism'].removeprefix('gate_')}) by "
                        f"{last.get('who', '?')}: {last.get('why', '')}"] + list(last.get("gate_problems") or [])
-        out.append({"product": product, "state": state, "reasons": reasons, "guarantee": _guarantee(product, mine),
+        rows = published.get(latest_run, 0) if staged_spec is None else sum(published.values())
+        out.append({"product": product, "state": state, "rows": rows if state == "published" else 0, "reasons": reasons, "guarantee": _guarantee(product, mine),
                     "not_covered": _not_covered(product, detection)})
     return out
 
@@ -206,10 +208,13 @@ def _guarantee(product: str, charges: list[dict]) -> str:
             return "No formal guarantee: the sanitizer recorded none (" + ", ".join(c["mechanism"] for c in charges) + ")."
         by_eps: dict = {}
         for c in mldp:
-            by_eps.setdefault((c["spend"]["epsilon"], c["spend"]["pure_epsilon"]), []).append(c["params"].get("entity_type", "?"))
-        parts = [f"ε = {_fmt(eps)} for {', '.join(sorted(types))} (any two values at most e^{_fmt(pure)} ≈ "
-                 f"{_fmt(math.exp(pure))} times more likely to give the same surrogate)"
-                 for (eps, pure), types in sorted(by_eps.items())]
+            by_eps.setdefault(c["spend"]["epsilon"], []).append(c)
+        parts = []
+        for eps, group in sorted(by_eps.items()):
+            pure = sorted(c["spend"]["pure_epsilon"] for c in group)
+            ratio = _fmt(math.exp(pure[-1]))
+            parts.append(f"ε = {_fmt(eps)} for {', '.join(sorted(c['params'].get('entity_type', '?') for c in group))} "
+                         f"(any two values at most {ratio} times more likely to give the same surrogate)")
         return ("Every detected value is replaced by a surrogate drawn with metric local differential privacy, "
                 "per occurrence: " + "; ".join(parts) + ".")
     c = max(charges, key=lambda c: c["created_at"])
@@ -224,13 +229,22 @@ def _guarantee(product: str, charges: list[dict]) -> str:
             f"probability {_fmt(delta)}.")
 
 
+def miss_bound(recall: float, values: int) -> float:
+    """95% upper confidence bound (Clopper-Pearson) on the share of values detection misses."""
+    from scipy.stats import beta
+
+    missed = round((1 - recall) * values)
+    return 1.0 if values == 0 else float(beta.ppf(0.95, missed + 1, values - missed))
+
+
 def _not_covered(product: str, detection: dict | None) -> list[str]:
     if product == "word vectors":
         return ["Groups of people (e.g. one company's staff) are protected only with ε times the group's size."]
     if detection:
         overall = detection["spend"]["overall"]
         missed = (f"Detection found {_pct(overall['recall'])} of {overall['values']:,} known values planted in tonight's "
-                  f"canary documents (so about {_pct(1 - overall['recall'])} of real values are missed)")
+                  f"canary documents: up to {_pct(miss_bound(overall['recall'], overall['values']))} of real values "
+                  "may be missed (95% upper bound, for values like the canaries)")
     else:
         missed = "Detection recall was not measured for this date (pii.canaries.count is 0): missed values are unknown"
     if product == "synthetic documents":
@@ -256,13 +270,13 @@ def collect(settings: Settings, date: str, dataset: str) -> dict:
     run_ids = {r["run_id"] for r in audits + utility + centers} | {r.data.tags.get("privtext.run_id") for r in runs}
     charges = [e for e in entries if (e["run_id"] in run_ids or e["params"].get("date") == date)
                and e["guarantee"] != "detection_recall"]
-    detection = latest_measurement(entries, date)
+    detection = latest_measurement(ledger.entries(), date)  # a property of the date's data, in any dataset
     spent = ledger.spent(dataset)
     trend = timeline(entries, budget)
     return {
         "dataset": dataset,
         "date": date,
-        "products": verdicts(settings, lakehouse, date, charges, entries, audits),
+        "products": verdicts(settings, lakehouse, date, charges, entries, audits, detection),
         "budget": budget.model_dump(),
         "spent": spent,
         "spent_in_words": describe(spent, budget),
@@ -366,8 +380,9 @@ def _card(product: dict) -> str:
     css = "ok" if ok else ("warn" if product["state"] == "published" else "bad")
     reasons = "".join(f"<li>{esc(r)}</li>" for r in product["reasons"])
     gaps = "".join(f"<li>{esc(g)}</li>" for g in product["not_covered"])
+    rows = f" ({product['rows']:,} {ROW_NAMES[product['product']]})" if product["rows"] else ""
     return (f'<div class="card {css}"><h2>{esc(product["product"])}: <span class=state>{esc(product["state"].upper())}'
-            f"</span></h2>{f'<ul class=reasons>{reasons}</ul>' if reasons else ''}"
+            f"</span>{esc(rows)}</h2>{f'<ul class=reasons>{reasons}</ul>' if reasons else ''}"
             f"<p><b>Guarantee.</b> {esc(product['guarantee'])}</p><p><b>Not covered.</b></p><ul>{gaps}</ul></div>")
 
 

@@ -55,10 +55,10 @@ def budget_usage(settings: Settings, dataset: str) -> list[dict]:
 
 
 def usage_line(row: dict) -> str:
-    """One usage row in words, e.g. ``value: metric-LDP eps 12 of 200 used (6%), worst of 1,234 values``."""
+    """One usage row in words, e.g. ``per value: 12 of 200 used (6%; metric-LDP ..., worst of 1,234 values)``."""
     units = f", worst of {row['units']:,} {row['unit']}s" if row["units"] else ""
-    return (f"{row['unit']}: {row['measure']} {row['spent']:.3g} of {row['limit']:g} used "
-            f"({row['spent'] / row['limit']:.0%}){units}")
+    return (f"per {row['unit']}: {row['spent']:.3g} of {row['limit']:g} used ({row['spent'] / row['limit']:.0%}; "
+            f"{row['measure']}{units})")
 
 
 def gate_words(params: dict) -> str:
@@ -112,7 +112,8 @@ def render(settings: Settings, date: str | None = None) -> str:
     lines.append("budget per dataset (composed over every charge):")
     for dataset in datasets(settings):
         rows = budget_usage(settings, dataset)
-        lines.append(f"  {dataset}: " + ("; ".join(usage_line(r) for r in rows) if rows else "nothing spent"))
+        lines.append(f"  {dataset}:" + ("" if rows else " nothing spent"))
+        lines += [f"    {usage_line(r)}" for r in rows]
     lines.append(f"tables (rows{' in the ' + date + ' partition' if date else ''}):")
     for name, rows in table_rows(settings, date):
         lines.append(f"  {name:38s} {'not created' if rows is None else f'{rows:>9,}'}")
