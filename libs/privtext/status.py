@@ -21,7 +21,9 @@ GATE_WORDS = {"passed": "passed", "override": "overridden by an operator (on the
 
 
 def table_rows(settings: Settings, date: str | None = None) -> list[tuple[str, int | None]]:
-    """(table, rows) for every table; with ``date`` the rows of that date's partition; None: not created."""
+    """(table, rows) for every table; with ``date`` the rows of that date's partition (tables partitioned by
+    date); None: not created."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     lake = Lakehouse(None, settings.lakehouse)
@@ -32,7 +34,7 @@ def table_rows(settings: Settings, date: str | None = None) -> list[tuple[str, i
         except LakehouseError:
             out.append((spec.qualified_name, None))
             continue
-        if date and spec.partition_by:
+        if date and spec.partition_by and spec.schema.field(spec.partition_by[0]).type == pa.date32():
             out.append((spec.qualified_name,
                         dataset.count_rows(filter=pc.field(spec.partition_by[0]) == dt.date.fromisoformat(date))))
         else:
@@ -92,7 +94,7 @@ def last_runs(settings: Settings, date: str | None = None) -> list[dict]:
                     "status": run.info.status,
                     "started": dt.datetime.fromtimestamp(run.info.start_time / 1000, dt.timezone.utc),
                     "failed": [c.data.tags.get("stage") for c in children if c.info.status == "FAILED"],
-                    "gate": gate_words(publish[0].data.params) if publish else "-"})
+                    "gate": gate_words(publish[0].data.params) if publish else "none (no publish stage)"})
     return out
 
 
@@ -104,9 +106,9 @@ def render(settings: Settings, date: str | None = None) -> str:
             if r["run"] is None:
                 lines.append(f"  {r['pipeline']:26s} no run")
                 continue
-            failed = f", failed at {', '.join(r['failed'])}" if r["failed"] else ""
-            lines.append(f"  {r['pipeline']:26s} date {r['date']}  {r['started']:%Y-%m-%d %H:%M} UTC  "
-                         f"{r['status'].lower()}{failed}; gate: {r['gate']}")
+            state = f"failed at {', '.join(r['failed'])}" if r["failed"] else r["status"].lower()
+            lines.append(f"  {r['pipeline']:26s} date {r['date']}  {r['started']:%Y-%m-%d %H:%M} UTC  {state}; "
+                         f"gate: {r['gate']}")
     else:
         lines.append("  tracking is off (tracking.enabled: false)")
     lines.append("budget per dataset (composed over every charge):")

@@ -14,7 +14,7 @@ from privtext.cli import main
 from privtext.platform.config import load_settings
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.ledger import Ledger
-from privtext.platform.tables import LEAKAGE_AUDITS, PRIVACY_LEDGER
+from privtext.platform.tables import LEAKAGE_AUDITS, PRIVACY_LEDGER, WORD_VECTORS
 from privtext.platform.tracking import pipeline_run, stage_run
 from privtext.privacy.budget import mldp_charge
 
@@ -32,7 +32,7 @@ def test_status_shows_last_runs_gate_budget_and_rows(tmp_path, capsys):
     conf = _conf(tmp_path)
     settings = load_settings(conf, environ={})
     lake = Lakehouse(None, settings.lakehouse)
-    for spec in (PRIVACY_LEDGER, LEAKAGE_AUDITS):
+    for spec in (PRIVACY_LEDGER, LEAKAGE_AUDITS, WORD_VECTORS):  # word vectors: by model version, not date
         lake.create(spec)
     Ledger(lake, settings).charge(mldp_charge("default", "sanitize", "s1", "clusant", epsilon=4.0, pure_epsilon=12.0,
                                               metric="D_k", k=4, params={"date": DATE}), {"v1": 5, "v2": 1})
@@ -62,6 +62,7 @@ def test_status_shows_last_runs_gate_budget_and_rows(tmp_path, capsys):
     assert main(["--conf", str(conf), "status", "--date", "2026-01-14"]) == 0
     out = capsys.readouterr().out
     assert "gate: passed" in out and re.search(r"protected\.leakage_audits\s+0\n", out)
+    assert re.search(r"published\.word_vectors\s+0\n", out)
 
 
 def test_ui_serves_mlflow_on_the_printed_port(tmp_path):
