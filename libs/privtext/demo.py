@@ -79,7 +79,11 @@ class StageLines:
         try:
             yield
         except Exception as error:
-            outcome = "refused" if type(error).__name__ == "PublishRefused" else f"failed ({type(error).__name__})"
+            from privtext.privacy.budget import BudgetExceeded
+            from privtext.stages.publish import PublishRefused
+
+            outcome = ("refused by the gate" if isinstance(error, PublishRefused) else "refused: over budget"
+                       if isinstance(error, BudgetExceeded) else f"failed ({type(error).__name__})")
             raise
         finally:
             stop.set()
@@ -148,12 +152,11 @@ def synthetic_refresh(settings: Settings, date: str, lines: StageLines) -> str:
 def dp_embeddings(settings: Settings, date: str, lines: StageLines) -> str:
     """train_dped on the date's documents; one line."""
     from privtext.pipelines import run_pipeline
-    from privtext.privacy.budget import BudgetExceeded
 
     try:
         result = run_pipeline("dped_training", settings, date, progress=lines)["train_dped"]
-    except BudgetExceeded as refusal:
-        return f"nothing published: {refusal}"
+    except RuntimeError as refusal:  # over budget, or nothing passed the DP vocabulary selection
+        return f"nothing published: {refusal}; not useful at this size"
     quality = ("not useful at this size" if result.released_words < USEFUL_VOCABULARY else
                "quality not measured here (benchmarks/dped_eval.py: near zero at eps <= 8)")
     return (f"published {result.released_words:,} word vector(s) under ({result.epsilon:.3g}, {result.delta:.0e})-DP "

@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 from privtext.demo import StageLines
+from privtext.privacy.budget import BudgetExceeded
 from privtext.stages.publish import PublishRefused
 
 NOISY = textwrap.dedent("""
@@ -46,8 +47,12 @@ def test_stage_lines_show_time_and_outcome():
     with pytest.raises(PublishRefused):
         with lines("publish"):
             raise PublishRefused("no", ["audit failed"])
+    with pytest.raises(BudgetExceeded):
+        with lines("sanitize"):
+            raise BudgetExceeded("over")
     with pytest.raises(ValueError):
         with lines("embed"):
             raise ValueError("boom")
-    assert out.getvalue().split("\n") == ["\r  ingest           0.0 s  done", "\r  publish          0.0 s  refused",
-                                           "\r  embed            0.0 s  failed (ValueError)", ""]
+    assert out.getvalue().split("\n") == [
+        "\r  ingest           0.0 s  done", "\r  publish          0.0 s  refused by the gate",
+        "\r  sanitize         0.0 s  refused: over budget", "\r  embed            0.0 s  failed (ValueError)", ""]
