@@ -170,6 +170,7 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
     from privtext.platform.lakehouse import Lakehouse
     from privtext.platform.ledger import Ledger, latest_measurement
     from privtext.platform.tracking import tracking_uri
+    from privtext.report import miss_bound
     from privtext.status import budget_usage, datasets, table_rows, usage_line
 
     out = []
@@ -188,8 +189,9 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
     detection = latest_measurement(Ledger(lakehouse, settings).entries(settings.run.dataset), date)
     if detection:
         overall = detection["spend"]["overall"]
-        out.append(f"canaries     detection found {overall['recall']:.1%} of {overall['values']:,} planted values; "
-                   "the ones it misses are published verbatim")
+        out.append(f"canaries     detection found {overall['recall']:.1%} of {overall['values']:,} planted values (up to "
+                   f"{miss_bound(overall['recall'], overall['values']):.1%} of real ones may be missed, 95% bound); "
+                   "missed values are published verbatim")
     for name, line in products.items():
         out.append(f"{name:<13s}{line}")
     for dataset in datasets(settings):
