@@ -69,6 +69,9 @@ def _fmt(value) -> str:
 
 
 def _pct(value: float) -> str:
+    """A share as a percentage: 0.01% for 1e-4, 99.0%, 99.80% (never a misleading 0.0% or 100.0%)."""
+    if 0 < value < 0.01:
+        return f"{value * 100:.2g}%"
     return f"{value:.1%}" if value < 0.995 or value == 1 else f"{value:.2%}"
 
 
