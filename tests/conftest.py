@@ -24,12 +24,33 @@ def make_settings(root, **sections):
     overrides = {
         "spark": {"master": "local[2]", "conf": TEST_SPARK_CONF},
         "lakehouse": {"root": str(root)},
+        "publish": {"export_path": str(Path(root).parent / "exports")},  # never the project's exports/
         "run": {"deterministic": True, "seed": 1},
         "tracking": {"enabled": False},
     }
     for key, value in sections.items():
         overrides[key] = {**overrides.get(key, {}), **value}
     return load_settings(None, overrides=overrides, environ={})
+
+
+PROJECT_OUTPUTS = ("lakehouse", "exports", "build/reports")  # what a user's demo wrote: tests leave it alone
+
+
+def _project_outputs() -> set:
+    from privtext.settings import PROJECT_ROOT
+
+    return {(str(p), p.stat().st_mtime_ns, p.stat().st_size)
+            for folder in PROJECT_OUTPUTS for p in (PROJECT_ROOT / folder).rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def project_outputs_untouched():
+    """Tests write into temporary folders only: the project's lakehouse/, exports/ and build/reports/ are
+    the same after the session as before it."""
+    before = _project_outputs()
+    yield
+    changed = sorted({path for path, *_ in before ^ _project_outputs()})
+    assert not changed, f"tests wrote into the project's own outputs: {changed[:5]}"
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import sys
-import time
 
 from privtext.platform.errors import Refused
 from privtext.settings import PROJECT_ROOT, ZONES, ConfigError, load_settings
@@ -101,47 +100,38 @@ def demo_key(settings):
 
 
 def cmd_demo(args) -> int:
-    """The nightly sanitized export end to end on the bundled sample data, then what it wrote.
-
-    If the gate refuses the publish, the demo says which check refused and why and publishes nothing;
-    ``--show-refusal`` then also shows the recorded override path (the sample is Faker-generated).
-    """
-    from privtext import report
-    from privtext.pipelines import run_pipeline
-    from privtext.platform.context import RunContext
-    from privtext.platform.tables import ALL_TABLES
-    from privtext.platform.tracking import pipeline_run
-    from privtext.stages.publish import PublishRefused
-    from privtext.stages.runner import run_stage
+    """The nightly sanitized export on the bundled sample (``--all``: also a synthetic refresh and DP word
+    embeddings), quietly; see ``privtext.demo``."""
+    from privtext import demo
 
     settings = demo_key(_settings(args))
-    started = time.time()
-    with pipeline_run(settings, "demo", args.date) as parent:
-        try:
-            results = run_pipeline("nightly_sanitized_export", settings, args.date,
-                                   input_path=str(sample_path(args.n, args.seed)))
-            print("\nthe gate passed: audit (with its controls), detection recall and budget checks all held")
-        except PublishRefused as refusal:
-            print(f"\nthe gate refused, nothing was published: {refusal}\n")
-            results = {}
-            if args.show_refusal:
-                print("-> --show-refusal: publishing the synthetic sample with a recorded override\n")
-                results = {"publish": run_stage("publish", settings, date=args.date, pipeline="demo",
-                                                target="sanitized_documents", override_gate=True,
-                                                reason="make demo --show-refusal: Faker-generated sample, not personal data")}
-        for stage, result in results.items():
-            numbers = {k: v for k, v in result.__dict__.items() if isinstance(v, (int, float, str, bool))}
-            print(f"{stage:12s} {json.dumps(numbers, default=str)}")
-        for dataset in report.datasets(settings):
-            folder = report.write_report(settings, args.date, dataset, PROJECT_ROOT / "build" / "reports")
-            report.log_report(parent, folder, dataset)
-            print(f"privacy report: {folder}/report.html")
-    ctx = RunContext.create(settings, date=args.date)
-    print(f"\ndemo finished in {time.time() - started:.1f} s; tables:")
-    for spec in ALL_TABLES:
-        print(f"  {spec.qualified_name:36s} {ctx.lakehouse.read(spec).count():>8d} rows")
-    print("\nquery the published table:  .venv/bin/privtext sql 'SELECT * FROM published.sanitized_documents LIMIT 5'")
-    return 0
+    return demo.run(settings, args.date, sample_path(args.n, args.seed), everything=args.all,
+                    show_refusal=args.show_refusal)
+
+
+def cmd_ui(args) -> int:
+    """The MLflow UI on the local tracking store, on a free port (or ``--port``), until Ctrl-C."""
+    import socket
+    import subprocess
+
+    from privtext.platform.tracking import artifact_root, tracking_uri, use_mlflow
+
+    settings = _settings(args)
+    use_mlflow(settings)  # creates the store and the experiment if this is the first look
+    port = args.port
+    if not port:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(settings),
+               "--default-artifact-root", artifact_root(settings), "--host", "127.0.0.1", "--port", str(port)]
+    print(f"MLflow UI: http://127.0.0.1:{port}  (experiment {settings.tracking.experiment}; Ctrl-C stops it)", flush=True)
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:
+        server.terminate()
+        return server.wait()
 
 
 def cmd_budget_show(args) -> int:
@@ -233,12 +223,17 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline_run_parser.add_argument("--skip", action="append", default=[], help="stage to skip (repeatable)")
     pipeline_run_parser.set_defaults(func=cmd_pipeline_run)
 
-    demo = sub.add_parser("demo", help="run the main pipeline on the sample data and print row counts")
+    demo = sub.add_parser("demo", help="the nightly export on the sample data, quietly, then a summary")
     demo.add_argument("--n", type=int, default=1000)
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--date", default="2026-01-15")
     demo.add_argument("--show-refusal", action="store_true", help="after a refused gate, show the recorded override path")
+    demo.add_argument("--all", action="store_true", help="also a small synthetic refresh and DP word embeddings")
     demo.set_defaults(func=cmd_demo)
+
+    ui = sub.add_parser("ui", help="the MLflow UI on the local tracking store (prints its URL)")
+    ui.add_argument("--port", type=int, help="default: a free port")
+    ui.set_defaults(func=cmd_ui)
 
     budget = sub.add_parser("budget", help="privacy budgets and what the ledger says was spent")
     budget_sub = budget.add_subparsers(dest="budget_command", required=True)
@@ -257,8 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
     from privtext.commands import pii as pii_cli
 
     pii_cli.register(sub)
-    from privtext import report
+    from privtext import report, status
+
     report.register(sub)
+    status.register(sub)
     return parser
 
 

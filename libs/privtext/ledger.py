@@ -31,12 +31,18 @@ from privtext.platform.tables import PRIVACY_LEDGER
 from privtext.privacy.budget import (BudgetExceeded, Charge, _json_default, check, compose, exposure_arrays,
                                      _exposures)
 
-__all__ = ["BudgetExceeded", "Charge", "Ledger", "composed_spend"]
+__all__ = ["BudgetExceeded", "Charge", "Ledger", "composed_spend", "latest_measurement"]
 
 
 def composed_spend(entries: list[dict], budget) -> dict:
     """The dataset's composed spend per guarantee (``privacy.budget.compose``) from ledger entries."""
     return compose(entries, [exposure_arrays(e.get("exposures")) for e in entries], budget)
+
+
+def latest_measurement(entries: list[dict], date: str, guarantee: str = "detection_recall") -> dict | None:
+    """The latest measurement entry (e.g. detect_pii's canary recall) recorded for data ``date``, or None."""
+    measured = [e for e in entries if e["guarantee"] == guarantee and e["params"].get("date") == date]
+    return max(measured, key=lambda e: e["created_at"]) if measured else None
 
 
 class Ledger:

@@ -7,6 +7,7 @@ pipeline, and since every stage replaces only its own date partitions and ``publ
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
@@ -30,8 +31,9 @@ PIPELINES: dict[str, tuple[tuple[str, dict], ...]] = {
 
 
 def run_pipeline(name: str, settings: Settings, date: str, input_path: str | None = None,
-                 skip: tuple[str, ...] = ()) -> dict[str, object]:
-    """Run the stages of pipeline ``name`` for ``date`` in order; returns each stage's result."""
+                 skip: tuple[str, ...] = (), progress=None) -> dict[str, object]:
+    """Run the stages of pipeline ``name`` for ``date`` in order; returns each stage's result.
+    ``progress(stage)``: a context manager around each stage (the demo's stage lines)."""
     if name not in PIPELINES:
         raise ValueError(f"unknown pipeline {name!r}; allowed: {', '.join(PIPELINES)}")
     results: dict[str, object] = {}
@@ -44,6 +46,7 @@ def run_pipeline(name: str, settings: Settings, date: str, input_path: str | Non
                     raise ValueError(f"pipeline {name!r} starts with ingest: an input path is required")
                 options = {"input_path": input_path}
             started = time.perf_counter()
-            results[stage] = run_stage(stage, settings, date=date, pipeline=name, **options)
-            log.warning("%s: %s done in %.1f s", name, stage, time.perf_counter() - started)
+            with progress(stage) if progress else contextlib.nullcontext():
+                results[stage] = run_stage(stage, settings, date=date, pipeline=name, **options)
+            log.info("%s: %s done in %.1f s", name, stage, time.perf_counter() - started)
     return results

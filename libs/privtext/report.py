@@ -1,21 +1,30 @@
-"""``privtext report --date D``: the privacy report of one date, per dataset (HTML + PNG plots).
+"""``privtext report --date D``: the privacy report of one date, per dataset: one HTML file, images inside.
 
-Sections: the budget spent vs the budget over time (``protected.privacy_ledger``: the dataset's
-charges composed with ``ledger.composed_spend`` as of the end of each day that had charges), the
-guarantees of the date's runs in plain words, the leakage audits of the date
-(``protected.leakage_audits``) and its utility metrics (``protected.utility_reports`` and the metrics
-of the date's MLflow stage runs).
+What a privacy officer reads first, in order:
 
-The date's runs are the run ids found in the date's partitions of the protected tables, in the
-MLflow runs tagged with the date, and in ledger charges whose params name the date. Everything shown
-is an aggregate or a parameter: no restricted table is read and no text is written. Without Spark:
-the tables are small protected tables, read with delta-rs. With ``--mlflow`` the report is logged as
-artifacts of the pipeline's MLflow run (``tracking.pipeline_run``), next to the nested stage runs.
+1. A verdict card per product of the date (sanitized export, synthetic documents, word vectors: those
+   with a ledger charge of the date in this dataset): published or refused and why (the publish gate's
+   own checks, ``publish.gate_decision`` and ``publish.canary_problem``, re-run on the recorded audits
+   and measurements), the guarantee in one plain sentence, and what it does NOT cover (missed
+   detections with the measured canary recall, text outside the detected spans, the audit being a
+   lower bound).
+2. The budget per protected unit (``privacy.budget.usage`` of the ledger's composed spend) and its
+   trend over data dates: the composed spend of the charges for data up to each date.
+3. The leakage audits with their negative controls, and utility against a baseline.
+4. A collapsed details section: every charge of the date in words, detection per type, stage metrics.
+
+The date's runs are the run ids found in the date's partitions of the protected tables, in the MLflow
+runs tagged with the date, and in ledger charges whose params name the date. Everything shown is an
+aggregate or a parameter: only run ids are read from staged and published tables, no text is written.
+Without Spark (delta-rs). ``report.json`` beside it holds the same figures as data. With ``--mlflow`` the
+report is logged as artifacts of the pipeline's MLflow run (``tracking.pipeline_run``).
 """
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import html
+import io
 import json
 import math
 import os
@@ -23,25 +32,47 @@ from pathlib import Path
 
 from privtext.settings import PROJECT_ROOT, Settings
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
-from privtext.ledger import Ledger, composed_spend
-from privtext.privacy.budget import describe
-from privtext.platform.tables import LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, UTILITY_REPORTS
+from privtext.ledger import Ledger, composed_spend, latest_measurement
+from privtext.platform.tables import (LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
+                                      PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS,
+                                      STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS, WORD_VECTORS)
+from privtext.privacy.budget import describe, usage
 
-# Spent quantity of each composed guarantee and the budget key that limits it.
-LIMITS = {
-    "secret_protection": ("r_over_p", "r_over_p_max", "r / p"),
-    "approx_dp": ("epsilon", "eps_max", "epsilon at delta_max"),
-    "mldp": ("epsilon", "mldp_eps_max", "metric-LDP epsilon of the most replaced value"),
-}
 AUDIT_COLUMNS = ("target", "adversary", "release", "valid", "eps", "triplets", "violation_ratio", "delta_target",
-                 "log10_p_fail", "utility_loss", "passed")
+                 "log10_p_fail", "utility_loss", "passed", "staged_runs", "run_id")
 UTILITY_COLUMNS = ("target", "method", "metric", "value")
+# product -> (the stage whose ledger charge of the date makes it part of the report, its staged and published tables)
+PRODUCTS = {"sanitized export": ("sanitize", STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS),
+            "synthetic documents": ("synthesize", STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS),
+            "word vectors": ("train_dped", None, WORD_VECTORS)}
+ROW_NAMES = {"sanitized export": "documents", "synthetic documents": "texts", "word vectors": "words"}
+# utility metric -> (label, how to read it, baseline metric)
+UTILITY_READING = {"downstream_accuracy": ("classifier trained on synthetic, accuracy on real", "higher is better",
+                                           "majority_label_accuracy"),
+                   "fid": ("Fréchet distance of embeddings (real vs synthetic)", "lower is better", None),
+                   "length_ks": ("length distribution distance (KS)", "0 identical, 1 disjoint", None)}
 
 
 def _fmt(value) -> str:
+    """A number for people: thousands separators, 3 significant digits, no float noise."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+            return f"{value:.2g}"
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
+
+
+def _pct(value: float) -> str:
+    """A share as a percentage: 0.01% for 1e-4, 99.0%, 99.80% (never a misleading 0.0% or 100.0%)."""
+    if 0 < value < 0.01:
+        return f"{value * 100:.2g}%"
+    return f"{value:.1%}" if value < 0.995 or value == 1 else f"{value:.2%}"
 
 
 def plain_words(entry: dict, delta: float | None = None) -> str:
@@ -106,10 +137,125 @@ def _mlflow_runs(settings: Settings, date: str) -> list:
     return [r for r in runs if r.data.tags.get("stage") not in (None, "pipeline")]
 
 
+def data_date(entry: dict) -> dt.date:
+    """The data date a charge is for: its params' ``date``, else the day it was recorded."""
+    date = entry["params"].get("date")
+    return dt.date.fromisoformat(date) if date else entry["created_at"].date()
+
+
 def timeline(entries: list[dict], budget) -> list[tuple[dt.date, dict]]:
-    """The composed spend (worst unit per guarantee) as of the end of each day with charges."""
-    days = sorted({e["created_at"].date() for e in entries})
-    return [(day, composed_spend([e for e in entries if e["created_at"].date() <= day], budget)) for day in days]
+    """The composed spend (worst unit per guarantee) of the charges for data up to each data date."""
+    days = sorted({data_date(e) for e in entries})
+    return [(day, composed_spend([e for e in entries if data_date(e) <= day], budget)) for day in days]
+
+
+def _rows_by_run(lakehouse: Lakehouse, spec, date: dt.date) -> dict[str, int]:
+    """Rows per run id in the date's partition (word vectors: in every model version)."""
+    import pyarrow.compute as pc
+
+    if spec is None:
+        return {}
+    try:
+        dataset = lakehouse.delta_table(spec).to_pyarrow_dataset()
+    except LakehouseError:
+        return {}
+    where = None if spec is WORD_VECTORS else pc.field("date") == date
+    runs = dataset.to_table(columns=["run_id"], filter=where)["run_id"]
+    return {c["values"]: c["counts"] for c in pc.value_counts(runs).to_pylist()}
+
+
+def verdicts(settings: Settings, lakehouse: Lakehouse, date: str, charges: list[dict], entries: list[dict],
+             audits: list[dict], detection: dict | None) -> list[dict]:
+    """Per product of the date: published or not and why, its guarantee and what it does not cover
+    (``detection``: the date's canary measurement)."""
+    from privtext.stages.publish import canary_problem, gate_decision
+
+    day = dt.date.fromisoformat(date)
+    out = []
+    for product, (stage, staged_spec, published_spec) in PRODUCTS.items():
+        mine = [c for c in charges if c["stage"] == stage]
+        if not mine:
+            continue
+        latest_run = max(mine, key=lambda c: c["created_at"])["run_id"]
+        staged, published = _rows_by_run(lakehouse, staged_spec, day), _rows_by_run(lakehouse, published_spec, day)
+        overrides = [e for e in entries if e["stage"] == "publish" and e["params"].get("date") == date
+                     and e["params"].get("target") == published_spec.name and e["created_at"] > mine[-1]["created_at"]]
+        reasons = []
+        if staged_spec is None:
+            state = "published" if latest_run in published else "not published"
+        elif staged and set(staged) == set(published):
+            state = "published"
+        else:
+            state = "refused" if staged else "not staged"
+            if stage == "sanitize" and staged:
+                reasons = gate_decision([a for a in audits if a["target"] == published_spec.name],
+                                        list(settings.publish.audit_adversaries), sorted(staged))
+                reasons += canary_problem(entries, date, settings.publish.min_canary_recall)[0]
+            if state == "refused" and not reasons:
+                state, reasons = "staged, not yet published", ["the gate's checks hold; run publish"]
+        if state == "published" and overrides:
+            last = overrides[-1]["params"]
+            reasons = [f"the gate was bypassed ({overrides[-1]['mechanism'].removeprefix('gate_')}) by "
+                       f"{last.get('who', '?')}: {last.get('why', '')}"] + list(last.get("gate_problems") or [])
+        rows = published.get(latest_run, 0) if staged_spec is None else sum(published.values())
+        out.append({"product": product, "state": state, "rows": rows if state == "published" else 0, "reasons": reasons, "guarantee": _guarantee(product, mine),
+                    "not_covered": _not_covered(product, detection)})
+    return out
+
+
+def _guarantee(product: str, charges: list[dict]) -> str:
+    """The guarantee of a product's charges of the date, in one sentence."""
+    if product == "sanitized export":
+        mldp = [c for c in charges if c["guarantee"] == "mldp"]
+        if not mldp:
+            return "No formal guarantee: the sanitizer recorded none (" + ", ".join(c["mechanism"] for c in charges) + ")."
+        by_eps: dict = {}
+        for c in mldp:
+            by_eps.setdefault(c["spend"]["epsilon"], []).append(c)
+        parts = []
+        for eps, group in sorted(by_eps.items()):
+            pure = sorted(c["spend"]["pure_epsilon"] for c in group)
+            ratio = _fmt(math.exp(pure[-1]))
+            parts.append(f"ε = {_fmt(eps)} for {', '.join(sorted(c['params'].get('entity_type', '?') for c in group))} "
+                         f"(any two values at most {ratio} times more likely to give the same surrogate)")
+        return ("Every detected value is replaced by a surrogate drawn with metric local differential privacy, "
+                "per occurrence: " + "; ".join(parts) + ".")
+    c = max(charges, key=lambda c: c["created_at"])
+    if product == "synthetic documents":
+        p, r = c["spend"]["p"], c["spend"]["r"]
+        return (f"({_fmt(p)}, {_fmt(r)})-secret protection: an attacker who starts with at most a {_pct(p)} chance of "
+                f"reconstructing any one detected secret has at most a {_pct(r)} chance after seeing the synthetic texts.")
+    eps, delta = c["spend"].get("epsilon"), c["spend"].get("delta")
+    unit = c["params"].get("unit", "record")
+    return (f"({_fmt(eps)}, {_fmt(delta)})-differential privacy per {unit}: adding or removing one {unit}'s messages "
+            f"changes the probability of any set of word vectors by at most a factor {_fmt(math.exp(eps))}, except with "
+            f"probability {_fmt(delta)}.")
+
+
+def miss_bound(recall: float, values: int) -> float:
+    """95% upper confidence bound (Clopper-Pearson) on the share of values detection misses."""
+    from scipy.stats import beta
+
+    missed = round((1 - recall) * values)
+    return 1.0 if values == 0 else float(beta.ppf(0.95, missed + 1, values - missed))
+
+
+def _not_covered(product: str, detection: dict | None) -> list[str]:
+    if product == "word vectors":
+        return ["Groups of people (e.g. one company's staff) are protected only with ε times the group's size."]
+    if detection:
+        overall = detection["spend"]["overall"]
+        missed = (f"Detection found {_pct(overall['recall'])} of {overall['values']:,} known values planted in tonight's "
+                  f"canary documents: up to {_pct(miss_bound(overall['recall'], overall['values']))} of real values "
+                  "may be missed (95% upper bound, for values like the canaries)")
+    else:
+        missed = "Detection recall was not measured for this date (pii.canaries.count is 0): missed values are unknown"
+    if product == "synthetic documents":
+        return [missed + ": an undetected secret is not protected.",
+                "Messages without a detected secret count as public and guide the generation unprotected."]
+    return [missed + ": a missed value is published verbatim.",
+            "Text outside the detected spans is published unchanged; no guarantee covers it.",
+            "The leakage audit is a lower bound on what its adversaries found, not a certificate."]
 
 
 def collect(settings: Settings, date: str, dataset: str) -> dict:
@@ -120,25 +266,30 @@ def collect(settings: Settings, date: str, dataset: str) -> dict:
     ledger = Ledger(lakehouse, settings)
     entries = ledger.entries(dataset)
     budget = settings.budget(dataset)
-    audits = _rows_of_date(lakehouse, LEAKAGE_AUDITS, day, AUDIT_COLUMNS + ("run_id",))
+    audits = _rows_of_date(lakehouse, LEAKAGE_AUDITS, day, AUDIT_COLUMNS)
     utility = _rows_of_date(lakehouse, UTILITY_REPORTS, day, UTILITY_COLUMNS + ("run_id",))
     centers = _rows_of_date(lakehouse, NOISY_CENTERS, day, ("run_id",))
     runs = _mlflow_runs(settings, date)
     run_ids = {r["run_id"] for r in audits + utility + centers} | {r.data.tags.get("privtext.run_id") for r in runs}
-    charges = [e for e in entries if e["run_id"] in run_ids or e["params"].get("date") == date]
-    measured = [e for e in entries if e["guarantee"] == "detection_recall" and e["params"].get("date") == date]
-    detection = max(measured, key=lambda e: e["created_at"])["spend"] if measured else None
+    charges = [e for e in entries if (e["run_id"] in run_ids or e["params"].get("date") == date)
+               and e["guarantee"] != "detection_recall"]
+    detection = latest_measurement(ledger.entries(), date)  # a property of the date's data, in any dataset
+    spent = ledger.spent(dataset)
+    trend = timeline(entries, budget)
     return {
         "dataset": dataset,
         "date": date,
+        "products": verdicts(settings, lakehouse, date, charges, entries, audits, detection),
         "budget": budget.model_dump(),
-        "spent": ledger.spent(dataset),
-        "spent_in_words": describe(ledger.spent(dataset), budget),
-        "timeline": [(d.isoformat(), total) for d, total in timeline(entries, budget)],
+        "spent": spent,
+        "spent_in_words": describe(spent, budget),
+        "usage": usage(spent, budget),
+        "timeline": [(d.isoformat(), total) for d, total in trend],
+        "trend": [(d.isoformat(), usage(total, budget)) for d, total in trend],
         "charges": [{"stage": e["stage"], "mechanism": e["mechanism"], "guarantee": e["guarantee"],
                      "spend": e["spend"], "run_id": e["run_id"], "created_at": e["created_at"].isoformat(),
                      "plain_words": plain_words(e, budget.delta_max)} for e in charges],
-        "detection": detection,
+        "detection": detection["spend"] if detection else None,
         "audits": [{k: r[k] for k in AUDIT_COLUMNS} for r in audits],
         "utility": [{k: r[k] for k in UTILITY_COLUMNS} for r in utility],
         "stage_metrics": [{"stage": r.data.tags.get("stage"), "pipeline": r.data.tags.get("pipeline"),
@@ -146,144 +297,165 @@ def collect(settings: Settings, date: str, dataset: str) -> dict:
     }
 
 
-def _plot_budget(data: dict, path: Path) -> bool:
+def _png(fig) -> str:
+    """A matplotlib figure as a data URI (the report is one file)."""
     import matplotlib.pyplot as plt
 
-    kinds = [k for k in LIMITS if any(k in total for _, total in data["timeline"])]
-    if not kinds:
-        return False
-    import matplotlib.dates as mdates
-
-    fig, axes = plt.subplots(1, len(kinds), figsize=(max(6.5, 4.5 * len(kinds)), 3.4), squeeze=False, sharex=True)
-    days = [dt.date.fromisoformat(d) for d, _ in data["timeline"]]
-    for ax, kind in zip(axes[0], kinds):
-        key, limit_key, label = LIMITS[kind]
-        points = [(dt.date.fromisoformat(d), total[kind][key]) for d, total in data["timeline"] if kind in total]
-        ax.step([p[0] for p in points], [p[1] for p in points], where="post", marker="o", label="spent")
-        limit = data["budget"].get(limit_key)
-        if limit is not None:
-            ax.axhline(limit, color="tab:red", linestyle="--", label=f"budget {limit_key} = {limit:g}")
-        ax.set_ylim(bottom=0)
-        ax.set_xlim(min(days) - dt.timedelta(days=1), max(days) + dt.timedelta(days=1))
-        ax.set_title(kind)
-        ax.set_ylabel(label)
-        ax.legend(fontsize=8, loc="best")
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
-    fig.suptitle(f"dataset '{data['dataset']}': privacy spent vs budget")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
-    return True
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _plot_audits(data: dict, path: Path) -> bool:
+def _plot_trend(data: dict) -> str | None:
+    """Spent vs limit per protected unit over data dates (one panel per unit)."""
     import matplotlib.pyplot as plt
 
-    rows = data["audits"]
-    if not rows:
-        return False
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.2 * len(rows)), 3.4))
-    names = [f"{r['target']}\n{r['adversary']} eps={_fmt(r['eps'])}" for r in rows]
-    colors = ["tab:green" if r["passed"] else "tab:red" for r in rows]
-    ax.bar(range(len(rows)), [r["violation_ratio"] for r in rows], color=colors, label="violation ratio")
-    ax.scatter(range(len(rows)), [r["delta_target"] for r in rows], color="black", marker="_", s=400,
-               label="delta target", zorder=3)
-    ax.set_xticks(range(len(rows)), names, fontsize=7)
-    ax.set_ylabel("mPL violation ratio")
-    ax.set_title(f"leakage audits {data['date']} (green: passed)")
-    ax.legend(fontsize=8)
+    points: dict = {}
+    for day, rows in data["trend"]:
+        for row in rows:
+            points.setdefault(row["guarantee"], (row, []))[1].append((day, row["spent"]))
+    if not points:
+        return None
+    days = [d for d, _ in data["trend"]]
+    fig, axes = plt.subplots(1, len(points), figsize=(3.6 * len(points), 2.6), squeeze=False)
+    for ax, (row, series) in zip(axes[0], points.values()):
+        ax.plot([days.index(d) for d, _ in series], [v for _, v in series], marker="o", color="tab:blue", label="spent")
+        ax.axhline(row["limit"], color="tab:red", linestyle="--", label=f"limit {row['limit']:g}")
+        ax.set_xticks(range(len(days)), days, fontsize=7, rotation=30 if len(days) > 3 else 0)
+        ax.set_xlim(-0.5, len(days) - 0.5)
+        ax.set_ylim(0, row["limit"] * 1.1)
+        ax.set_title(f"per {row['unit']}: {row['measure']}", fontsize=8)
+        ax.set_xlabel("data date", fontsize=8)
+        ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _png(fig)
 
 
-def _plot_utility(data: dict, path: Path) -> bool:
+def _audit_verdict(row: dict) -> str:
+    if row["passed"]:
+        return "no leakage found (a lower bound)"
+    if row["violation_ratio"] >= row["delta_target"]:
+        return "leakage found"
+    return "below the target, but not confidently (too few triplets)"
+
+
+def _plot_audits(audits: list[dict]) -> str | None:
+    """Per adversary: the release (coloured by its reading) and its two controls (grey), against the target."""
     import matplotlib.pyplot as plt
 
-    rows = [r for r in data["utility"] if r["value"] is not None and math.isfinite(r["value"])]
-    if not rows:
-        return False
-    fig, ax = plt.subplots(figsize=(6.5, 0.35 * len(rows) + 1.5))
-    ax.barh(range(len(rows)), [r["value"] for r in rows], color="tab:blue")
-    ax.set_yticks(range(len(rows)), [f"{r['target']} / {r['method']} / {r['metric']}" for r in rows], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_title(f"utility metrics {data['date']}")
+    if not audits:
+        return None
+    colors = {"no leakage found (a lower bound)": "tab:green", "leakage found": "tab:red"}
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.5 * len(audits)), 2.6))
+    names = [f"{r['adversary']}\n{SHORT_RELEASES.get(r['release'], r['release'])}" for r in audits]
+    ax.bar(range(len(audits)), [r["violation_ratio"] for r in audits],
+           color=[colors.get(_audit_verdict(r), "tab:orange") if r["release"] == "candidate" else "tab:gray"
+                  for r in audits])
+    ax.axhline(audits[0]["delta_target"], color="black", linestyle="--", label=f"target {audits[0]['delta_target']:g}")
+    ax.set_xticks(range(len(audits)), names, fontsize=7)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("violation ratio", fontsize=8)
+    ax.set_title("release: green no leakage found, red leakage, orange not confident; controls grey", fontsize=7)
+    ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _png(fig)
 
 
-def _table(rows: list[dict], columns) -> str:
+RELEASES = {"candidate": "the release", "control_identity": "control: unchanged text",
+            "control_uniform": "control: every secret random"}
+SHORT_RELEASES = {"candidate": "release", "control_identity": "control: unchanged",
+                  "control_uniform": "control: random"}
+CONTROL_EXPECTED = {"control_identity": False, "control_uniform": True}  # passed, as it must be
+
+
+def _table(rows: list[list], head: list[str]) -> str:
     if not rows:
-        return "<p><em>none for this date</em></p>"
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in columns) + "</tr>"
-                   for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+        return "<p class=muted>none for this date</p>"
+    cells = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v) if not isinstance(v, str) else v)}</td>" for v in r)
+                    + "</tr>" for r in rows)
+    return "<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + f"</tr>{cells}</table>"
 
 
-def _detection(detection: dict | None) -> str:
-    """Canary recall: values detection misses are published verbatim, and no guarantee covers them."""
-    if not detection:
-        return "<p><strong>Not measured for this date</strong> (pii.canaries.count is 0): missed values are unknown.</p>"
-    overall = detection["overall"]
-    rows = [{"type": t, "values": v["values"], "recall": f"{v['recall']:.1%}", "characters covered": f"{v['coverage']:.1%}"}
-            for t, v in detection["by_type"].items()]
-    return (f"<p>Detection found {overall['recall']:.1%} of {overall['values']} known values in tonight's canary "
-            f"documents ({overall['coverage']:.1%} of their characters). Values it misses are published verbatim: "
-            "no guarantee above covers them.</p>" + _table(rows, ("type", "values", "recall", "characters covered")))
-
-
-def _html(data: dict, images: dict[str, bool]) -> str:
+def _card(product: dict) -> str:
     esc = html.escape
-    spent = "".join(f"<li>{esc(sentence)}</li>" for sentence in data["spent_in_words"])
-    budget = esc(json.dumps({k: v for k, v in data["budget"].items() if v is not None}))
+    ok = product["state"] == "published" and not product["reasons"]
+    css = "ok" if ok else ("warn" if product["state"] == "published" else "bad")
+    reasons = "".join(f"<li>{esc(r)}</li>" for r in product["reasons"])
+    gaps = "".join(f"<li>{esc(g)}</li>" for g in product["not_covered"])
+    rows = f" ({product['rows']:,} {ROW_NAMES[product['product']]})" if product["rows"] else ""
+    return (f'<div class="card {css}"><h2>{esc(product["product"])}: <span class=state>{esc(product["state"].upper())}'
+            f"</span>{esc(rows)}</h2>{f'<ul class=reasons>{reasons}</ul>' if reasons else ''}"
+            f"<p><b>Guarantee.</b> {esc(product['guarantee'])}</p><p><b>Not covered.</b></p><ul>{gaps}</ul></div>")
+
+
+def _html(data: dict) -> str:
+    esc = html.escape
+    cards = "".join(_card(p) for p in data["products"]) or "<p>No release of this dataset for this date.</p>"
+    budget_rows = [[r["unit"], r["guarantee"].replace("_", " "), r["measure"], _fmt(r["spent"]), _fmt(r["limit"]),
+                    f"{r['spent'] / r['limit']:.0%}", _fmt(r["units"]), _fmt(r["near_limit"])] for r in data["usage"]]
+    trend = _plot_trend(data)
+    audits = data["audits"]
+    audit_rows = []
+    for r in audits:
+        expected = CONTROL_EXPECTED.get(r["release"])
+        reading = _audit_verdict(r) if expected is None else (
+            ("failed, as it must" if not r["passed"] else "PASSED: the audit is blind, so it is invalid")
+            if expected is False else ("passed, as it must" if r["passed"] else "FAILED: the audit is invalid"))
+        audit_rows.append([r["adversary"], RELEASES.get(r["release"], r["release"]), _fmt(r["violation_ratio"]),
+                           _fmt(r["delta_target"]), _fmt(r["triplets"]), _fmt(r["eps"]), reading])
+    audit_png = _plot_audits(audits)
+    utility = {(r["method"], r["metric"]): r["value"] for r in data["utility"]}
+    utility_rows = [[method, UTILITY_READING[metric][0], _fmt(value),
+                     _fmt(utility.get((method, UTILITY_READING[metric][2]))) if UTILITY_READING[metric][2] else "–",
+                     UTILITY_READING[metric][1]]
+                    for (method, metric), value in utility.items() if metric in UTILITY_READING]
+    detection = data.get("detection")
+    detection_rows = [[t, _fmt(v["values"]), _pct(v["recall"]), _pct(v["coverage"])]
+                      for t, v in (detection or {}).get("by_type", {}).items()]
+    metric_rows = [[m["stage"] or "", m["pipeline"] or "", k, _fmt(v)] for m in data["stage_metrics"]
+                   for k, v in m["metrics"].items()]
     charges = "".join(f"<li>{esc(c['plain_words'])}</li>" for c in data["charges"]) or "<li>no charges</li>"
-    metrics = [{"stage": m["stage"], "pipeline": m["pipeline"], "metrics": ", ".join(
-        f"{k}={_fmt(v)}" for k, v in m["metrics"].items())} for m in data["stage_metrics"]]
-
-    def img(name):
-        return f'<img src="{name}.png" alt="{name}">' if images.get(name) else "<p><em>no data</em></p>"
-
+    img = lambda uri, alt: f'<img src="{uri}" alt="{alt}">' if uri else "<p class=muted>no data</p>"  # noqa: E731
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>privtext privacy report {esc(data['dataset'])} {esc(data['date'])}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;font-size:13px}}img{{max-width:100%}}</style></head><body>
-<h1>Privacy report: dataset <code>{esc(data['dataset'])}</code>, {esc(data['date'])}</h1>
-<h2>Budget</h2><p>Budget: <code>{budget}</code></p><p>Spent so far (all charges, composed):</p><ul>{spent}</ul>
-{img('budget')}
-<h2>Guarantees of this date's runs</h2><ul>{charges}</ul>
-<h2>What detection missed (measured on canaries)</h2>{_detection(data.get("detection"))}
-<h2>Leakage audits (mPL)</h2>{img('audits')}{_table(data['audits'], AUDIT_COLUMNS)}
-<h2>Utility</h2>{img('utility')}{_table(data['utility'], UTILITY_COLUMNS)}
-<h3>Stage runs (MLflow metrics)</h3>{_table(metrics, ('stage', 'pipeline', 'metrics'))}
-</body></html>
+<html><head><meta charset="utf-8"><title>privacy report {esc(data['dataset'])} {esc(data['date'])}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:1000px;margin:1.5em auto;color:#222;line-height:1.4}}
+table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}}
+th{{background:#f3f3f3}}img{{max-width:100%}}.muted{{color:#777}}.card{{border-left:8px solid;padding:.3em 1em;margin:.8em 0;background:#fafafa}}
+.card h2{{margin:.3em 0;font-size:1.2em}}.ok{{border-color:#2a2}}.warn{{border-color:#e90}}.bad{{border-color:#d22}}
+.ok .state{{color:#2a2}}.warn .state{{color:#c70}}.bad .state{{color:#d22}}summary{{cursor:pointer;font-weight:bold}}</style></head><body>
+<h1>Privacy report: {esc(data['dataset'])}, data of {esc(data['date'])}</h1>
+<section id=verdict>{cards}</section>
+<h2>Budget per protected unit</h2><p>Composed over every charge of dataset <code>{esc(data['dataset'])}</code>, all
+stages and dates; the worst unit of each kind.</p>
+{_table(budget_rows, ['protected unit', 'guarantee', 'measure', 'spent', 'limit', 'used', 'units', 'near the limit'])}
+<h3>Trend over data dates</h3>{img(trend, 'budget spent per data date')}
+<h2>Leakage audits and their controls</h2><p>Each audit trains an adversary to guess the secret behind a
+replacement. Its two controls must behave: the unchanged text must fail, a random replacement must pass;
+otherwise the audit cannot tell leaking from safe releases.</p>
+{_table(audit_rows, ['adversary', 'release', 'violation ratio', 'target', 'triplets', 'eps', 'reading'])}
+{img(audit_png, 'leakage audits') if audits else ''}
+<h2>Utility</h2>{_table(utility_rows, ['method', 'metric', 'value', 'baseline', 'reading'])}
+<details><summary>Details: every charge of this date, detection per type, stage metrics</summary>
+<h3>Charges of this date, in words</h3><ul>{charges}</ul>
+<h3>Detection on canary documents, per type</h3>
+{_table(detection_rows, ['type', 'planted values', 'found', 'characters covered'])}
+<h3>Stage runs (MLflow metrics)</h3>{_table(metric_rows, ['stage', 'pipeline', 'metric', 'value'])}
+</details></body></html>
 """
 
 
 def write_report(settings: Settings, date: str, dataset: str, out: str | Path) -> Path:
-    """Write ``<out>/<dataset>/<date>/``: report.html, report.json and the PNGs; returns the folder."""
+    """Write ``<out>/<dataset>/<date>/report.html`` (images inside) and ``report.json``; returns the folder."""
     import matplotlib
 
     matplotlib.use("Agg")
     folder = Path(out) / dataset / date
     folder.mkdir(parents=True, exist_ok=True)
     data = collect(settings, date, dataset)
-    images = {"budget": _plot_budget(data, folder / "budget.png"),
-              "audits": _plot_audits(data, folder / "audits.png"),
-              "utility": _plot_utility(data, folder / "utility.png")}
     (folder / "report.json").write_text(json.dumps(data, indent=2, default=str))
-    (folder / "report.html").write_text(_html(data, images))
+    (folder / "report.html").write_text(_html(data))
     return folder
-
-
-def datasets(settings: Settings) -> list[str]:
-    """The configured dataset and every dataset with a ledger charge."""
-    lakehouse = Lakehouse(None, settings.lakehouse)
-    lakehouse.create(PRIVACY_LEDGER)
-    return sorted({settings.run.dataset} | {e["dataset"] for e in Ledger(lakehouse, settings).entries()})
 
 
 def log_report(tracked, folder: Path, dataset: str) -> None:
@@ -295,6 +467,7 @@ def log_report(tracked, folder: Path, dataset: str) -> None:
 def cmd_report(args) -> int:
     from privtext.settings import load_settings
     from privtext.platform.tracking import PIPELINE_RUN_ENV, pipeline_run
+    from privtext.status import datasets
 
     settings = load_settings(args.conf)
     names = [args.dataset] if args.dataset else datasets(settings)
@@ -309,7 +482,7 @@ def cmd_report(args) -> int:
 
 
 def register(sub) -> None:
-    report = sub.add_parser("report", help="privacy report of a date (HTML + PNG): budget, guarantees, audits, utility")
+    report = sub.add_parser("report", help="privacy report of a date (one HTML file): verdict, budget, audits, utility")
     report.add_argument("--date", required=True, help="YYYY-MM-DD")
     report.add_argument("--dataset", help="one dataset (default: the configured one and every dataset in the ledger)")
     report.add_argument("--out", default=str(PROJECT_ROOT / "build" / "reports"), help="output folder")

@@ -74,8 +74,9 @@ def test_gate_refuses_failing_or_missing_audits_then_publishes_when_passed(tmp_p
     with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*no leakage audit by lstm"):
         publish.run(ctx, target=TARGET)
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.123, False)])
-    with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*rnn found leakage: violation ratio 0.123"):
+    with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*rnn found leakage: violation ratio 0.123") as refused:
         publish.run(ctx, target=TARGET)
+    assert [r.split(":")[0] for r in refused.value.reasons] == ["rnn found leakage"]  # one reason per failing check
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)], valid=False)  # the uniform control failed
     with pytest.raises(PublishRefused, match=r"lstm audit is invalid: .*control_uniform"):
         publish.run(ctx, target=TARGET)

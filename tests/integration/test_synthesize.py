@@ -137,6 +137,8 @@ def test_evaluate_reports_fid_lengths_and_accuracy(ctx):
     result = evaluate.run(ctx)
     assert result.real == N_DOCS and result.synthetic == 12
     assert result.downstream_accuracy > 0.5 and np.isfinite(result.fid) and 0 <= result.length_ks <= 1
+    labels = [r["label"] for r in rows if r["label"] is not None]  # the baseline: always the most frequent label
+    assert result.majority_accuracy == pytest.approx(max(map(labels.count, set(labels))) / len(labels))
     report = ctx.lakehouse.read(UTILITY_REPORTS).toPandas()
-    assert set(report.metric) >= {"fid", "downstream_accuracy", "length_ks"}
+    assert set(report.metric) >= {"fid", "downstream_accuracy", "majority_label_accuracy", "length_ks"}
     assert report.loc[report.metric == "fid", "value"].item() == pytest.approx(result.fid)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from privtext.platform.config import ZONES
+from privtext.settings import ZONES
 from privtext.platform.errors import Refused
 
 if TYPE_CHECKING:  # the root settings live above the platform

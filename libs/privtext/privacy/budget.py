@@ -537,3 +537,24 @@ def describe(total: dict, budget) -> list[str]:
                    f"{mldp['epsilon']:.3g} summed over its occurrences (limit {budget.mldp_eps_max:g}); "
                    f"{mldp['values_near_limit']} value(s) are above {NEAR_LIMIT:.0%} of the limit.")
     return out
+
+
+def usage(total: dict, budget) -> list[dict]:
+    """The composed spend as one row per protected unit: its worst unit's spend against the limit."""
+    rows = []
+    sp = total.get("secret_protection")
+    if sp:
+        rows.append({"guarantee": "secret_protection", "unit": "secret", "measure": "r / p (posterior / prior)",
+                     "spent": sp["r_over_p"], "limit": budget.r_over_p_max, "units": sp["secrets"],
+                     "near_limit": sp["secrets_near_limit"], "releases": sp["releases"]})
+    adp = total.get("approx_dp")
+    if adp:
+        rows.append({"guarantee": "approx_dp", "unit": adp["unit"], "measure": f"epsilon at delta {adp['delta']:.0e}",
+                     "spent": adp["epsilon"], "limit": budget.eps_max, "units": None, "near_limit": None,
+                     "releases": adp["releases"]})
+    mldp = total.get("mldp")
+    if mldp:
+        rows.append({"guarantee": "mldp", "unit": "value", "measure": "metric-LDP epsilon, summed over occurrences",
+                     "spent": mldp["epsilon"], "limit": budget.mldp_eps_max, "units": mldp["values"],
+                     "near_limit": mldp["values_near_limit"], "releases": mldp["releases"]})
+    return rows

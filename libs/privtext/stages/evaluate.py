@@ -42,6 +42,7 @@ class EvaluateResult:
     length_ks: float
     real_length_mean: float
     synthetic_length_mean: float
+    majority_accuracy: float  # the baseline: always guessing the real documents' most frequent label
 
 
 def run(ctx: RunContext) -> EvaluateResult:
@@ -87,11 +88,13 @@ def run(ctx: RunContext) -> EvaluateResult:
         raise ValueError("evaluate needs >= 2 embedded real documents")
     fd = frechet_distance(*fit_from_moments(n_real, total, gram), *gaussian_fit(syn_emb))
     accuracy = float(correct[0] / scored[0]) if scored[0] else float("nan")
+    label_counts = [r["count"] for r in real.where(F.col("label").isNotNull()).groupBy("label").count().collect()]
+    majority = max(label_counts) / sum(label_counts) if label_counts else float("nan")
     syn_hist = length_histogram(synth["text"].tolist())
     ks = length_ks(real_hist, syn_hist)
     real_len, syn_len = histogram_summary(real_hist), histogram_summary(syn_hist)
 
-    metrics = {"fid": fd, "downstream_accuracy": accuracy, "length_ks": ks,
+    metrics = {"fid": fd, "downstream_accuracy": accuracy, "majority_label_accuracy": majority, "length_ks": ks,
                **{f"real_length_{k}": v for k, v in real_len.items()},
                **{f"synthetic_length_{k}": v for k, v in syn_len.items()}}
     details = json.dumps({"synthetic": len(synth), "real": n_real, "scored": int(scored[0]),
@@ -106,4 +109,4 @@ def run(ctx: RunContext) -> EvaluateResult:
         with tempfile.TemporaryDirectory() as tmp:
             ctx.tracked.log_artifact(length_plot(real_hist, syn_hist, os.path.join(tmp, "lengths.png"),
                                                  f"{method}: words per text"), "evaluate")
-    return EvaluateResult(method, len(synth), n_real, fd, accuracy, ks, real_len["mean"], syn_len["mean"])
+    return EvaluateResult(method, len(synth), n_real, fd, accuracy, ks, real_len["mean"], syn_len["mean"], majority)

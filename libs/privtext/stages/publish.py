@@ -42,7 +42,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
-from privtext.ledger import Ledger
+from privtext.ledger import Ledger, latest_measurement
 from privtext.platform.errors import Refused
 from privtext.privacy.budget import none_charge
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
@@ -60,7 +60,12 @@ FILE_SCHEMA = StructType([StructField(n, t) for n, t in (("path", StringType()),
 
 
 class PublishRefused(Refused):
-    """The gate (or the staged data's missing guarantee) refuses the publish; nothing was written."""
+    """The gate (or the staged data's missing guarantee) refuses the publish; nothing was written.
+    ``reasons``: each check that refused, in words."""
+
+    def __init__(self, message: str, reasons: list[str] | None = None):
+        super().__init__(message)
+        self.reasons = list(reasons or [message])
 
 
 @dataclass
@@ -121,11 +126,10 @@ def _audits(ctx: RunContext, target: str) -> list[dict]:
 
 def canary_problem(entries: list[dict], date: str, minimum: float) -> tuple[list[str], dict | None]:
     """The gate's detection check: the latest canary measurement of ``date`` must reach ``minimum``."""
-    measured = [e for e in entries if e["guarantee"] == "detection_recall" and e["params"].get("date") == date]
-    if not measured:
+    latest = latest_measurement(entries, date)
+    if latest is None:
         return ([f"no detection recall measured for {date} (run detect_pii with pii.canaries.count > 0)"]
                 if minimum > 0 else []), None
-    latest = max(measured, key=lambda e: e["created_at"])
     recall = latest["spend"]["overall"]["recall"]
     if recall < minimum:
         return [f"detection recall on canaries {recall:.3f} < publish.min_canary_recall {minimum:g}: "
@@ -246,8 +250,10 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
         problems += missed
     gate = ("passed" if settings.publish.require_audit else "not_required") if audited else "ledger_charged"
     if problems and not override_gate:
+        ctx.tracked.log_params({"publish.target": target, "publish.gate": "refused",
+                                "publish.refused": "; ".join(problems)})
         raise PublishRefused(f"publish refused for target {target} date {date}: leakage audit gate not passed: "
-                             + "; ".join(problems))
+                             + "; ".join(problems), problems)
     if problems or (audited and not settings.publish.require_audit):
         gate = "override" if problems else gate
         why = reason if problems else "publish.require_audit is false (demo)"

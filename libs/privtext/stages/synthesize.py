@@ -217,8 +217,8 @@ def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, ro
         noise = group_secret_noise(groups, sizes, n_secrets, cfg.p, cfg.r, cfg.rounds)
         sigma = noise.sigma
         pmfs, variant, records = secret_count_pmfs(groups, sizes, noise.rho, n_secrets)
-        params = {"rounds": cfg.rounds, "clusters": cfg.clusters, "clip_radius": cfg.clip_radius,
-                  "secret_groups": noise.n_groups, "expected_sampled": noise.expected_sampled,
+        params = {"date": ctx.date.isoformat(), "rounds": cfg.rounds, "clusters": cfg.clusters,
+                  "clip_radius": cfg.clip_radius, "secret_groups": noise.n_groups, "expected_sampled": noise.expected_sampled,
                   "private_documents": n_private}
         charge = secret_charge(dataset, "synthesize", ctx.run_id, "secpe_histogram", p=cfg.p, r=cfg.r, sigma=sigma,
                                rounds=cfg.rounds, releases_per_round=2, count_pmfs=pmfs, params=params,
@@ -228,7 +228,7 @@ def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, ro
         c_max = int(private.select(F.explode("secrets").alias("s")).groupBy("s").count()
                     .agg(F.max("count")).first()[0] or 0)
         sigma = augpe_secret_sigma(cfg.p, cfg.r, cfg.rounds, c_max)
-        params = {"sigma": sigma, "rounds": cfg.rounds, "max_records_per_secret": c_max,
+        params = {"date": ctx.date.isoformat(), "sigma": sigma, "rounds": cfg.rounds, "max_records_per_secret": c_max,
                   "clip_radius": cfg.clip_radius, "private_documents": n_private}
         if sigma <= 0:
             raise ValueError(f"secpe.r_over_p = {cfg.r_over_p}: Aug-PE without noise has no guarantee; "

@@ -265,7 +265,7 @@ def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultiplie
     unit = "user" if adjacency.startswith("user") else "record"
     ledger.charge(dp_charge(
         dataset, "train_dped", ctx.run_id, "dped_noisy_aggregation", event=event, delta=settings.delta, unit=unit,
-        params={"adjacency": adjacency, "n_teachers": settings.n_teachers, "queries_charged": n_queries,
+        params={"date": ctx.date.isoformat(), "adjacency": adjacency, "n_teachers": settings.n_teachers, "queries_charged": n_queries,
                 "vocabulary_mode": settings.vocabulary_mode, "variant": settings.variant,
                 "top_k": settings.top_k, "threshold": settings.threshold, "clip_hidden": settings.clip_hidden,
                 "noise_multipliers": vars(multipliers), "sensitivities": sensitivities(settings),

@@ -1,0 +1,250 @@
+"""``privtext demo [--all]``: the platform's products on the bundled sample, quietly.
+
+The terminal gets one line per stage with its time (a running clock on a terminal while a stage works)
+and a closing summary: rows per table, the gate's verdict with its reasons, the budget used, the
+measured canary recall, the report's path and how to look at the runs. Everything else (Spark's log4j
+output, the Python workers', library logs and warnings) goes to ``build/logs/demo-<time>.log``: file
+descriptors 1 and 2 are redirected before Spark starts, so the JVM and its workers inherit the file.
+
+The nightly export publishes only if its own gate passes; the override path runs only with
+``--show-refusal``. ``--all`` then runs a small synthetic refresh (its own ledger dataset,
+``SYNTHETIC_DATASET``, whose budget is in conf) and a small DP-embedding training on the same date.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from privtext.settings import PROJECT_ROOT, Settings
+
+# The synthetic refresh is accounted under its own ledger dataset: the sanitized export's pure-LDP charges
+# already compose into every secret's (p, r) in the export's dataset (see README, "demo").
+SYNTHETIC_DATASET = "demo_synthetic"
+USEFUL_VOCABULARY = 1000  # fewer released word vectors than this cannot serve as an embedding
+OVERRIDE_REASON = "privtext demo --show-refusal: Faker-generated sample, not personal data"
+
+
+@contextlib.contextmanager
+def quiet(log_path: Path):
+    """Send fds 1 and 2 (Python, the JVM started inside, its workers) and logging to ``log_path``;
+    yield a stream to the terminal. Restores both fds on exit."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    terminal = os.fdopen(os.dup(saved[0]), "w", buffering=1)
+    root = logging.getLogger()
+    level = root.level
+    with open(log_path, "ab", buffering=0) as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")  # a no-op when the CLI configured it
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    try:
+        yield terminal
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+        logging.captureWarnings(False)
+        root.setLevel(level)
+        terminal.close()
+
+
+class StageLines:
+    """One line per stage: name, seconds, outcome; a running clock while it works (terminals only)."""
+
+    def __init__(self, out):
+        self.out = out
+        self.live = out.isatty()
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        started = time.perf_counter()
+        stop = threading.Event()
+        clock = threading.Thread(target=self._tick, args=(name, started, stop), daemon=True)
+        if self.live:
+            clock.start()
+        outcome = "done"
+        try:
+            yield
+        except Exception as error:
+            from privtext.privacy.budget import BudgetExceeded
+            from privtext.stages.publish import PublishRefused
+
+            outcome = ("refused by the gate" if isinstance(error, PublishRefused) else "refused: over budget"
+                       if isinstance(error, BudgetExceeded) else f"failed ({type(error).__name__})")
+            raise
+        finally:
+            stop.set()
+            if self.live:
+                clock.join()
+            self.out.write(f"\r  {name:<13s}{time.perf_counter() - started:7.1f} s  {outcome}\n")
+
+    def _tick(self, name, started, stop):
+        while not stop.wait(1.0):
+            self.out.write(f"\r  {name:<13s}{time.perf_counter() - started:7.0f} s  {'.' * (int(time.perf_counter() - started) % 4):3s}")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {seconds % 60:.0f} s" if seconds >= 60 else f"{seconds:.1f} s"
+
+
+def _with(settings: Settings, **sections) -> Settings:
+    """A copy of ``settings`` with some fields of some sections replaced."""
+    return settings.model_copy(update={name: getattr(settings, name).model_copy(update=fields)
+                                       for name, fields in sections.items()})
+
+
+def nightly_export(settings: Settings, date: str, sample: Path, lines: StageLines, show_refusal: bool) -> dict:
+    """The nightly sanitized export; returns its verdict: published (with the publish result) or refused (reasons)."""
+    from privtext.pipelines import run_pipeline
+    from privtext.privacy.budget import BudgetExceeded
+    from privtext.stages.publish import PublishRefused
+    from privtext.stages.runner import run_stage
+
+    try:
+        results = run_pipeline("nightly_sanitized_export", settings, date, input_path=str(sample), progress=lines)
+        return {"published": True, "publish": results["publish"], "reasons": []}
+    except PublishRefused as refusal:
+        verdict = {"published": False, "publish": None, "reasons": refusal.reasons}
+    except BudgetExceeded as refusal:  # nothing was sanitized: there is nothing to override
+        return {"published": False, "publish": None,
+                "reasons": [f"{refusal} (each demo run is a new release of the same values; `make clean` starts over)"]}
+    if show_refusal:
+        with lines("override"):
+            verdict["publish"] = run_stage("publish", settings, date=date, pipeline="demo", target="sanitized_documents",
+                                           override_gate=True, reason=OVERRIDE_REASON)
+    return verdict
+
+
+def synthetic_refresh(settings: Settings, date: str, lines: StageLines) -> str:
+    """synthesize -> evaluate -> publish on the date's documents, under ``SYNTHETIC_DATASET``; one line."""
+    from privtext.pipelines import run_pipeline
+    from privtext.privacy.budget import BudgetExceeded
+    from privtext.stages.publish import PublishRefused
+
+    synthetic = _with(settings, run={"dataset": SYNTHETIC_DATASET})
+    try:
+        results = run_pipeline("synthetic_refresh", synthetic, date, skip=("ingest", "detect_pii", "embed"),
+                               progress=lines)
+    except (BudgetExceeded, PublishRefused) as refusal:
+        return f"nothing published: {refusal}"
+    quality, cfg = results["evaluate"], settings.secpe
+    chance = quality.majority_accuracy
+    useful = quality.downstream_accuracy > chance + 0.05
+    return (f"published {results['publish'].rows} synthetic messages under (p={cfg.p:g}, r={cfg.p * cfg.r_over_p:g})-"
+            f"secret protection (ledger dataset {SYNTHETIC_DATASET}); a classifier trained on them scores "
+            f"{quality.downstream_accuracy:.0%} on the real messages against {chance:.0%} for the majority label"
+            f"{'' if useful else ': not useful at this size'}")
+
+
+def dp_embeddings(settings: Settings, date: str, lines: StageLines) -> str:
+    """train_dped on the date's documents; one line."""
+    from privtext.pipelines import run_pipeline
+
+    try:
+        result = run_pipeline("dped_training", settings, date, progress=lines)["train_dped"]
+    except RuntimeError as refusal:  # over budget, or nothing passed the DP vocabulary selection
+        return f"nothing published: {refusal}; not useful at this size"
+    quality = ("not useful at this size" if result.released_words < USEFUL_VOCABULARY else
+               "quality not measured here (benchmarks/dped_eval.py: near zero at eps <= 8)")
+    return (f"published {result.released_words:,} word vector(s) under ({result.epsilon:.3g}, {result.delta:.0e})-DP "
+            f"per {result.adjacency}: the DP vocabulary selection kept {result.queries:,} word(s) of the sample for "
+            f"{result.teachers} teachers; {quality}")
+
+
+def summary(settings: Settings, date: str, verdict: dict, products: dict[str, str], reports: dict[str, Path],
+            show_refusal: bool) -> list[str]:
+    """The closing summary lines."""
+    from privtext.platform.lakehouse import Lakehouse
+    from privtext.ledger import Ledger, latest_measurement
+    from privtext.platform.tracking import tracking_uri
+    from privtext.report import miss_bound
+    from privtext.status import budget_usage, datasets, table_rows, usage_line
+
+    out = []
+    publish = verdict["publish"]
+    if verdict["published"]:
+        out.append(f"export       PUBLISHED {publish.rows:,} sanitized messages -> {_rel(publish.export_dir)}")
+        out.append("gate         passed: leakage audit (its controls behaved), canary recall and budget")
+    else:
+        out.append("export       REFUSED by its gate, nothing published. Why:")
+        out += [f"               - {reason}" for reason in verdict["reasons"]]
+        if publish is not None:
+            out.append(f"override     --show-refusal published {publish.rows:,} rows anyway, recorded in the ledger")
+        elif not show_refusal:
+            out.append("             (privtext demo --show-refusal shows the recorded override an operator could make)")
+    lakehouse = Lakehouse(None, settings.lakehouse)
+    detection = latest_measurement(Ledger(lakehouse, settings).entries(settings.run.dataset), date)
+    if detection:
+        overall = detection["spend"]["overall"]
+        out.append(f"canaries     detection found {overall['recall']:.1%} of {overall['values']:,} planted values (up to "
+                   f"{miss_bound(overall['recall'], overall['values']):.1%} of real ones may be missed, 95% bound); "
+                   "missed values are published verbatim")
+    for name, line in products.items():
+        out.append(f"{name:<13s}{line}")
+    for dataset in datasets(settings):
+        out.append(f"budget       {dataset}:" + ("" if budget_usage(settings, dataset) else " nothing spent"))
+        out += [f"               {usage_line(row)}" for row in budget_usage(settings, dataset)]
+    counts = [(name, rows) for name, rows in table_rows(settings) if rows is not None]
+    out.append("tables       " + ", ".join(f"{name} {rows:,}" for name, rows in counts[:3]))
+    for at in range(3, len(counts), 3):
+        out.append("             " + ", ".join(f"{name} {rows:,}" for name, rows in counts[at:at + 3]))
+    for dataset, folder in reports.items():
+        out.append(f"report       {_rel(folder / 'report.html')}" + (f" ({dataset})" if len(reports) > 1 else ""))
+    out.append(f"runs         privtext ui (MLflow on {tracking_uri(settings)}); privtext status --date {date}")
+    return out
+
+
+def _rel(path) -> str:
+    path = Path(str(path).removeprefix("file://"))
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+def run(settings: Settings, date: str, sample: Path, everything: bool = False, show_refusal: bool = False) -> int:
+    """The demo: prints stage lines and the summary to the terminal, everything else to build/logs/."""
+    from privtext import report
+    from privtext.platform.tracking import pipeline_run
+    from privtext.status import datasets
+
+    started = time.perf_counter()
+    log_path = PROJECT_ROOT / "build" / "logs" / f"demo-{dt.datetime.now():%Y%m%d-%H%M%S}.log"
+    with quiet(log_path) as terminal:
+        say = terminal.write
+        say(f"privtext demo: the nightly sanitized export of {sample.name} for {date}"
+            f"{', then a synthetic refresh and DP word embeddings' if everything else ''}\n"
+            f"  (Spark and library logs: {_rel(log_path)})\n")
+        lines = StageLines(terminal)
+        try:
+            with pipeline_run(settings, "demo", date) as parent:
+                say("nightly sanitized export\n")
+                verdict = nightly_export(settings, date, sample, lines, show_refusal)
+                products = {}
+                if everything:
+                    say(f"synthetic refresh (ledger dataset {SYNTHETIC_DATASET})\n")
+                    products["synthetic"] = synthetic_refresh(settings, date, lines)
+                    say("DP word embeddings\n")
+                    products["embeddings"] = dp_embeddings(settings, date, lines)
+                with lines("report"):
+                    reports = {}
+                    for dataset in datasets(settings):
+                        reports[dataset] = report.write_report(settings, date, dataset, PROJECT_ROOT / "build" / "reports")
+                        report.log_report(parent, reports[dataset], dataset)
+        except Exception as error:
+            say(f"\nthe demo failed: {type(error).__name__}: {error}\n  see {_rel(log_path)}\n")
+            logging.getLogger("privtext").exception("demo failed")
+            return 1
+        say("\n" + "\n".join(summary(settings, date, verdict, products, reports, show_refusal)) + "\n")
+        say(f"time         {_minutes(time.perf_counter() - started)}\n")
+    return 0
