@@ -24,7 +24,8 @@ def make_settings(root, **sections):
     overrides = {
         "spark": {"master": "local[2]", "conf": TEST_SPARK_CONF},
         "lakehouse": {"root": str(root)},
-        "publish": {"export_path": str(Path(root).parent / "exports")},  # never the project's exports/
+        "publish": {"export_path": str(Path(root).parent / "exports"),  # never the project's exports/ or reports
+                    "report_path": str(Path(root).parent / "reports")},
         "run": {"deterministic": True, "seed": 1},
         "tracking": {"enabled": False},
     }

@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from privtext.settings import PROJECT_ROOT, Settings
+from privtext.settings import PROJECT_ROOT, Settings, resolve_uri
 
 # The synthetic refresh is accounted under its own ledger dataset: the sanitized export's pure-LDP charges
 # already compose into every secret's (p, r) in the export's dataset (see README, "demo").
@@ -239,7 +239,7 @@ def run(settings: Settings, date: str, sample: Path, everything: bool = False, s
                 with lines("report"):
                     reports = {}
                     for dataset in datasets(settings):
-                        reports[dataset] = report.write_report(settings, date, dataset, PROJECT_ROOT / "build" / "reports")
+                        reports[dataset] = report.write_report(settings, date, dataset, resolve_uri(settings.publish.report_path))
                         report.log_report(parent, reports[dataset], dataset)
         except Exception as error:
             say(f"\nthe demo failed: {type(error).__name__}: {error}\n  see {_rel(log_path)}\n")

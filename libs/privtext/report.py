@@ -30,7 +30,7 @@ import math
 import os
 from pathlib import Path
 
-from privtext.settings import PROJECT_ROOT, Settings
+from privtext.settings import Settings, resolve_uri
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.ledger import Ledger, composed_spend, latest_measurement
 from privtext.platform.tables import (LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
@@ -471,7 +471,8 @@ def cmd_report(args) -> int:
 
     settings = load_settings(args.conf)
     names = [args.dataset] if args.dataset else datasets(settings)
-    folders = {name: write_report(settings, args.date, name, args.out) for name in names}
+    out = args.out or resolve_uri(settings.publish.report_path)
+    folders = {name: write_report(settings, args.date, name, out) for name in names}
     if args.mlflow:
         with pipeline_run(settings, args.pipeline, args.date, key=os.environ.get(PIPELINE_RUN_ENV)) as tracked:
             for name, folder in folders.items():
@@ -485,7 +486,7 @@ def register(sub) -> None:
     report = sub.add_parser("report", help="privacy report of a date (one HTML file): verdict, budget, audits, utility")
     report.add_argument("--date", required=True, help="YYYY-MM-DD")
     report.add_argument("--dataset", help="one dataset (default: the configured one and every dataset in the ledger)")
-    report.add_argument("--out", default=str(PROJECT_ROOT / "build" / "reports"), help="output folder")
+    report.add_argument("--out", help="output folder (default: publish.report_path, build/reports)")
     report.add_argument("--mlflow", action="store_true",
                         help="also log it as artifacts of the pipeline's MLflow run (PRIVTEXT_PIPELINE_RUN names it)")
     report.add_argument("--pipeline", default="adhoc", help="pipeline name of the MLflow run (with --mlflow)")

@@ -42,7 +42,8 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
         # a small, fast audit: ~40 documents with secrets, tiny adversaries; too few for a confident pass,
         # so the demo setting require_audit: false publishes with a 'none' ledger record.
         "ampl": {"epochs": 3, "hidden_size": 32, "num_layers": 1, "heads": 2, "triplets": 5000},
-        "publish": {"require_audit": False, "export_path": str(tmp_path / "exports")},
+        "publish": {"require_audit": False, "export_path": str(tmp_path / "exports"),
+                    "report_path": str(tmp_path / "reports")},
     }))
     assert airflow.run([airflow.airflow, "db", "migrate"], timeout=300).returncode == 0
     run_conf = json.dumps({"config": str(conf), "input_path": str(sample), "py_files": str(zip_path)})

@@ -80,6 +80,7 @@ class PublishSettings(StrictModel):
     """The ``publish`` stage: export location and the leakage-audit gate."""
 
     export_path: str = "exports"  # local folder (relative to the project) or an object-store URI
+    report_path: str = "build/reports"  # where `privtext report` and the demo write the privacy reports
     formats: tuple[Literal["parquet", "jsonl"], ...] = ("parquet", "jsonl")
     require_audit: bool = True  # false only for demos: publish without an audit (recorded in the ledger)
     audit_adversaries: tuple[str, ...] = ("transformer", "lstm", "rnn")  # each must have passed for the date
