@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privtext.pii.gazetteers import NRP_LIST
+from privtext.pii.gazetteers import NRP_LIST, readable_job
 
 from .settings import VocabularySettings
 
@@ -43,12 +43,6 @@ _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Su
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
 _HONORIFICS = ("Mr.", "Mrs.", "Ms.", "Miss", "Mx.", "Dr.", "Prof.")
-
-
-def _job_title(job: str) -> str:
-    """Faker's "Engineer, civil" as a reader writes it: "Civil engineer"."""
-    head, _, qualifier = job.partition(", ")
-    return f"{qualifier.capitalize()} {head.lower()}" if qualifier and "(" not in qualifier else job
 
 
 _FAKER: dict[str, tuple[Callable, ...]] = {
@@ -71,7 +65,7 @@ _FAKER: dict[str, tuple[Callable, ...]] = {
     "ORDER_NUMBER": (lambda f: f"#{f.random_int(100000, 9999999)}", lambda f: f.bothify("??-#######").upper()),
     "CARD_LAST4": (lambda f: f"{f.random_int(0, 9999):04d}",),
     "ZIP_CODE": (lambda f: f.postcode(), lambda f: f.zipcode_plus4()),
-    "TITLE": (lambda f: f.random_element(_HONORIFICS), lambda f: _job_title(f.job())),
+    "TITLE": (lambda f: f.random_element(_HONORIFICS), lambda f: readable_job(f.job())),
     "AGE": (lambda f: str(f.random_int(1, 99)),),
 }
 

@@ -109,13 +109,13 @@ def job_titles() -> frozenset[str]:
     """Casefolded job titles of Faker's job provider (``"Engineer, civil"`` also as ``"civil engineer"``)."""
     from faker.providers.job.en_US import Provider
 
-    out = set()
-    for job in Provider.jobs:
-        out.add(job.casefold())
-        head, _, qualifier = job.partition(", ")
-        if qualifier and "(" not in qualifier:
-            out.add(f"{qualifier} {head}".casefold())
-    return frozenset(out)
+    return frozenset(form.casefold() for job in Provider.jobs for form in (job, readable_job(job)))
+
+
+def readable_job(job: str) -> str:
+    """Faker's "Engineer, civil" as a reader writes it: "Civil engineer" (other titles unchanged)."""
+    head, _, qualifier = job.partition(", ")
+    return f"{qualifier.capitalize()} {head.lower()}" if qualifier and "(" not in qualifier else job
 
 
 def _tokens(text: str) -> list[tuple[int, int, str]]:

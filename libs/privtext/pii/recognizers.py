@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from privtext.pii import gazetteers
-from privtext.pii.refine import CONNECTOR
+from privtext.pii.refine import CONNECTOR, PARTICLE
 
 ADDRESS_SCORE = 0.9  # a whole address beats a shorter NER span inside it (spaCy scores 0.85)
 def street_address_regex() -> str:
@@ -35,8 +35,8 @@ def street_address_regex() -> str:
                 rf"|{word}(?:stra(?:ss|\u00df)e|str\\.|weg|gasse|platz|allee|ring|damm|straat|gade|vej|v\u00e4gen|gatan)"
                 rf"\s+\d{{1,5}}[A-Za-z]?)")
     # house number, street words, building number: "637 Strojírenská 1006", "788 Fitjabraut 87"
-    particle = r"(?:de|da|do|dos|das|del|della|di|du|des|la|le|los|las|y|van|von|der|den)"  # not "on", "an"
-    numbered = rf"(?<![\d.,:/-])\b\d{{1,6}}\s+(?:(?:{word}|{particle})\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
+    # particles only, not CONNECTOR's "on"/"an": "logged in from 203.0.113.45 on March 3" is no street
+    numbered = rf"(?<![\d.,:/-])\b\d{{1,6}}\s+(?:(?:{word}|{PARTICLE})\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
     secondary = r"\b(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|P\.O\.\s?Box|PO\s?Box)\s?#?\d{1,5}[A-Z]?\b"
     return rf"(?-i:{street}{tail}|{military}|{european}|{numbered}|{secondary})"  # case-sensitive: Presidio uses IGNORECASE
 

@@ -44,7 +44,9 @@ _NOT_NAMES = frozenset({"The", "A", "An", "And", "Or", "But", "I", "We", "You", 
                         "For", "With", "Is", "Was", "Call", "Ask", "Name", "Phone", "Email", "Born"})
 # address continuations: a separator, then one element of an address block
 _PLACE_WORD = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'.-]*"
-CONNECTOR = r"(?:de|da|do|dos|das|del|della|di|du|des|la|le|los|las|u|van|von|der|den|y|e|im|am|an|sur|upon|on)"
+_PARTICLES = "de|da|do|dos|das|del|della|di|du|des|la|le|los|las|y|van|von|der|den"
+PARTICLE = rf"(?:{_PARTICLES})"  # inside a street or place name: "Treinta y Tres", "Rua Cidade de Maracaja"
+CONNECTOR = rf"(?:{_PARTICLES}|u|e|im|am|an|sur|upon|on)"  # also between place words: "Bystre u Policky"
 _PLACE = rf"{_PLACE_WORD}(?:[ \t]+(?:{CONNECTOR}[ \t]+)?{_PLACE_WORD}){{0,3}}"  # "Teixeira de Freitas"
 _UNIT = r"(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|Floor)\s?#?\d{1,5}[A-Z]?"
 _POSTCODE = r"(?:\d{3,6}(?:[- ]\d{2,4})?|[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2})"
@@ -66,6 +68,7 @@ _HOUSE_NUMBER_BEFORE = re.compile(r"(?<![\w.,-])\d{1,6}[A-Za-z]?[ \t]+$")
 _MAX_ADDRESS_PARTS = 6
 _TOWN_LINE = re.compile(r"(?:^|\n)[^\S\n]*(?:[^\w\s]{1,4}[^\S\n]*)?(?P<town>[^\W\d_][^\W\d_'’.-]*"
                         r"(?:[ -](?:[^\W\d_][^\W\d_'’.-]*))?(?:[ -][^\W\d_][^\W\d_'’.-]*){0,2})[^\S\n]*\Z")
+_LINE_CONTENT = re.compile(r"\S(?:[^\n]*\S)?")  # a line's text without its leading and trailing blanks
 _ONE_LINE_TYPES = frozenset({"PERSON", "ORGANIZATION", "LOCATION", "NRP", "TITLE"})
 
 
@@ -96,16 +99,8 @@ def _lines_of(span, text: str) -> list:
     preparation worker" is a name, then a job): such a span becomes one span per line."""
     if span.entity_type not in _ONE_LINE_TYPES or "\n" not in text[span.start:span.end]:
         return [span]
-    parts = []
-    for m in re.finditer(r"[^\n]+", text[span.start:span.end]):
-        start, end = span.start + m.start(), span.start + m.end()
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if end > start:
-            parts.append(replace(span, start=start, end=end))
-    return parts
+    return [replace(span, start=span.start + m.start(), end=span.start + m.end())
+            for m in _LINE_CONTENT.finditer(text[span.start:span.end])]
 
 
 def _place_line_above(span, text: str) -> list:

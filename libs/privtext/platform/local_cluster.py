@@ -137,7 +137,7 @@ def cluster_conf(cluster: Cluster, py_files: Path, base: dict | None = None) -> 
     """``base`` (an environment config) with ``spark.master`` on the cluster and the project zip shipped."""
     conf = dict(base or {})
     spark = dict(conf.get("spark") or {})
-    spark_conf = {k: v for k, v in (spark.get("conf") or {}).items()}
+    spark_conf = dict(spark.get("conf") or {})
     spark_conf.update({"spark.submit.pyFiles": str(py_files), "spark.executor.memory": "768m",
                        "spark.sql.shuffle.partitions": "4"})
     conf["spark"] = {**spark, "master": cluster.url, "conf": spark_conf}
