@@ -156,20 +156,6 @@ def test_deterministic_releases_are_never_published(tmp_path):
     assert published(fixed) == []
 
 
-def test_gate_decision_is_a_pure_function():
-    row = {"adversary": "rnn", "eps": 2.0, "violation_ratio": 0.01, "delta_target": 0.05, "passed": True,
-           "release": "candidate", "valid": True, "staged_runs": "a,b", "run_id": "x"}
-    assert publish.gate_decision([row], ["rnn"], ["b", "a"]) == []
-    assert publish.gate_decision([row], ["rnn", "lstm"], ["a", "b"]) == ["no leakage audit by lstm"]
-    assert "stale" in publish.gate_decision([row], ["rnn"], ["a"])[0]
-    assert "invalid" in publish.gate_decision([{**row, "valid": False}], ["rnn"], ["a", "b"])[0]
-    assert "found leakage" in publish.gate_decision([{**row, "passed": False, "violation_ratio": 0.2}], ["rnn"], ["a", "b"])[0]
-    unsure = publish.gate_decision([{**row, "passed": False, "log10_p_fail": -1.5}], ["rnn"], ["a", "b"])[0]
-    assert "not confidently" in unsure and "-1.50" in unsure
-    control = {**row, "release": "control_identity"}  # a control row never stands in for the audit
-    assert publish.gate_decision([control], ["rnn"], ["a", "b"]) == ["no leakage audit by rnn"]
-
-
 def test_gate_needs_the_dates_measured_detection_recall(tmp_path):
     from privtext.privacy.budget import measurement
 

@@ -212,6 +212,112 @@ def _remove_other_versions(fs: pafs.FileSystem, date_dir: str, keep: str) -> Non
             _delete_dir(fs, info.path)
 
 
+def gate_outcome(audited: bool, require_audit: bool, problems: list[str], override: bool) -> str:
+    """The gate's outcome: ``refused`` (problems, no override), ``override``, ``not_required`` (audit
+    skipped, demos), ``passed``, or ``ledger_charged`` for targets gated by their own DP charge."""
+    if not audited:
+        return "ledger_charged"
+    if problems:
+        return "override" if override else "refused"
+    return "passed" if require_audit else "not_required"
+
+
+def _refuse_unpublishable(ctx: RunContext, target: str, summary: list, entries: list[dict], audited: bool) -> None:
+    """Refuse, override or not: no guarantee (CusText), fixed-seed noise, or a synthetic run without a DP charge."""
+    date, run_ids = ctx.date.isoformat(), {r["run_id"] for r in summary}
+    methods = sorted({r["method"] for r in summary})
+    if any(m in NO_GUARANTEE_METHODS for m in methods):
+        raise PublishRefused(f"publish refused for target {target} date {date}: sanitized with {', '.join(methods)}, "
+                             "which has no privacy guarantee across clusters (CusText); rerun sanitize with clusant or santext")
+    fixed = deterministic_runs(entries, run_ids)
+    if fixed or ctx.settings.run.deterministic:
+        raise PublishRefused(f"publish refused for target {target} date {date}: run.deterministic releases (fixed-seed "
+                             f"noise) are never published ({', '.join(fixed) or 'this publish run'}); rerun without it")
+    if not audited:
+        charged = {e["run_id"] for e in entries if e["guarantee"] in DP_GUARANTEES}
+        missing = sorted(run_ids - charged)
+        if missing:
+            raise PublishRefused(f"publish refused for target {target} date {date}: no ledger charge with a DP "
+                                 f"guarantee for staging run(s) {', '.join(missing)}")
+
+
+def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str, audited: bool, run_ids: set[str],
+               override_gate: bool, reason: str | None) -> tuple[str, dict | None]:
+    """Check the gate; refuse, or record an override / skipped audit in the ledger. Returns (outcome, detection)."""
+    settings, date = ctx.settings, ctx.date.isoformat()
+    problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries), sorted(run_ids))
+                if audited and settings.publish.require_audit else [])
+    detection = None
+    if audited:
+        missed, detection = canary_problem(entries, date, settings.publish.min_canary_recall)
+        problems += missed
+    gate = gate_outcome(audited, settings.publish.require_audit, problems, override_gate)
+    if gate == "refused":
+        ctx.tracked.log_params({"publish.target": target, "publish.gate": "refused",
+                                "publish.refused": "; ".join(problems)})
+        raise PublishRefused(f"publish refused for target {target} date {date}: leakage audit gate not passed: "
+                             + "; ".join(problems), problems)
+    if gate in ("override", "not_required"):
+        why = reason if problems else "publish.require_audit is false (demo)"
+        ledger.charge(none_charge(settings.run.dataset, "publish", ctx.run_id, f"gate_{gate}", reason=why,
+                                  params={"target": target, "date": date, "who": _who(), "why": why,
+                                          "gate_problems": problems}, deterministic=settings.run.deterministic),
+                      tracked=ctx.tracked)
+    return gate, detection
+
+
+def build_manifest(target: str, date: str, run_id: str, version: str, files: list[dict], first_format: str,
+                   summary: list, entries: list[dict], gate: str, detection: dict | None, table: str,
+                   table_version: int) -> dict:
+    """The export's ``manifest.json``: rows, files (under ``version/``), privacy, gate, detection, table."""
+    return {
+        "target": target, "date": date, "publish_run_id": run_id,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "rows": sum(f["rows"] for f in files if f["format"] == first_format),
+        "files": sorted(({**f, "path": f"{version}/{f['path']}"} for f in files), key=lambda f: f["path"]),
+        "privacy": {"methods": sorted({r["method"] for r in summary}), "params": sorted({r["params"] for r in summary}),
+                    "source_run_ids": sorted({r["run_id"] for r in summary}),
+                    "ledger_entry_ids": [e["entry_id"] for e in entries],
+                    "guarantees": sorted({e["guarantee"] for e in entries})},
+        "gate": {"outcome": gate},
+        "detection": None if detection is None else {
+            "measured_on": "canary documents", "canaries": detection["params"].get("canaries"),
+            **{k: detection["spend"]["overall"][k] for k in ("recall", "coverage")},
+            "by_type": {t: {k: v[k] for k in ("recall", "coverage")} for t, v in detection["spend"]["by_type"].items()}},
+        "published_table": {"name": table, "version": table_version},
+    }
+
+
+def _export(ctx: RunContext, ledger: Ledger, target: str, staged, staged_spec, summary: list, gate: str,
+            detection: dict | None, table: str, table_version: int) -> tuple[dict, int]:
+    """Write the export files into a fresh version folder and commit its manifest. Returns (manifest, files)."""
+    settings, date = ctx.settings, ctx.date.isoformat()
+    root = resolve_uri(settings.publish.export_path)
+    fs, base = _filesystem(root)
+    date_dir = f"{base}/{target}/{date}"
+    version = uuid.uuid4().hex
+    tmp_dir = f"{date_dir}/_tmp-{version}"
+    run_ids = {r["run_id"] for r in summary}
+    try:
+        task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", tuple(settings.publish.formats),
+                            staged_spec.schema)
+        files = [r.asDict() for r in staged.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
+        fs.create_dir(tmp_dir, recursive=True)
+        fs.move(tmp_dir, f"{date_dir}/{version}")
+        entries = [e for e in ledger.entries(settings.run.dataset)
+                   if (e["run_id"] in run_ids and e["stage"] != "publish") or e["run_id"] == ctx.run_id
+                   or (detection is not None and e["entry_id"] == detection["entry_id"])]
+        manifest = build_manifest(target, date, ctx.run_id, version, files, settings.publish.formats[0], summary,
+                                  entries, gate, detection, table, table_version)
+        commit_manifest(fs, date_dir, manifest)
+    except BaseException:  # the previous manifest and its files are untouched; drop this attempt's files
+        _delete_dir(fs, tmp_dir)
+        _delete_dir(fs, f"{date_dir}/{version}")
+        raise
+    _remove_other_versions(fs, date_dir, keep=version)
+    return manifest, len(files)
+
+
 def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: bool = False,
         reason: str | None = None) -> PublishResult:
     if target not in TARGETS:
@@ -225,81 +331,16 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
     summary = staged.groupBy("method", params, "run_id").count().collect()  # O(runs), never rows
     if not summary:
         raise PublishRefused(f"nothing staged for target {target} date {date}; run the stage that stages it first")
-    methods = sorted({r["method"] for r in summary})
-    if any(m in NO_GUARANTEE_METHODS for m in methods):
-        raise PublishRefused(f"publish refused for target {target} date {date}: sanitized with {', '.join(methods)}, "
-                             "which has no privacy guarantee across clusters (CusText); rerun sanitize with clusant or santext")
-
     ledger = Ledger(ctx.lakehouse, settings)
-    run_ids = {r["run_id"] for r in summary}
-    fixed = deterministic_runs(ledger.entries(settings.run.dataset), run_ids)
-    if fixed or settings.run.deterministic:
-        raise PublishRefused(f"publish refused for target {target} date {date}: run.deterministic releases (fixed-seed "
-                             f"noise) are never published ({', '.join(fixed) or 'this publish run'}); rerun without it")
-    if not audited:
-        charged = {e["run_id"] for e in ledger.entries(settings.run.dataset) if e["guarantee"] in DP_GUARANTEES}
-        missing = sorted({r["run_id"] for r in summary} - charged)
-        if missing:
-            raise PublishRefused(f"publish refused for target {target} date {date}: no ledger charge with a DP "
-                                 f"guarantee for staging run(s) {', '.join(missing)}")
-    problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries), sorted(run_ids))
-                if audited and settings.publish.require_audit else [])
-    detection = None
-    if audited:
-        missed, detection = canary_problem(ledger.entries(settings.run.dataset), date, settings.publish.min_canary_recall)
-        problems += missed
-    gate = ("passed" if settings.publish.require_audit else "not_required") if audited else "ledger_charged"
-    if problems and not override_gate:
-        ctx.tracked.log_params({"publish.target": target, "publish.gate": "refused",
-                                "publish.refused": "; ".join(problems)})
-        raise PublishRefused(f"publish refused for target {target} date {date}: leakage audit gate not passed: "
-                             + "; ".join(problems), problems)
-    if problems or (audited and not settings.publish.require_audit):
-        gate = "override" if problems else gate
-        why = reason if problems else "publish.require_audit is false (demo)"
-        ledger.charge(none_charge(settings.run.dataset, "publish", ctx.run_id, f"gate_{gate}", reason=why,
-                                  params={"target": target, "date": date, "who": _who(), "why": why,
-                                          "gate_problems": problems}, deterministic=settings.run.deterministic),
-                      tracked=ctx.tracked)
-
+    entries = ledger.entries(settings.run.dataset)
+    _refuse_unpublishable(ctx, target, summary, entries, audited)
+    gate, detection = _pass_gate(ctx, ledger, entries, target, audited, {r["run_id"] for r in summary},
+                                 override_gate, reason)
     written = ctx.lakehouse.replace_partitions(published_spec, staged, {"date": [ctx.date]})
-
-    root = resolve_uri(settings.publish.export_path)
-    fs, base = _filesystem(root)
-    date_dir = f"{base}/{target}/{date}"
-    version = uuid.uuid4().hex
-    tmp_dir = f"{date_dir}/_tmp-{version}"
-    try:
-        task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", tuple(settings.publish.formats),
-                            staged_spec.schema)
-        files = [r.asDict() for r in staged.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
-        fs.create_dir(tmp_dir, recursive=True)
-        fs.move(tmp_dir, f"{date_dir}/{version}")
-        entries = [e for e in ledger.entries(settings.run.dataset)
-                   if (e["run_id"] in run_ids and e["stage"] != "publish") or e["run_id"] == ctx.run_id
-                   or (detection is not None and e["entry_id"] == detection["entry_id"])]
-        manifest = {
-            "target": target, "date": date, "publish_run_id": ctx.run_id,
-            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-            "rows": sum(f["rows"] for f in files if f["format"] == settings.publish.formats[0]),
-            "files": sorted(({**f, "path": f"{version}/{f['path']}"} for f in files), key=lambda f: f["path"]),
-            "privacy": {"methods": methods, "params": sorted({r["params"] for r in summary}),
-                        "source_run_ids": sorted(run_ids), "ledger_entry_ids": [e["entry_id"] for e in entries],
-                        "guarantees": sorted({e["guarantee"] for e in entries})},
-            "gate": {"outcome": gate},
-            "detection": None if detection is None else {
-                "measured_on": "canary documents", "canaries": detection["params"].get("canaries"),
-                **{k: detection["spend"]["overall"][k] for k in ("recall", "coverage")},
-                "by_type": {t: {k: v[k] for k in ("recall", "coverage")} for t, v in detection["spend"]["by_type"].items()}},
-            "published_table": {"name": published_spec.qualified_name, "version": written.version},
-        }
-        commit_manifest(fs, date_dir, manifest)
-    except BaseException:  # the previous manifest and its files are untouched; drop this attempt's files
-        _delete_dir(fs, tmp_dir)
-        _delete_dir(fs, f"{date_dir}/{version}")
-        raise
-    _remove_other_versions(fs, date_dir, keep=version)
+    manifest, files = _export(ctx, ledger, target, staged, staged_spec, summary, gate, detection,
+                              published_spec.qualified_name, written.version)
     ctx.tracked.log_params({"publish.target": target, "publish.gate": gate})
     ctx.tracked.log_dict(manifest, f"publish/{target}-{date}-manifest.json")
-    return PublishResult(target=target, rows=manifest["rows"], files=len(files), gate=gate,
-                         export_dir=f"{root}/{target}/{date}", published_version=written.version)
+    return PublishResult(target=target, rows=manifest["rows"], files=files, gate=gate,
+                         export_dir=f"{resolve_uri(settings.publish.export_path)}/{target}/{date}",
+                         published_version=written.version)

@@ -1,0 +1,73 @@
+"""The publish gate's pure parts: audit checks, the outcome, the canary check, fixed-seed runs, the manifest."""
+from privtext.stages import publish
+
+ROW = {"adversary": "rnn", "eps": 2.0, "violation_ratio": 0.01, "delta_target": 0.05, "passed": True,
+       "release": "candidate", "valid": True, "staged_runs": "a,b", "run_id": "x"}
+
+
+def test_gate_decision_names_each_failing_check():
+    assert publish.gate_decision([ROW], ["rnn"], ["b", "a"]) == []
+    assert publish.gate_decision([ROW], ["rnn", "lstm"], ["a", "b"]) == ["no leakage audit by lstm"]
+    assert "stale" in publish.gate_decision([ROW], ["rnn"], ["a"])[0]
+    assert "invalid" in publish.gate_decision([{**ROW, "valid": False}], ["rnn"], ["a", "b"])[0]
+    assert "found leakage" in publish.gate_decision([{**ROW, "passed": False, "violation_ratio": 0.2}], ["rnn"], ["a", "b"])[0]
+    unsure = publish.gate_decision([{**ROW, "passed": False, "log10_p_fail": -1.5}], ["rnn"], ["a", "b"])[0]
+    assert "not confidently" in unsure and "-1.50" in unsure
+    control = {**ROW, "release": "control_identity"}  # a control row never stands in for the audit
+    assert publish.gate_decision([control], ["rnn"], ["a", "b"]) == ["no leakage audit by rnn"]
+    assert publish.gate_decision([], [], ["a"]) == ["no leakage audit by any adversary"]
+
+
+def test_gate_decision_names_the_misbehaving_control():
+    invalid = {**ROW, "valid": False}
+    identity_passed = {**ROW, "release": "control_identity", "passed": True}  # must fail: it leaks everything
+    uniform_ok = {**ROW, "release": "control_uniform", "passed": True}
+    (reason,) = publish.gate_decision([invalid, identity_passed, uniform_ok], ["rnn"], ["a", "b"])
+    assert "(control_identity)" in reason
+    (reason,) = publish.gate_decision([invalid], ["rnn"], ["a", "b"])
+    assert "(missing)" in reason
+
+
+def test_gate_outcome():
+    assert publish.gate_outcome(True, True, [], False) == "passed"
+    assert publish.gate_outcome(True, True, ["x"], False) == "refused"
+    assert publish.gate_outcome(True, True, ["x"], True) == "override"
+    assert publish.gate_outcome(True, False, [], False) == "not_required"
+    assert publish.gate_outcome(True, False, ["low recall"], False) == "refused"  # the canary check still counts
+    assert publish.gate_outcome(False, True, [], False) == "ledger_charged"
+
+
+def _measured(entry_id, date, recall):
+    return {"entry_id": entry_id, "guarantee": "detection_recall", "stage": "detect_pii", "run_id": "d",
+            "params": {"date": date, "canaries": 40}, "created_at": entry_id,
+            "spend": {"overall": {"recall": recall, "coverage": recall - 0.05}, "by_type": {}}}
+
+
+def test_canary_problem_reads_the_latest_measurement_of_the_date():
+    assert publish.canary_problem([], "2026-01-15", 0.0) == ([], None)
+    assert "no detection recall measured for 2026-01-15" in publish.canary_problem([], "2026-01-15", 0.9)[0][0]
+    entries = [_measured("1", "2026-01-15", 0.8), _measured("2", "2026-01-16", 0.99)]
+    problems, latest = publish.canary_problem(entries, "2026-01-15", 0.9)
+    assert latest["entry_id"] == "1" and "0.800 < publish.min_canary_recall 0.9" in problems[0]
+    problems, latest = publish.canary_problem(entries + [_measured("3", "2026-01-15", 0.95)], "2026-01-15", 0.9)
+    assert problems == [] and latest["entry_id"] == "3"
+
+
+def test_deterministic_runs_only_among_the_staged_runs():
+    entries = [{"run_id": "a", "params": {"deterministic": True}}, {"run_id": "b", "params": {}},
+               {"run_id": "c", "params": {"deterministic": True}}]
+    assert publish.deterministic_runs(entries, {"a", "b"}) == ["a"]
+    assert publish.deterministic_runs(entries, {"b"}) == []
+
+
+def test_manifest_lists_files_under_their_version_and_counts_rows_of_one_format():
+    files = [{"path": "p.parquet", "format": "parquet", "rows": 3}, {"path": "p.jsonl", "format": "jsonl", "rows": 3},
+             {"path": "q.parquet", "format": "parquet", "rows": 2}]
+    summary = [{"method": "clusant", "params": "{}", "run_id": "s1"}]
+    entries = [{"entry_id": "e1", "guarantee": "mldp"}, {"entry_id": "e2", "guarantee": "none"}]
+    m = publish.build_manifest("sanitized_documents", "2026-01-15", "pub", "v1", files, "parquet", summary,
+                               entries, "passed", None, "published.sanitized_documents", 4)
+    assert m["rows"] == 5 and [f["path"] for f in m["files"]] == ["v1/p.jsonl", "v1/p.parquet", "v1/q.parquet"]
+    assert m["privacy"] == {"methods": ["clusant"], "params": ["{}"], "source_run_ids": ["s1"],
+                            "ledger_entry_ids": ["e1", "e2"], "guarantees": ["mldp", "none"]}
+    assert m["gate"] == {"outcome": "passed"} and m["detection"] is None and m["published_table"]["version"] == 4
