@@ -186,49 +186,48 @@ def _embedder(settings):
     return lambda texts: encode_texts(list(texts), settings.embed)
 
 
-def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, rounds: int | None = None,
-        clusters: int | None = None, r_over_p: float | None = None, variations: int | None = None) -> SynthesizeResult:
-    overrides = {k: v for k, v in dict(method=method, n_syn=n_syn, rounds=rounds, clusters=clusters,
-                                       r_over_p=r_over_p, variations=variations).items() if v is not None}
-    cfg = ctx.settings.secpe.model_copy(update=overrides)
+@dataclass
+class _Noise:
+    """The noise calibrated and charged before any private statistic: sigma, and SecretNoise's per-group
+    sampling rates (``rho``, aligned with ``keys``; None for Aug-PE)."""
+    sigma: float
+    groups: list
+    keys: list
+    rho: np.ndarray | None
+
+
+def _config(ctx: RunContext, overrides: dict) -> SecpeSettings:
+    cfg = ctx.settings.secpe.model_copy(update={k: v for k, v in overrides.items() if v is not None})
     SecpeSettings.model_validate(cfg.model_dump())  # validate the CLI overrides too
-    run_cfg = ctx.settings.run
-    rng = make_rng(run_cfg.deterministic, run_cfg.seed)
-    tracked = ctx.tracked
-    if tracked is not None:
-        tracked.log_params({f"secpe.{k}": v for k, v in cfg.model_dump().items()})
+    if ctx.tracked is not None:
+        ctx.tracked.log_params({f"secpe.{k}": v for k, v in cfg.model_dump().items()})
+    return cfg
 
-    corpus, labels = load_corpus(ctx, cfg.use_labels)
-    corpus = corpus.where(F.col("label_code") >= 0).cache()
-    private = corpus.where("is_private")
-    n_private, n_public = private.count(), corpus.where(~F.col("is_private")).count()
-    if n_public == 0:
-        raise ValueError("synthesize needs public documents (no secret) for the public clusters; found none")
-    dim = len(corpus.select("embedding").first().embedding)
 
-    # SecretNoise / Aug-PE noise, then the charge, before any private statistic is computed
+def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, private: DataFrame, n_private: int) -> _Noise:
+    """SecretNoise (SecPE) or Aug-PE's sigma, then the ledger charge (refused: nothing is written)."""
     groups, sizes, keys, n_secrets = secret_groups(private)
     secret_ids = [None] * n_secrets
     for idxs, ids in zip(groups, keys):
         for j, sid in zip(idxs, ids):
             secret_ids[j] = sid
-    dataset, det = ctx.settings.run.dataset, run_cfg.deterministic
+    dataset, det, date = ctx.settings.run.dataset, ctx.settings.run.deterministic, ctx.date.isoformat()
     if cfg.method == "secpe":
         noise = group_secret_noise(groups, sizes, n_secrets, cfg.p, cfg.r, cfg.rounds)
-        sigma = noise.sigma
         pmfs, variant, records = secret_count_pmfs(groups, sizes, noise.rho, n_secrets)
-        params = {"date": ctx.date.isoformat(), "rounds": cfg.rounds, "clusters": cfg.clusters,
+        params = {"date": date, "rounds": cfg.rounds, "clusters": cfg.clusters,
                   "clip_radius": cfg.clip_radius, "secret_groups": noise.n_groups, "expected_sampled": noise.expected_sampled,
                   "private_documents": n_private}
-        charge = secret_charge(dataset, "synthesize", ctx.run_id, "secpe_histogram", p=cfg.p, r=cfg.r, sigma=sigma,
+        charge = secret_charge(dataset, "synthesize", ctx.run_id, "secpe_histogram", p=cfg.p, r=cfg.r, sigma=noise.sigma,
                                rounds=cfg.rounds, releases_per_round=2, count_pmfs=pmfs, params=params,
                                deterministic=det)
         exposures = {sid: Exposure(1, int(variant[j]), int(records[j])) for j, sid in enumerate(secret_ids)}
+        result = _Noise(noise.sigma, groups, keys, noise.rho)
     else:
         c_max = int(private.select(F.explode("secrets").alias("s")).groupBy("s").count()
                     .agg(F.max("count")).first()[0] or 0)
         sigma = augpe_secret_sigma(cfg.p, cfg.r, cfg.rounds, c_max)
-        params = {"date": ctx.date.isoformat(), "sigma": sigma, "rounds": cfg.rounds, "max_records_per_secret": c_max,
+        params = {"date": date, "sigma": sigma, "rounds": cfg.rounds, "max_records_per_secret": c_max,
                   "clip_radius": cfg.clip_radius, "private_documents": n_private}
         if sigma <= 0:
             raise ValueError(f"secpe.r_over_p = {cfg.r_over_p}: Aug-PE without noise has no guarantee; "
@@ -237,71 +236,77 @@ def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, ro
                                      event=gaussian_event(sigma, max(c_max, 1), cfg.rounds), params=params,
                                      deterministic=det)
         exposures = {sid: 1 for sid in secret_ids}
-    Ledger(ctx.lakehouse, ctx.settings).charge(charge, exposures, tracked=tracked)
+        result = _Noise(sigma, groups, keys, None)
+    Ledger(ctx.lakehouse, ctx.settings).charge(charge, exposures, tracked=ctx.tracked)
+    return result
 
-    spark = ctx.spark
-    R = cfg.clip_radius
-    releases: list[tuple[int, object]] = []
-    if cfg.method == "secpe":
-        public_clusters = public_kmeans(corpus.where(~F.col("is_private")), labels, cfg.clusters, cfg, run_cfg.seed)
-        rho_table = spark.createDataFrame(pd.DataFrame({"key": [_key(k) for k in keys], "rho": noise.rho}))
-        sampled = (private.withColumn("key", F.sha2(F.concat_ws("\u0001", "secrets"), 256))
-                   .join(F.broadcast(rho_table), "key").select("embedding", "label_code", "rho"))
-        bc = spark.sparkContext.broadcast(public_clusters)
-        labelled = labels != [None]
 
-        def private_stats(t: int):
-            round_seed = int(rng.integers(2**63))
+def _secpe_vote(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, private: DataFrame, labels: list,
+                noise: _Noise, rng, dim: int, n_private: int, releases: list):
+    """SecPE's vote: rho-sampled private rows assigned to the broadcast public centres, per-partition
+    (counts, sums) tree-reduced to the driver. Returns (vote, number of public centres)."""
+    spark, R = ctx.spark, cfg.clip_radius
+    public_clusters = public_kmeans(corpus.where(~F.col("is_private")), labels, cfg.clusters, cfg, ctx.settings.run.seed)
+    rho_table = spark.createDataFrame(pd.DataFrame({"key": [_key(k) for k in noise.keys], "rho": noise.rho}))
+    sampled = (private.withColumn("key", F.sha2(F.concat_ws("\u0001", "secrets"), 256))
+               .join(F.broadcast(rho_table), "key").select("embedding", "label_code", "rho"))
+    bc = spark.sparkContext.broadcast(public_clusters)
+    labelled = labels != [None]
 
-            def per_partition(frames):
-                from pyspark import TaskContext
+    def private_stats(t: int):
+        round_seed = int(rng.integers(2**63))
 
-                part = TaskContext.get().partitionId()
-                prng = np.random.default_rng([round_seed, part])
-                counts = np.zeros(bc.value.k)
-                sums = np.zeros((bc.value.k, dim))
-                for f in frames:
-                    emb = np.stack(f["embedding"].to_numpy()) if len(f) else np.zeros((0, dim), np.float32)
-                    keep = prng.random(len(f)) < f["rho"].to_numpy()
-                    c, s = private_cluster_stats(emb, bc.value, R, keep, f["label_code"].to_numpy() if labelled else None)
-                    counts += c
-                    sums += s
-                return counts, sums
+        def per_partition(frames):
+            from pyspark import TaskContext
 
-            if n_private == 0:
-                return np.zeros(public_clusters.k), np.zeros((public_clusters.k, dim))
-            return tree_sum(sampled, per_partition)
+            part = TaskContext.get().partitionId()
+            prng = np.random.default_rng([round_seed, part])
+            counts = np.zeros(bc.value.k)
+            sums = np.zeros((bc.value.k, dim))
+            for f in frames:
+                emb = np.stack(f["embedding"].to_numpy()) if len(f) else np.zeros((0, dim), np.float32)
+                keep = prng.random(len(f)) < f["rho"].to_numpy()
+                c, s = private_cluster_stats(emb, bc.value, R, keep, f["label_code"].to_numpy() if labelled else None)
+                counts += c
+                sums += s
+            return counts, sums
 
-        vote = secpe_vote(private_stats, public_clusters, sigma, rng, R,
-                          on_release=lambda t, noisy: releases.append((t, noisy)))
-        n_clusters = public_clusters.k
-    else:
-        voters = corpus.select("embedding", "label_code")
-        labelled = labels != [None]
+        if n_private == 0:
+            return np.zeros(public_clusters.k), np.zeros((public_clusters.k, dim))
+        return tree_sum(sampled, per_partition)
 
-        def votes(t, cand_emb, cand_labels):
-            bc = spark.sparkContext.broadcast((cand_emb, cand_labels))
+    vote = secpe_vote(private_stats, public_clusters, noise.sigma, rng, R,
+                      on_release=lambda t, noisy: releases.append((t, noisy)))
+    return vote, public_clusters.k
 
-            def per_partition(frames):
-                out = np.zeros(bc.value[0].shape[0])
-                for f in frames:
-                    if len(f):
-                        out += private_votes(np.stack(f["embedding"].to_numpy()), bc.value[0], R,
-                                             f["label_code"].to_numpy() if labelled else None, bc.value[1])
-                return (out,)
 
-            (hist,) = tree_sum(voters, per_partition)
-            bc.unpersist()
-            return hist
+def _augpe_vote(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, labels: list, sigma: float, rng):
+    """Aug-PE's vote: every document votes for its nearest broadcast candidate."""
+    spark, R = ctx.spark, cfg.clip_radius
+    voters = corpus.select("embedding", "label_code")
+    labelled = labels != [None]
 
-        vote = augpe_vote(votes, sigma, rng)
-        n_clusters = 0
+    def votes(t, cand_emb, cand_labels):
+        bc = spark.sparkContext.broadcast((cand_emb, cand_labels))
 
-    result = evolve(SparkGenerator(ctx), _embedder(ctx.settings), vote, labels, cfg.n_syn, cfg.variations,
-                    cfg.rounds, R, seed=run_cfg.seed)
-    corpus.unpersist()
+        def per_partition(frames):
+            out = np.zeros(bc.value[0].shape[0])
+            for f in frames:
+                if len(f):
+                    out += private_votes(np.stack(f["embedding"].to_numpy()), bc.value[0], R,
+                                         f["label_code"].to_numpy() if labelled else None, bc.value[1])
+            return (out,)
 
-    date = ctx.date
+        (hist,) = tree_sum(voters, per_partition)
+        bc.unpersist()
+        return hist
+
+    return augpe_vote(votes, sigma, rng)
+
+
+def _write(ctx: RunContext, method: str, result, releases: list, labels: list) -> None:
+    """Replace the date's partitions of ``protected.noisy_centers`` (SecPE) and the staged synthetic documents."""
+    spark, date = ctx.spark, ctx.date
     if releases:
         rows = [{"run_id": ctx.run_id, "round": t, "label": None if c < 0 else labels[c], "center_id": k,
                  "noisy_count": float(noisy.counts[k]), "center": noisy.centers[k].astype(np.float32).tolist(),
@@ -310,19 +315,49 @@ def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, ro
         ctx.lakehouse.replace_partitions(NOISY_CENTERS, spark.createDataFrame(
             pd.DataFrame(rows), from_arrow_schema(NOISY_CENTERS.schema)), {"date": [date]})
     synth = pd.DataFrame({"synthetic_id": [uuid.uuid4().hex for _ in result.texts], "text": result.texts,
-                          "label": result.labels, "method": cfg.method,
+                          "label": result.labels, "method": method,
                           "round": np.asarray(result.born, dtype=np.int32), "run_id": ctx.run_id, "date": date})
     ctx.lakehouse.replace_partitions(STAGED_SYNTHETIC_DOCUMENTS,
                                      spark.createDataFrame(synth, from_arrow_schema(STAGED_SYNTHETIC_DOCUMENTS.schema)), {"date": [date]})
 
-    if tracked is not None:
-        for s in result.rounds:
-            tracked.log_metrics({f"round{s.round}.{k}": v for k, v in s.__dict__.items()
-                                 if isinstance(v, (int, float)) and k != "round"})
-        tracked.log_dict({"rounds": [s.__dict__ for s in result.rounds], "labels": [str(x) for x in labels]},
-                         "synthesize/rounds.json")
+
+def _log_rounds(tracked, result, labels: list) -> None:
+    if tracked is None:
+        return
+    for s in result.rounds:
+        tracked.log_metrics({f"round{s.round}.{k}": v for k, v in s.__dict__.items()
+                             if isinstance(v, (int, float)) and k != "round"})
+    tracked.log_dict({"rounds": [s.__dict__ for s in result.rounds], "labels": [str(x) for x in labels]},
+                     "synthesize/rounds.json")
+
+
+def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, rounds: int | None = None,
+        clusters: int | None = None, r_over_p: float | None = None, variations: int | None = None) -> SynthesizeResult:
+    cfg = _config(ctx, dict(method=method, n_syn=n_syn, rounds=rounds, clusters=clusters, r_over_p=r_over_p,
+                            variations=variations))
+    run_cfg = ctx.settings.run
+    rng = make_rng(run_cfg.deterministic, run_cfg.seed)
+    corpus, labels = load_corpus(ctx, cfg.use_labels)
+    corpus = corpus.where(F.col("label_code") >= 0).cache()
+    private = corpus.where("is_private")
+    n_private, n_public = private.count(), corpus.where(~F.col("is_private")).count()
+    if n_public == 0:
+        raise ValueError("synthesize needs public documents (no secret) for the public clusters; found none")
+    dim = len(corpus.select("embedding").first().embedding)
+
+    noise = _calibrate_and_charge(ctx, cfg, private, n_private)  # before any private statistic is computed
+    releases: list[tuple[int, object]] = []
+    if cfg.method == "secpe":
+        vote, n_clusters = _secpe_vote(ctx, cfg, corpus, private, labels, noise, rng, dim, n_private, releases)
+    else:
+        vote, n_clusters = _augpe_vote(ctx, cfg, corpus, labels, noise.sigma, rng), 0
+    result = evolve(SparkGenerator(ctx), _embedder(ctx.settings), vote, labels, cfg.n_syn, cfg.variations,
+                    cfg.rounds, cfg.clip_radius, seed=run_cfg.seed)
+    corpus.unpersist()
+    _write(ctx, cfg.method, result, releases, labels)
+    _log_rounds(ctx.tracked, result, labels)
     return SynthesizeResult(
-        cfg.method, len(result.texts), cfg.rounds, n_public, n_private, n_clusters, len(groups), sigma,
+        cfg.method, len(result.texts), cfg.rounds, n_public, n_private, n_clusters, len(noise.groups), noise.sigma,
         cfg.r_over_p, sum(s.vote_seconds for s in result.rounds), sum(s.generate_seconds for s in result.rounds),
         sum(s.embed_seconds for s in result.rounds))
 
