@@ -321,17 +321,35 @@ def calibrate_sigma(incidence: sparse.spmatrix, rho, p, r, rounds: int, releases
     rho = np.asarray(rho, dtype=np.float64)
     p = np.broadcast_to(np.asarray(p, dtype=np.float64), (n_secrets,))
     r = np.broadcast_to(np.asarray(r, dtype=np.float64), (n_secrets,))
-    mu = np.broadcast_to(mu_from_pr(p, r), (n_secrets,))
     if method not in ("exact", "gaussian"):
         raise ValueError(f"method must be 'exact' or 'gaussian', got {method!r}")
     if rounds < 1 or releases_per_round < 1:
         raise ValueError("rounds and releases_per_round must be >= 1")
-    m = releases_per_round
+    groups = _rho_groups(inc, rho, p, r)
+    if not groups:
+        return 0.0, -1, 0, 0
+    keys = list(groups)
+    if method == "gaussian":
+        sig = np.array([np.sqrt(releases_per_round * rounds) * sum(key[2]) / mu_from_pr(key[0], key[1])
+                        for key in keys])
+        g = int(np.argmax(sig))
+        return float(sig[g]), groups[keys[g]][0], len(keys), len(keys)
+    cal = _Calibration(keys, rounds, releases_per_round, discretization, rel_tol)
+    for members in cal.classes():
+        if cal.sigma < cal.hi[members[0]]:
+            cal.raise_sigma(members[0])  # the largest lower bound of its class: calibrate it first
+        cal.certify(members)
+    binding = groups[keys[cal.binding]][0] if cal.binding >= 0 else -1
+    return float(cal.sigma), int(binding), len(keys), cal.evals
 
-    # rho multiset of every secret (rounded up to 2^-30), grouped with its (p, r)
+
+def _rho_groups(inc: sparse.csc_matrix, rho: np.ndarray, p: np.ndarray, r: np.ndarray) -> dict[tuple, list[int]]:
+    """Secrets grouped by (p_j, r_j, their rho multiset rounded up to 2^-30, descending); secrets never
+    sampled or unconstrained (r_j >= 1) are left out."""
+    mu = np.broadcast_to(mu_from_pr(p, r), (len(p),))
     grid = 2.0**30
     groups: dict[tuple, list[int]] = {}
-    for j in range(n_secrets):
+    for j in range(len(p)):
         vals = np.ceil(rho[inc.indices[inc.indptr[j]:inc.indptr[j + 1]]] * grid) / grid
         vals = np.sort(vals[vals > 0])[::-1]
         if vals.size == 0 or r[j] >= 1:
@@ -339,84 +357,78 @@ def calibrate_sigma(incidence: sparse.spmatrix, rho, p, r, rounds: int, releases
         if mu[j] <= 0:
             raise ValueError(f"secret {j}: r_j <= p_j cannot be met by any finite noise")
         groups.setdefault((p[j], r[j], tuple(vals)), []).append(j)
-    if not groups:
-        return 0.0, -1, 0, 0
-    keys = list(groups)
-    if method == "gaussian":
-        sig = np.array([np.sqrt(m * rounds) * sum(key[2]) / mu_from_pr(key[0], key[1]) for key in keys])
-        g = int(np.argmax(sig))
-        return float(sig[g]), groups[keys[g]][0], len(keys), len(keys)
+    return groups
 
-    length = max(len(key[2]) for key in keys) + 1
-    pmfs = np.zeros((len(keys), length))
-    for g, key in enumerate(keys):
-        pmf = poisson_binomial_pmf(np.asarray(key[2]))
-        pmfs[g, : pmf.size] = pmf
-    cdfs = np.cumsum(pmfs, axis=1)
-    kp = np.array([key[0] for key in keys])
-    kr = np.array([key[1] for key in keys])
-    z = norm.isf(kp)
 
-    # exact one-round sigma of every group (vectorised bisection): a lower bound on sigma_j
-    lo, hi = np.full(len(keys), 1e-6), np.full(len(keys), 1e6)
-    for _ in range(80):
-        mid = np.sqrt(lo * hi)
-        ok = _one_round_blowup(pmfs, mid, z, m) <= kr
-        hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
-    order = np.argsort(-hi)
+class _Calibration:
+    """The exact calibration's state: the groups' count PMFs/CDFs and one-round lower bounds (``lo``,
+    ``hi``), the sigma reached so far, the group that set it (``binding``) and the PLD evaluations spent."""
 
-    # dominance pruning within each (p, r) class, visiting larger lower bounds first
-    frontier: list[int] = []
-    for g in order:
-        same = [f for f in frontier if kp[f] == kp[g] and kr[f] == kr[g]]
-        if same and np.any(np.all(cdfs[same] <= cdfs[g] + 1e-15, axis=1)):
-            continue
-        frontier.append(int(g))
+    def __init__(self, keys: list[tuple], rounds: int, m: int, discretization: float, rel_tol: float):
+        self.rounds, self.m, self.discretization, self.rel_tol = rounds, m, discretization, rel_tol
+        self.pmfs = np.zeros((len(keys), max(len(key[2]) for key in keys) + 1))
+        for g, key in enumerate(keys):
+            pmf = poisson_binomial_pmf(np.asarray(key[2]))
+            self.pmfs[g, : pmf.size] = pmf
+        self.cdfs = np.cumsum(self.pmfs, axis=1)
+        self.kp = np.array([key[0] for key in keys])
+        self.kr = np.array([key[1] for key in keys])
+        # exact one-round sigma of every group (vectorised bisection): a lower bound on sigma_j
+        z = norm.isf(self.kp)
+        lo, hi = np.full(len(keys), 1e-6), np.full(len(keys), 1e6)
+        for _ in range(80):
+            mid = np.sqrt(lo * hi)
+            ok = _one_round_blowup(self.pmfs, mid, z, m) <= self.kr
+            hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
+        self.lo, self.hi = lo, hi
+        self.sigma, self.binding, self.evals = 0.0, -1, 0
 
-    state = {"sigma": 0.0, "binding": -1, "evals": 0}
+    def classes(self) -> list[list[int]]:
+        """The undominated groups per (p, r) class, larger lower bounds first: if C_a >= C_b
+        stochastically, B_a >= B_b for every sigma, so b is dropped."""
+        frontier: list[int] = []
+        for g in np.argsort(-self.hi):
+            same = [f for f in frontier if self.kp[f] == self.kp[g] and self.kr[f] == self.kr[g]]
+            if same and np.any(np.all(self.cdfs[same] <= self.cdfs[g] + 1e-15, axis=1)):
+                continue
+            frontier.append(int(g))
+        by_class: dict[tuple, list[int]] = {}
+        for g in frontier:
+            by_class.setdefault((self.kp[g], self.kr[g]), []).append(g)
+        return list(by_class.values())
 
-    def fails(pmf, g, sig):
-        state["evals"] += 1
-        return secret_blowup(pmf, sig, kp[g], rounds, m, discretization) > kr[g]
+    def fails(self, pmf: np.ndarray, g: int, sig: float) -> bool:
+        self.evals += 1
+        return secret_blowup(pmf, sig, self.kp[g], self.rounds, self.m, self.discretization) > self.kr[g]
 
-    def raise_sigma(g):
-        # bisect on [low, high]: B(lo[g]) > r_g (one round already fails there); every returned
-        # value was checked (B <= r_g) and is >= the previous sigma, so covered groups stay covered
-        low = max(lo[g], state["sigma"])
-        kmax = np.flatnonzero(pmfs[g] > 0)[-1]
-        high = max(np.sqrt(m * rounds) * kmax / mu_from_pr(kp[g], kr[g]), low) * (1 + rel_tol)
-        while fails(pmfs[g], g, high):  # worst-case Gaussian can fail only by the PLD's rounding
+    def raise_sigma(self, g: int) -> None:
+        """Bisect group g's sigma on [low, high]: B(lo[g]) > r_g (one round already fails there); every
+        value kept was checked (B <= r_g) and is >= the previous sigma, so covered groups stay covered."""
+        low = max(self.lo[g], self.sigma)
+        kmax = np.flatnonzero(self.pmfs[g] > 0)[-1]
+        high = max(np.sqrt(self.m * self.rounds) * kmax / mu_from_pr(self.kp[g], self.kr[g]), low) * (1 + self.rel_tol)
+        while self.fails(self.pmfs[g], g, high):  # worst-case Gaussian can fail only by the PLD's rounding
             low, high = high, high * 1.25
-        while high / low > 1 + rel_tol:
+        while high / low > 1 + self.rel_tol:
             mid = np.sqrt(low * high)
-            if fails(pmfs[g], g, mid):
+            if self.fails(self.pmfs[g], g, mid):
                 low = mid
             else:
                 high = mid
-        state["sigma"], state["binding"] = high, groups[keys[g]][0]
+        self.sigma, self.binding = high, g
 
-    def certify(members):
-        # the pointwise minimum of the members' CDFs is a CDF that dominates every member, so one
-        # check of it at sigma certifies them all; otherwise split (members are in proxy order)
-        env = np.diff(np.concatenate([[0.0], cdfs[members].min(axis=0)]))
-        if not fails(env, members[0], state["sigma"]):
+    def certify(self, members: list[int]) -> None:
+        """The pointwise minimum of the members' CDFs is a CDF that dominates every member, so one check
+        of it at sigma certifies them all; otherwise split (members are in proxy order)."""
+        env = np.diff(np.concatenate([[0.0], self.cdfs[members].min(axis=0)]))
+        if not self.fails(env, members[0], self.sigma):
             return
         if len(members) == 1:
-            raise_sigma(members[0])
+            self.raise_sigma(members[0])
             return
         half = len(members) // 2
-        certify(members[:half])
-        certify(members[half:])
-
-    by_class: dict[tuple, list[int]] = {}
-    for g in frontier:
-        by_class.setdefault((kp[g], kr[g]), []).append(g)
-    for members in by_class.values():
-        if state["sigma"] < hi[members[0]]:
-            raise_sigma(members[0])  # the largest lower bound of its class: calibrate it first
-        certify(members)
-    sigma, binding, n_cal = state["sigma"], state["binding"], state["evals"]
-    return float(sigma), int(binding), len(keys), n_cal
+        self.certify(members[:half])
+        self.certify(members[half:])
 
 
 def secret_noise(incidence: sparse.spmatrix, p, r, rounds: int, releases_per_round: int = 2,
