@@ -7,8 +7,8 @@ import logging
 import os
 import sys
 
-from privtext.platform.errors import Refused
-from privtext.settings import PROJECT_ROOT, ZONES, ConfigError, load_settings
+from privtext.errors import PrivtextError, Refused
+from privtext.settings import PROJECT_ROOT, ZONES, load_settings
 
 
 def _settings(args):
@@ -266,12 +266,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except ConfigError as error:
-        print(f"privtext: {error}", file=sys.stderr)
-        return 2
-    except Refused as refusal:
-        print(f"privtext: refused: {refusal}", file=sys.stderr)
-        return 3
+    except PrivtextError as error:
+        return report_error(error)
+
+
+def report_error(error: PrivtextError) -> int:
+    """One line on stderr (``privtext: [refused: ]<message>``), no traceback; returns the exit code."""
+    print(f"privtext: {'refused: ' if isinstance(error, Refused) else ''}{error}", file=sys.stderr)
+    return error.exit_code
 
 
 def job_main(stage: str, argv: list[str]) -> int:

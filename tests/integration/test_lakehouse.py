@@ -68,6 +68,24 @@ def _deltalake_rows(lake):
     return [tuple(r.values()) for r in pa.table(table).to_pylist()]
 
 
+def test_read_by_date_keeps_the_date_partitions(spark, lake):
+    D3 = dt.date(2026, 1, 3)
+    lake.append(SPEC, spark.createDataFrame([("a", 1, {}, D1), ("b", 2, {}, D2), ("c", 3, {}, D3)], DDL))
+    ids = lambda df: sorted(r.id for r in df.collect())  # noqa: E731
+    assert SPEC.date_column == "day"
+    assert ids(lake.read(SPEC, date=D2)) == ["b"]
+    assert ids(lake.read(SPEC, upto=D2)) == ["a", "b"]
+    assert ids(lake.read(SPEC, since=D2)) == ["b", "c"]
+    assert ids(lake.read(SPEC, since=D2, upto=D2)) == ["b"]
+    assert ids(lake.read(SPEC, version=0, date=D2)) == []
+    with pytest.raises(LakehouseError, match="needs a datetime.date, got '2026-01-02'"):
+        lake.read(SPEC, date="2026-01-02")
+    undated = TableSpec("restricted", "undated", pa.schema([("id", pa.string())]))
+    lake.create(undated)
+    with pytest.raises(LakehouseError, match="restricted.undated has no date partition column"):
+        lake.read(undated, upto=D1)
+
+
 def test_replace_partition_leaves_other_partitions_and_removes_old_files(spark, lake):
     lake.append(SPEC, spark.createDataFrame([("a", 1, {}, D1), ("b", 2, {}, D2)], DDL))
     result = lake.replace_partitions(SPEC, spark.createDataFrame([("x", 9, {}, D1)], DDL), {"day": [D1]})

@@ -36,6 +36,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from privtext.ampl.mpl import floor_log_probs
 from privtext.ampl.sequences import ReleasedSequences
 from privtext.ampl.settings import AmplSettings
+from privtext.torch_scope import torch_scope
 
 
 def resolve_device(name: str = "auto") -> torch.device:
@@ -208,11 +209,15 @@ def train_shared(kind: str, train: ReleasedSequences, val: ReleasedSequences, se
 def _fit(kind: str, train: ReleasedSequences, val: ReleasedSequences, settings: AmplSettings, seed: int,
          views: tuple[bool, ...]) -> list[TrainedAdversary]:
     """Train one network on the given views (False = released, True = placeholder); the loss and the
-    validation MSE are summed over the views; one TrainedAdversary per view, sharing the network."""
+    validation MSE are summed over the views; one TrainedAdversary per view, sharing the network.
+    torch's seed and ``torch_threads`` hold for the training only."""
+    with torch_scope(seed=seed, threads=settings.torch_threads):
+        return _train(kind, train, val, settings, seed, views)
+
+
+def _train(kind: str, train: ReleasedSequences, val: ReleasedSequences, settings: AmplSettings, seed: int,
+           views: tuple[bool, ...]) -> list[TrainedAdversary]:
     device = resolve_device(settings.device)
-    if settings.torch_threads:
-        torch.set_num_threads(settings.torch_threads)
-    torch.manual_seed(seed)
     scaler = Standardizer.fit(train)
     dim = train.released.shape[2]
     model = SequenceAdversary(kind, dim, settings).to(device)

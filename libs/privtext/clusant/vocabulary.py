@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from privtext.errors import PrivtextError
 from privtext.pii.gazetteers import NRP_LIST, readable_job
 
 from .settings import VocabularySettings
@@ -34,7 +35,7 @@ Encode = Callable[[list[str]], np.ndarray]
 Generate = Callable[[str, Sequence[str], int], list[str]]
 
 
-class NoVocabulary(ValueError):
+class NoVocabulary(PrivtextError, ValueError):
     """No public source yields (at least two) replacement candidates for an entity type."""
 
 _DATE_PATTERNS = ("%B %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%B %Y", "%d.%m.%Y", "%b %d")

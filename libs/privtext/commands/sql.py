@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from privtext.settings import ZONES
-from privtext.platform.errors import Refused
+from privtext.errors import Refused
 
 if TYPE_CHECKING:  # the root settings live above the platform
     from privtext.settings import Settings

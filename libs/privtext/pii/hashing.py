@@ -13,6 +13,8 @@ import re
 import unicodedata
 from pathlib import Path
 
+from privtext.errors import PrivtextError
+
 MIN_KEY_BYTES = 16
 DETERMINISTIC_TEST_KEY = b"privtext-deterministic-test-key-not-secret"
 
@@ -22,7 +24,7 @@ _SPACES = re.compile(r"\s+")
 _EDGE_PUNCT = " \t\n\"'`.,;:!?()[]{}<>"
 
 
-class MissingKeyError(RuntimeError):
+class MissingKeyError(PrivtextError, RuntimeError):
     """No HMAC key was configured and the run is not deterministic."""
 
 
@@ -52,13 +54,17 @@ def load_hmac_key(hmac_key_env: str = "PRIVTEXT_HMAC_KEY", hmac_key_file: str | 
     return key
 
 
+def normalize_text(raw: str) -> str:
+    """NFKC, case-folded, whitespace collapsed, edge punctuation stripped (also sanitize's match key)."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFKC", raw).casefold()).strip(_EDGE_PUNCT)
+
+
 def normalize_value(entity_type: str, raw: str) -> str:
-    """Canonical form of a secret value: NFKC, case-folded, whitespace collapsed, edge punctuation
-    stripped; for code-like types (card, IBAN, phone, SSN) only letters and digits are kept."""
-    text = unicodedata.normalize("NFKC", raw).casefold()
+    """Canonical form of a secret value: ``normalize_text``; for code-like types (card, IBAN, phone,
+    SSN) only letters and digits are kept."""
     if entity_type in _CODE_TYPES:
-        return "".join(ch for ch in text if ch.isalnum())
-    return _SPACES.sub(" ", text).strip(_EDGE_PUNCT)
+        return "".join(ch for ch in unicodedata.normalize("NFKC", raw).casefold() if ch.isalnum())
+    return normalize_text(raw)
 
 
 def secret_id(key: bytes, normalized_value: str) -> str:

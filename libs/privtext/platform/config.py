@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from privtext.errors import PrivtextError
 from privtext.strict import StrictModel
 
 # PRIVTEXT_HOME: the project checkout, for code imported from a zip/wheel shipped with spark-submit --py-files
@@ -17,8 +18,10 @@ ENV_PREFIX = "PRIVTEXT_"
 ZONES = ("restricted", "protected", "published")
 
 
-class ConfigError(ValueError):
+class ConfigError(PrivtextError, ValueError):
     """A configuration problem, naming the dotted key and what is allowed."""
+
+    exit_code = 2
 
 
 class RunSettings(StrictModel):

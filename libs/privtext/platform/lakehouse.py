@@ -19,6 +19,7 @@ String min/max statistics are not written: table logs would otherwise carry text
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -36,6 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+from privtext.errors import PrivtextError
 from privtext.platform.config import ZONES, LakehouseSettings
 from privtext.platform.leases import stage_lease
 
@@ -55,7 +57,7 @@ CREATE_WAIT_S = 120  # how long a process waits for another one creating tables
 ORPHAN_MIN_HOURS = 24  # files of writes never committed are removed only once this old (a write may be in flight)
 
 
-class LakehouseError(RuntimeError):
+class LakehouseError(PrivtextError, RuntimeError):
     """A refused or failed table operation (schema mismatch, bad partition, conflict...)."""
 
 
@@ -84,6 +86,11 @@ class TableSpec:
     def data_schema(self) -> pa.Schema:
         """Columns stored in the Parquet files (partition values live in the log and the path)."""
         return pa.schema([f for f in self.schema if f.name not in self.partition_by])
+
+    @property
+    def date_column(self) -> str | None:
+        """The partition column holding the data date (``date``, ``ingest_date``), if any."""
+        return next((c for c in self.partition_by if pa.types.is_date(self.schema.field(c).type)), None)
 
 
 @dataclass
@@ -294,9 +301,21 @@ class Lakehouse:
         return [spec.qualified_name for spec in specs if self.create(spec)]
 
     # -- reads --------------------------------------------------------------------------------
-    def read(self, spec: TableSpec, version: int | None = None) -> DataFrame:
+    def read(self, spec: TableSpec, version: int | None = None, *, date: dt.date | None = None,
+             since: dt.date | None = None, upto: dt.date | None = None) -> DataFrame:
+        """The table (at ``version``); ``date`` keeps that data date's partition, ``since``/``upto`` the
+        partitions from/up to a date (inclusive), on the spec's ``date_column``."""
         table = self.delta_table(spec, version)
-        return self._read_files(spec, table.file_uris())
+        df = self._read_files(spec, table.file_uris())
+        bounds = [(op, d) for op, d in (("==", date), (">=", since), ("<=", upto)) if d is not None]
+        if bounds and spec.date_column is None:
+            raise LakehouseError(f"{spec.qualified_name} has no date partition column to read by date")
+        for op, day in bounds:
+            if not isinstance(day, dt.date) or isinstance(day, dt.datetime):
+                raise LakehouseError(f"reading {spec.qualified_name} by date needs a datetime.date, got {day!r}")
+            column, value = F.col(spec.date_column), F.lit(day)
+            df = df.where(column == value if op == "==" else column >= value if op == ">=" else column <= value)
+        return df
 
     def _read_files(self, spec: TableSpec, uris: list[str]) -> DataFrame:
         spark_schema = from_arrow_schema(spec.schema)

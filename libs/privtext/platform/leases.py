@@ -24,7 +24,7 @@ import time
 import uuid
 
 from privtext.platform.config import ConfigError, LakehouseSettings, resolve_uri
-from privtext.platform.errors import Refused
+from privtext.errors import Refused
 
 TAKEOVER_GRACE_S = 60  # a takeover marker older than this was left by a taker that died
 

@@ -9,6 +9,7 @@ mechanism, not a copy. The check runs on the specs (tests) and on the schemas st
 """
 from __future__ import annotations
 
+from privtext.errors import PrivtextError
 from privtext.platform.tables import ALL_TABLES
 
 PRIVATE_COLUMNS = frozenset({"text", "spans"})  # raw text and span lists, in whatever table they appear
@@ -19,7 +20,7 @@ RELEASED = {
 }
 
 
-class ZoneViolation(RuntimeError):
+class ZoneViolation(PrivtextError, RuntimeError):
     """A published table has a restricted-only column."""
 
 

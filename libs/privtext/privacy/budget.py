@@ -57,6 +57,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import sparse
 from scipy.special import logsumexp
 
+from privtext.errors import Refused
 from privtext.privacy.accounting import epsilon_of, event_from_json, event_to_json
 from privtext.privacy.secret_protection import blowup, mixture_pld
 
@@ -70,7 +71,7 @@ EXACT_WORST = 4  # units composed exactly for the report even when the Renyi scr
 HOPELESS = 50.0  # nats of Renyi divergence at every order: no exact PLD is attempted (its grid would explode)
 
 
-class BudgetExceeded(RuntimeError):
+class BudgetExceeded(Refused):
     """A charge would exceed the dataset's privacy budget; nothing was written."""
 
 

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import torch
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -45,8 +44,10 @@ from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_s
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
 from privtext.platform.context import RunContext
+from privtext.errors import PrivtextError
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.privacy.mechanisms import make_rng
+from privtext.torch_scope import torch_scope
 
 TARGETS = {"sanitized_documents": STAGED_SANITIZED_DOCUMENTS}
 ADVERSARIES = ("transformer", "lstm", "rnn")
@@ -60,7 +61,7 @@ TOKEN_SCHEMA = StructType([
 ])
 
 
-class AuditError(RuntimeError):
+class AuditError(PrivtextError, RuntimeError):
     """The audit cannot run (too few documents with sensitive tokens)."""
 
 
@@ -112,8 +113,7 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
     [start, ctx.date], tokenized in executors and collected (O(sample), in memory only). ``released``
     (doc_id, date, sanitized_text) pairs each document with its release; None pairs it with itself
     (the identity release, for tuning where the release is simulated)."""
-    date_range = F.col("date").between(F.lit(start), F.lit(ctx.date))
-    spans = (ctx.lakehouse.read(PII_SPANS).where(date_range)
+    spans = (ctx.lakehouse.read(PII_SPANS, since=start, upto=ctx.date)
              .groupBy("doc_id", "date")
              .agg(F.collect_list(F.struct("start", "end", "secret_id", "tier", "entity_type")).alias("spans")))
     texts = ctx.lakehouse.read(DOCUMENTS).select("doc_id", "text").dropDuplicates(["doc_id"])
@@ -173,10 +173,8 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     truth = batch.secrets.take(test_rows).truth()
     releases = [("candidate", kind, batch.release) for kind in kinds]
     releases += [(c, kinds[0], control_release(batch.secrets, batch.candidates, c, rng)) for c in CONTROLS]
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2))
     rows, curves, results = [], {}, {}
-    try:
+    with torch_scope(threads=ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2)):
         for name, kind, release in releases:
             result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), batch.candidates,
                                                   truth, adversary=kind, eps=audited, settings=ampl,
@@ -193,8 +191,6 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
             ctx.tracked.log_metrics({f"{tag}_violation_ratio": result.violation_ratio,
                                      f"{tag}_log10_p_fail": result.log10_p_fail,
                                      f"{tag}_val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse})
-    finally:
-        torch.set_num_threads(previous_threads)
     valid = controls_valid(results["control_identity"], results["control_uniform"])
     for row in rows:
         row["valid"] = valid
@@ -216,7 +212,7 @@ def _write(ctx: RunContext, target: str, rows: list[dict]) -> None:
     """Replace the date's partition with the new rows plus the other targets' rows of that date."""
     schema = from_arrow_schema(LEAKAGE_AUDITS.schema)
     new = ctx.spark.createDataFrame([tuple(r[c] for c in LEAKAGE_AUDITS.schema.names) for r in rows], schema)
-    kept = ctx.lakehouse.read(LEAKAGE_AUDITS).where((F.col("date") == F.lit(ctx.date)) & (F.col("target") != target))
+    kept = ctx.lakehouse.read(LEAKAGE_AUDITS, date=ctx.date).where(F.col("target") != target)
     ctx.lakehouse.replace_partitions(LEAKAGE_AUDITS, kept.unionByName(new), {"date": [ctx.date]})
 
 

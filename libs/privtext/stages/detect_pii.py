@@ -128,12 +128,12 @@ def registry_updates(ctx: RunContext, touched: DataFrame) -> DataFrame:
 def run(ctx: RunContext) -> DetectResult:
     settings = ctx.settings.pii
     key = load_hmac_key(ctx.settings.run.hmac_key_env, ctx.settings.run.hmac_key_file, ctx.settings.run.deterministic)
-    date = F.lit(ctx.date).cast("date")
-    documents = ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") == date).select("doc_id", "text")
+    date = F.lit(ctx.date)
+    documents = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
     random_words = None
     if settings.secrets.mode == "random_words":
         random_words = choose_random_words(
-            ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") <= date), settings)
+            ctx.lakehouse.read(DOCUMENTS, upto=ctx.date), settings)
     previous = ctx.lakehouse.delta_table(PII_SPANS)
     det = ctx.settings.run.deterministic
     canaries = make_canaries(settings.detected_entities(), settings.canaries.count, ctx.settings.run.seed if det else None)
@@ -155,8 +155,8 @@ def run(ctx: RunContext) -> DetectResult:
         detected.unpersist()
     canary = _record_canaries(ctx, canaries, found) if canaries else None
 
-    replaced = ctx.lakehouse.read(PII_SPANS, version=previous.version()).where(F.col("date") == date)
-    tonight = ctx.lakehouse.read(PII_SPANS).where(F.col("date") == date)
+    replaced = ctx.lakehouse.read(PII_SPANS, version=previous.version(), date=ctx.date)
+    tonight = ctx.lakehouse.read(PII_SPANS, date=ctx.date)
     touched = tonight.select("secret_id").union(replaced.select("secret_id")).distinct()
     merged = ctx.lakehouse.merge(SECRETS, registry_updates(ctx, touched), keys=["secret_id"])
 

@@ -62,8 +62,8 @@ def _encode_partition(settings: EmbedSettings):
 
 def run(ctx: RunContext) -> EmbedResult:
     settings = ctx.settings.embed
-    date = F.lit(ctx.date).cast("date")
-    documents = ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") <= date).select("doc_id", "text")
+    date = F.lit(ctx.date)
+    documents = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text")
     existing = ctx.lakehouse.read(DOC_EMBEDDINGS)
     done_before = existing.where((F.col("model") == settings.model) & (F.col("date") != date)).select("doc_id")
     todo = documents.join(done_before, "doc_id", "left_anti")
@@ -75,7 +75,7 @@ def run(ctx: RunContext) -> EmbedResult:
     other_models = existing.where((F.col("date") == date) & (F.col("model") != settings.model))
     ctx.lakehouse.replace_partitions(
         DOC_EMBEDDINGS, other_models.unionByName(new_rows), {"date": [ctx.date]})
-    mine = ctx.lakehouse.read(DOC_EMBEDDINGS).where((F.col("date") == date) & (F.col("model") == settings.model))
+    mine = ctx.lakehouse.read(DOC_EMBEDDINGS, date=ctx.date).where(F.col("model") == settings.model)
     embedded = mine.count()
     dims = [r["dim"] for r in mine.select("dim").distinct().collect()]
     ctx.tracked.log_params({"embed.model": settings.model, "embed.batch_size": settings.batch_size,

@@ -45,23 +45,10 @@ class EvaluateResult:
     majority_accuracy: float  # the baseline: always guessing the real documents' most frequent label
 
 
-def run(ctx: RunContext) -> EvaluateResult:
-    from privtext.embed.encoder import encode_texts
-
-    date = F.lit(ctx.date).cast("date")
-    synth = (ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS).where(F.col("date") == date)
-             .select("text", "label", "method").toPandas())
-    if len(synth) < 2:
-        raise ValueError(f"evaluate needs >= 2 staged synthetic documents for {ctx.date}, found {len(synth)}")
-    method = str(synth["method"].iloc[0])
-    syn_emb = encode_texts(synth["text"].tolist(), ctx.settings.embed).astype(np.float64)
-    clf = fit_classifier(syn_emb, synth["label"].fillna("").tolist(), seed=ctx.settings.run.seed)
-
-    emb = ctx.lakehouse.read(DOC_EMBEDDINGS).where((F.col("model") == ctx.settings.embed.model) & (F.col("date") <= date))
-    docs = ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") <= date).select("doc_id", "text", "label")
-    real = emb.select("doc_id", "embedding").join(docs, "doc_id")
-    bc = ctx.spark.sparkContext.broadcast(clf)
-    dim = syn_emb.shape[1]
+def _real_aggregates(real, clf, dim: int, spark) -> tuple:
+    """Executors' summable aggregates of the real documents: (n, sum, Gram matrix, correct, scored,
+    length histogram); the driver holds O(d^2), never real rows."""
+    bc = spark.sparkContext.broadcast(clf)
 
     def per_partition(frames):
         n, total, gram, correct, scored = np.zeros(1), np.zeros(dim), np.zeros((dim, dim)), np.zeros(1), np.zeros(1)
@@ -81,32 +68,61 @@ def run(ctx: RunContext) -> EvaluateResult:
                 scored += t
         return n, total, gram, correct, scored, hist
 
-    n, total, gram, correct, scored, real_hist = tree_sum(real, per_partition)
-    bc.unpersist()
-    n_real = int(n[0])
-    if n_real < 2:
-        raise ValueError("evaluate needs >= 2 embedded real documents")
-    fd = frechet_distance(*fit_from_moments(n_real, total, gram), *gaussian_fit(syn_emb))
-    accuracy = float(correct[0] / scored[0]) if scored[0] else float("nan")
-    label_counts = [r["count"] for r in real.where(F.col("label").isNotNull()).groupBy("label").count().collect()]
-    majority = max(label_counts) / sum(label_counts) if label_counts else float("nan")
-    syn_hist = length_histogram(synth["text"].tolist())
-    ks = length_ks(real_hist, syn_hist)
-    real_len, syn_len = histogram_summary(real_hist), histogram_summary(syn_hist)
+    try:
+        return tree_sum(real, per_partition)
+    finally:
+        bc.unpersist()
 
-    metrics = {"fid": fd, "downstream_accuracy": accuracy, "majority_label_accuracy": majority, "length_ks": ks,
-               **{f"real_length_{k}": v for k, v in real_len.items()},
-               **{f"synthetic_length_{k}": v for k, v in syn_len.items()}}
-    details = json.dumps({"synthetic": len(synth), "real": n_real, "scored": int(scored[0]),
-                          "classifier": "logistic_regression", "embedding": ctx.settings.embed.model})
+
+def utility_metrics(n_real: int, total, gram, correct: float, scored: float, real_hist, syn_emb, syn_texts: list[str],
+                    label_counts: list[int]) -> tuple[dict, object]:
+    """The report's metrics from the real side's aggregates and the synthetic side (pure): FID, downstream
+    and majority-label accuracy, length KS and both length summaries. Returns (metrics, synthetic histogram)."""
+    fd = frechet_distance(*fit_from_moments(n_real, total, gram), *gaussian_fit(syn_emb))
+    syn_hist = length_histogram(syn_texts)
+    metrics = {"fid": fd, "downstream_accuracy": float(correct / scored) if scored else float("nan"),
+               "majority_label_accuracy": max(label_counts) / sum(label_counts) if label_counts else float("nan"),
+               "length_ks": length_ks(real_hist, syn_hist),
+               **{f"real_length_{k}": v for k, v in histogram_summary(real_hist).items()},
+               **{f"synthetic_length_{k}": v for k, v in histogram_summary(syn_hist).items()}}
+    return metrics, syn_hist
+
+
+def _write(ctx: RunContext, method: str, metrics: dict, details: dict) -> None:
     rows = pd.DataFrame({"target": "synthetic_documents", "method": method, "metric": list(metrics),
-                         "value": [float(v) for v in metrics.values()], "details": details,
+                         "value": [float(v) for v in metrics.values()], "details": json.dumps(details),
                          "run_id": ctx.run_id, "date": ctx.date})
     ctx.lakehouse.replace_partitions(UTILITY_REPORTS, ctx.spark.createDataFrame(
         rows, from_arrow_schema(UTILITY_REPORTS.schema)), {"date": [ctx.date]})
+
+
+def run(ctx: RunContext) -> EvaluateResult:
+    from privtext.embed.encoder import encode_texts
+
+    synth = ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS, date=ctx.date).select("text", "label", "method").toPandas()
+    if len(synth) < 2:
+        raise ValueError(f"evaluate needs >= 2 staged synthetic documents for {ctx.date}, found {len(synth)}")
+    method = str(synth["method"].iloc[0])
+    syn_emb = encode_texts(synth["text"].tolist(), ctx.settings.embed).astype(np.float64)
+    clf = fit_classifier(syn_emb, synth["label"].fillna("").tolist(), seed=ctx.settings.run.seed)
+
+    emb = ctx.lakehouse.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
+    docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text", "label")
+    real = emb.select("doc_id", "embedding").join(docs, "doc_id")
+    n, total, gram, correct, scored, real_hist = _real_aggregates(real, clf, syn_emb.shape[1], ctx.spark)
+    n_real = int(n[0])
+    if n_real < 2:
+        raise ValueError("evaluate needs >= 2 embedded real documents")
+    label_counts = [r["count"] for r in real.where(F.col("label").isNotNull()).groupBy("label").count().collect()]
+    metrics, syn_hist = utility_metrics(n_real, total, gram, correct[0], scored[0], real_hist, syn_emb,
+                                        synth["text"].tolist(), label_counts)
+    _write(ctx, method, metrics, {"synthetic": len(synth), "real": n_real, "scored": int(scored[0]),
+                                  "classifier": "logistic_regression", "embedding": ctx.settings.embed.model})
     if ctx.tracked is not None:
         ctx.tracked.log_metrics({f"utility.{k}": v for k, v in metrics.items()})
         with tempfile.TemporaryDirectory() as tmp:
             ctx.tracked.log_artifact(length_plot(real_hist, syn_hist, os.path.join(tmp, "lengths.png"),
                                                  f"{method}: words per text"), "evaluate")
-    return EvaluateResult(method, len(synth), n_real, fd, accuracy, ks, real_len["mean"], syn_len["mean"], majority)
+    return EvaluateResult(method, len(synth), n_real, metrics["fid"], metrics["downstream_accuracy"],
+                          metrics["length_ks"], metrics["real_length_mean"], metrics["synthetic_length_mean"],
+                          metrics["majority_label_accuracy"])

@@ -34,7 +34,7 @@ from pyspark.sql.types import BooleanType, LongType, MapType, StringType, Struct
 
 from privtext.pii.hashing import load_hmac_key
 from privtext.platform.context import RunContext
-from privtext.platform.errors import Refused
+from privtext.errors import Refused
 from privtext.platform.tables import DOCUMENTS, QUARANTINE
 
 log = logging.getLogger("privtext")

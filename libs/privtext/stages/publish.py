@@ -43,7 +43,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger, latest_measurement
-from privtext.platform.errors import Refused
+from privtext.errors import Refused
 from privtext.privacy.budget import none_charge
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS)
@@ -118,8 +118,7 @@ def gate_decision(audits: list[dict], wanted: list[str], staged_runs: list[str])
 
 
 def _audits(ctx: RunContext, target: str) -> list[dict]:
-    return [r.asDict() for r in ctx.lakehouse.read(LEAKAGE_AUDITS)
-            .where((F.col("target") == target) & (F.col("date") == F.lit(ctx.date).cast("date")))
+    return [r.asDict() for r in ctx.lakehouse.read(LEAKAGE_AUDITS, date=ctx.date).where(F.col("target") == target)
             .select("adversary", "eps", "violation_ratio", "delta_target", "log10_p_fail", "passed", "release", "valid",
                     "staged_runs", "run_id").collect()]
 
@@ -326,7 +325,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
         raise PublishRefused("--override-gate needs --reason \"...\" (recorded in the privacy ledger)")
     staged_spec, published_spec, audited = TARGETS[target]
     settings, date = ctx.settings, ctx.date.isoformat()
-    staged = ctx.lakehouse.read(staged_spec).where(F.col("date") == F.lit(ctx.date).cast("date"))
+    staged = ctx.lakehouse.read(staged_spec, date=ctx.date)
     params = F.col("params") if "params" in staged.columns else F.lit("").alias("params")
     summary = staged.groupBy("method", params, "run_id").count().collect()  # O(runs), never rows
     if not summary:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
 
 from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies, merge_spans, placeholder, splice
+from privtext.pii.hashing import normalize_text as match_key  # comparison key of a span value and a candidate
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
@@ -53,7 +53,6 @@ from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 
 TARGET = "sanitized_documents"
-EDGE_PUNCT = " \t\n\"'`.,;:!?()[]{}<>"
 OUT_SCHEMA = StructType([
     StructField("doc_id", StringType()),
     StructField("sanitized_text", StringType()),
@@ -80,11 +79,6 @@ class SanitizeResult:
     spans_per_second: float
     replaced_by_type: dict[str, int] = field(default_factory=dict)
     masked_by_type: dict[str, int] = field(default_factory=dict)
-
-
-def match_key(value: str) -> str:
-    """Comparison key of a span value and a candidate: NFKC, case-folded, spaces collapsed, edge punctuation off."""
-    return " ".join(unicodedata.normalize("NFKC", value).casefold().split()).strip(EDGE_PUNCT)
 
 
 def _tier_of(ctx_settings):
@@ -217,9 +211,8 @@ def _sanitize_batches(settings, seed_material: str):
 
 def _inputs(ctx: RunContext) -> DataFrame:
     """The date's documents, each with the list of its spans (empty for documents without spans)."""
-    date = F.lit(ctx.date).cast("date")
-    documents = ctx.lakehouse.read(DOCUMENTS).where(F.col("ingest_date") == date).select("doc_id", "text")
-    spans = (ctx.lakehouse.read(PII_SPANS).where(F.col("date") == date)
+    documents = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
+    spans = (ctx.lakehouse.read(PII_SPANS, date=ctx.date)
              .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score")).alias("spans")))
     return documents.join(spans, "doc_id", "left")
 
@@ -268,7 +261,7 @@ def run(ctx: RunContext) -> SanitizeResult:
                                       cache_dir=_cache_dir(settings))  # warms the disk cache for the workers
     sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings))
     values_by_type: dict[str, dict[str, int]] = {}  # occurrences = documents holding the value (one draw each)
-    for r in (ctx.lakehouse.read(PII_SPANS).where(F.col("date") == F.lit(ctx.date).cast("date"))
+    for r in (ctx.lakehouse.read(PII_SPANS, date=ctx.date)
               .groupBy("entity_type", "secret_id").agg(F.countDistinct("doc_id").alias("docs"))
               .toLocalIterator()):  # O(distinct values)
         values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["docs"])

@@ -78,12 +78,10 @@ def add_arguments(parser) -> None:
 def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
     """(doc_id, embedding, label_code, secrets, is_private) per embedded document; label names from public docs."""
 
-    date = F.lit(ctx.date).cast("date")
     lh = ctx.lakehouse
-    emb = lh.read(DOC_EMBEDDINGS).where((F.col("model") == ctx.settings.embed.model) & (F.col("date") <= date))
-    docs = lh.read(DOCUMENTS).where(F.col("ingest_date") <= date).select("doc_id", "label")
-    spans = (lh.read(PII_SPANS).where((F.col("date") <= date)
-                                      & F.col("entity_type").isin(secret_types(ctx.settings.pii)))
+    emb = lh.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
+    docs = lh.read(DOCUMENTS, upto=ctx.date).select("doc_id", "label")
+    spans = (lh.read(PII_SPANS, upto=ctx.date).where(F.col("entity_type").isin(secret_types(ctx.settings.pii)))
              .select("doc_id", "secret_id").distinct())
     secrets = spans.groupBy("doc_id").agg(F.array_sort(F.collect_set("secret_id")).alias("secrets"))
     corpus = (emb.select("doc_id", "embedding").join(docs, "doc_id", "left").join(secrets, "doc_id", "left")

@@ -50,6 +50,7 @@ from privtext.privacy.budget import dp_charge
 from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
 from privtext.privacy.accounting import epsilon_of
 from privtext.privacy.mechanisms import make_rng
+from privtext.torch_scope import torch_scope
 
 MODEL_NAME = "dped-word-embeddings"
 
@@ -142,14 +143,12 @@ def teacher_answer_frame(tokens: DataFrame, n_words: int, query_ids: np.ndarray,
     query_ids = np.asarray(query_ids, dtype=np.int64)
 
     def teach(pdf: pd.DataFrame) -> pd.DataFrame:
-        import torch
-
-        torch.set_num_threads(1)
         shard = int(pdf["shard"].iloc[0])
         pdf = pdf.sort_values("doc_id", kind="stable")  # shuffles do not keep row order; seeds should
         docs = [np.asarray(x, dtype=np.int64) for x in pdf["ids"]]
-        teacher = train_teacher(docs, n_words, settings, seed * 100_003 + shard)
-        hidden, votes = teacher_answers(teacher, query_ids, settings.top_k, clip=settings.clip_hidden, anchor=anchor)
+        with torch_scope(threads=1):
+            teacher = train_teacher(docs, n_words, settings, seed * 100_003 + shard)
+            hidden, votes = teacher_answers(teacher, query_ids, settings.top_k, clip=settings.clip_hidden, anchor=anchor)
         return pd.DataFrame({"shard": np.full(query_ids.size, shard, dtype=np.int32),
                              "query": np.arange(query_ids.size, dtype=np.int32),
                              "hidden": list(hidden.astype(np.float32)), "votes": list(votes.astype(np.int32))})
@@ -208,9 +207,7 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
     multipliers = calibrate(settings, n_queries)
     event = dped_event(settings, multipliers, n_queries)
 
-    docs = ctx.lakehouse.read(DOCUMENTS)
-    if not all_dates:
-        docs = docs.where(F.col("ingest_date") == F.lit(ctx.date))
+    docs = ctx.lakehouse.read(DOCUMENTS, date=None if all_dates else ctx.date)
     docs, adjacency = with_units_and_shards(docs.select("doc_id", "user_id", "text"), settings.n_teachers,
                                             settings.shard_salt)
     entry_id, eps_pld, eps_rdp = _charge(ctx, settings, multipliers, event, n_queries, adjacency)

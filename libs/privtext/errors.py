@@ -1,0 +1,15 @@
+"""The errors privtext raises on purpose. Each carries a message that says what went wrong and how to
+proceed (never private text) and the CLI's exit code; the CLI prints ``privtext: <message>`` as one
+line and exits with it, no traceback. A leaf: every layer may raise them."""
+
+
+class PrivtextError(Exception):
+    """A failure privtext names itself (bad config, a refused or failed table operation, a missing key...)."""
+
+    exit_code = 1
+
+
+class Refused(PrivtextError, RuntimeError):
+    """An operation refused by a guard (lease held, load too small, statement not read-only, gate, budget)."""
+
+    exit_code = 3

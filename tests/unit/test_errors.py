@@ -1,0 +1,35 @@
+"""One PrivtextError base: every error privtext raises on purpose derives from it; the CLI reports it as one line."""
+import pytest
+
+from privtext.cli import report_error
+from privtext.clusant.vocabulary import NoVocabulary
+from privtext.errors import PrivtextError, Refused
+from privtext.generate.endpoint import EndpointAuthError
+from privtext.pii.hashing import MissingKeyError
+from privtext.platform.config import ConfigError
+from privtext.platform.lakehouse import LakehouseError
+from privtext.platform.leases import StageLocked
+from privtext.platform.zones import ZoneViolation
+from privtext.privacy.budget import BudgetExceeded
+from privtext.stages.audit import AuditError
+from privtext.stages.ingest import IngestError
+from privtext.stages.publish import PublishRefused
+
+
+@pytest.mark.parametrize("cls,code,prefix", [
+    (ConfigError, 2, ""), (LakehouseError, 1, ""), (ZoneViolation, 1, ""), (AuditError, 1, ""),
+    (MissingKeyError, 1, ""), (NoVocabulary, 1, ""), (EndpointAuthError, 1, ""),
+    (BudgetExceeded, 3, "refused: "), (StageLocked, 3, "refused: "), (IngestError, 3, "refused: "),
+    (PublishRefused, 3, "refused: "),
+])
+def test_each_error_is_reported_as_one_line_with_its_exit_code(cls, code, prefix, capsys):
+    error = cls("what went wrong; how to proceed")
+    assert isinstance(error, PrivtextError) and isinstance(error, Refused) == (code == 3)
+    assert report_error(error) == code
+    assert capsys.readouterr().err == f"privtext: {prefix}what went wrong; how to proceed\n"
+
+
+def test_the_former_bases_still_hold():  # callers catching ValueError / RuntimeError keep working
+    assert issubclass(ConfigError, ValueError) and issubclass(NoVocabulary, ValueError)
+    assert issubclass(IngestError, ValueError) and issubclass(BudgetExceeded, RuntimeError)
+    assert issubclass(LakehouseError, RuntimeError) and issubclass(MissingKeyError, RuntimeError)
