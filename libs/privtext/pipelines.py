@@ -26,7 +26,7 @@ PIPELINES: dict[str, tuple[tuple[str, dict], ...]] = {
         ("ingest", {}), ("detect_pii", {}), ("embed", {}), ("synthesize", {}), ("evaluate", {}),
         ("publish", {"target": "synthetic_documents"}),
     ),
-    "dped_training": (("train_dped", {}),),
+    "dped_training": (("train_dped", {}), ("publish", {"target": "word_vectors"})),
 }
 
 

@@ -1,5 +1,8 @@
-"""The DAGs load with zero import errors and have the expected task graphs, operators and retries."""
+"""The DAGs load with zero import errors and have the task graphs of ``privtext.pipelines`` (the stage
+order is defined there once), operators and retries."""
 import json
+
+from privtext.pipelines import PIPELINES
 
 
 INSPECT = r"""
@@ -23,11 +26,8 @@ for dag in bag.dags.values():
 print("JSON" + json.dumps(out))
 """
 
-CHAINS = {
-    "nightly_sanitized_export": ["ingest", "detect_pii", "embed", "sanitize", "audit", "publish", "report"],
-    "synthetic_refresh": ["ingest", "detect_pii", "embed", "synthesize", "evaluate", "publish", "report"],
-    "dped_training": ["train_dped", "report"],
-}
+CHAINS = {name: [stage for stage, _ in stages] + ["report"] for name, stages in PIPELINES.items()}
+OPTIONS = {name: dict(stages) for name, stages in PIPELINES.items()}
 
 
 def test_dagbag_loads_with_expected_graphs(airflow):
@@ -56,6 +56,9 @@ def test_dagbag_loads_with_expected_graphs(airflow):
             assert task["conn_id"] == "spark_default"
             assert task["spark_binary"] == str(PROJECT / ".venv" / "bin" / "spark-submit")
             assert task["args"][:4] == ["--conf", "{{ params.config }}", "--date", "{{ ds }}"]
+            if task_id != "ingest":  # the pipeline's stage options, as command-line options
+                options = [x for key, value in OPTIONS[dag_id][task_id].items() for x in (f"--{key}", value)]
+                assert task["args"][6:] == options, (dag_id, task_id)
             assert task["env"]["PYSPARK_PYTHON"] == str(PROJECT / ".venv" / "bin" / "python")
             assert task["retries"] == 2 and task["backoff"] == 2.0
         assert tasks["report"]["operator"] == "BashOperator"

@@ -40,6 +40,7 @@ def _published_lakehouse(root: Path):
     lake = Lakehouse(None, settings.lakehouse)
     lake.create_tables(ALL_TABLES)
     params = json.dumps({"guarantee": "mldp", "mechanism": "clusant", "eps_by_type": {"PERSON": 8.0, "LOCATION": 6.0}})
+    lake = lake.as_publisher()  # fixtures of the published zone
     lake.append_rows(PUBLISHED_SANITIZED_DOCUMENTS, [
         {"doc_id": f"d{i}", "sanitized_text": f"hello PERSON_{i}", "n_spans": i % 3, "n_replaced": i % 3,
          "method": "clusant", "params": params, "run_id": "r-s", "date": DAY} for i in range(30)])

@@ -65,7 +65,7 @@ def _night(settings, violation_ratio: float, published: bool) -> Lakehouse:
            "method": "clusant", "params": "{}", "run_id": "san-1", "date": DAY}
     lake.append_rows(STAGED_SANITIZED_DOCUMENTS, [row])
     if published:
-        lake.append_rows(PUBLISHED_SANITIZED_DOCUMENTS, [row])
+        lake.as_publisher().append_rows(PUBLISHED_SANITIZED_DOCUMENTS, [row])
     audit = {"target": "sanitized_documents", "date": DAY, "adversary": "transformer", "eps": 2.0, "triplets": 20000,
              "delta_target": 0.05, "log10_p_fail": -9.0, "utility_loss": 0.1, "valid": True, "staged_runs": "san-1",
              "run_id": "aud-1"}

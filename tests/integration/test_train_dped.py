@@ -10,7 +10,7 @@ from conftest import make_settings
 
 from privtext.platform.context import RunContext
 from privtext.ledger import BudgetExceeded, Ledger
-from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
+from privtext.platform.tables import DOCUMENTS, STAGED_WORD_VECTORS, WORD_VECTORS
 from privtext.platform.tracking import tracking_uri
 from privtext.sample_data import generate
 from privtext.stages import train_dped
@@ -23,9 +23,10 @@ DOC_DDL = ("doc_id string, user_id string, text string, label string, metadata m
            "ingest_date date, run_id string")
 
 
-def _context(tmp_path, eps_max: float = 10.0, tracking: bool = False) -> RunContext:
+def _context(tmp_path, eps_max: float = 10.0, tracking: bool = False, deterministic: bool = True) -> RunContext:
     settings = make_settings(tmp_path / "lake", dped=TINY, tracking={"enabled": tracking},
-                             privacy={"budgets": {"default": {"eps_max": eps_max, "delta_max": 1e-5}}})
+                             privacy={"budgets": {"default": {"eps_max": eps_max, "delta_max": 1e-5}}},
+                             run={"deterministic": deterministic})
     return RunContext.create(settings, date=DATE.isoformat())
 
 
@@ -35,10 +36,13 @@ def _write_docs(ctx: RunContext, n: int = 300, users: bool = True) -> None:
     ctx.lakehouse.replace_partitions(DOCUMENTS, ctx.spark.createDataFrame(rows, DOC_DDL), {"ingest_date": [DATE]})
 
 
-def test_train_dped_charges_before_release_and_publishes_public_words(tmp_path):
-    ctx = _context(tmp_path, tracking=True)
+def test_train_dped_charges_before_release_and_publish_releases_public_words(tmp_path):
+    ctx = _context(tmp_path, tracking=True, deterministic=False)  # fixed-seed noise is never published
     _write_docs(ctx)
     result = run_stage("train_dped", ctx.settings, date=DATE.isoformat(), epsilon=8.0)
+    assert ctx.lakehouse.read(WORD_VECTORS).count() == 0  # staged only: publish releases it
+    staged = ctx.lakehouse.read(STAGED_WORD_VECTORS, date=DATE).collect()
+    assert run_stage("publish", ctx.settings, date=DATE.isoformat(), target="word_vectors").gate == "ledger_charged"
     assert result.adjacency == "user" and result.documents == 300 and result.teachers == 3
     assert result.epsilon_pld <= 8.0 * (1 + 1e-3) and result.epsilon_rdp >= result.epsilon_pld
     entries = Ledger(ctx.lakehouse, ctx.settings).entries("default")
@@ -46,14 +50,15 @@ def test_train_dped_charges_before_release_and_publishes_public_words(tmp_path):
     assert entries[0]["params"]["adjacency"] == "user" and entries[0]["params"]["queries_charged"] == 150
 
     published = ctx.lakehouse.read(WORD_VECTORS).collect()
-    assert len(published) == result.released_words > 0
+    assert len(published) == len(staged) == result.released_words > 0
+    assert sorted((r["word"], list(r["vector"])) for r in published) == sorted((r["word"], list(r["vector"])) for r in staged)
     assert {r["model_version"] for r in published} == {result.model_version}
     assert {len(r["vector"]) for r in published} == {16}
     words = {r["word"] for r in published}
     assert words <= set(train_dped.public_words())
     assert all(np.isfinite(r["vector"]).all() for r in published)
     # order: the ledger entry was committed before the word vectors' commit
-    history = ctx.lakehouse.delta_table(WORD_VECTORS).history()
+    history = ctx.lakehouse.delta_table(STAGED_WORD_VECTORS).history()
     write_ms = max(h["timestamp"] for h in history if h.get("operation") != "CREATE TABLE")
     assert entries[0]["created_at"].timestamp() * 1000 <= write_ms
     # the student is registered in MLflow with the ledger entry and (eps, delta) in its description
@@ -72,7 +77,7 @@ def test_refused_budget_writes_nothing(tmp_path):
     _write_docs(ctx, n=50)
     with pytest.raises(BudgetExceeded):
         train_dped.run(ctx, epsilon=2.0)
-    assert ctx.lakehouse.read(WORD_VECTORS).count() == 0
+    assert ctx.lakehouse.read(WORD_VECTORS).count() == ctx.lakehouse.read(STAGED_WORD_VECTORS).count() == 0
     assert Ledger(ctx.lakehouse, ctx.settings).entries("default") == []
 
 

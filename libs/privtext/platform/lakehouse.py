@@ -229,11 +229,22 @@ def _file_writer_task(table_root: str, spec: TableSpec, max_rows: int, max_bytes
 
 
 class Lakehouse:
-    """Delta tables of the three zones, read and written through Spark + delta-rs."""
+    """Delta tables of the three zones, read and written through Spark + delta-rs. Only a publisher
+    handle (``as_publisher``; ``zones.publisher`` gives one to the ``publish`` stage) writes ``published``."""
 
-    def __init__(self, spark: SparkSession, settings: LakehouseSettings):
+    def __init__(self, spark: SparkSession, settings: LakehouseSettings, writes_published: bool = False):
         self.spark = spark
         self.settings = settings
+        self.writes_published = writes_published
+
+    def as_publisher(self) -> "Lakehouse":
+        """This lakehouse as the writer of the ``published`` zone."""
+        return Lakehouse(self.spark, self.settings, writes_published=True)
+
+    def _check_writer(self, spec: TableSpec) -> None:
+        if spec.zone == "published" and not self.writes_published:
+            raise LakehouseError(f"{spec.qualified_name}: only the publish stage writes the published zone "
+                                 "(zones.publisher); stage the rows in restricted/protected and publish them")
 
     # -- locations and metadata -------------------------------------------------------------
     def table_uri(self, spec: TableSpec) -> str:
@@ -341,6 +352,7 @@ class Lakehouse:
         return df.select(*spec.schema.names)
 
     def _write_files(self, spec: TableSpec, df: DataFrame) -> list[dict]:
+        self._check_writer(spec)
         df = self._check_frame(spec, df)
         if spec.partition_by:
             df = df.repartition(*spec.partition_by)
@@ -526,6 +538,7 @@ class Lakehouse:
     def append_rows(self, spec: TableSpec, rows: list[dict], guard: str | None = None,
                     snapshot: DeltaTable | None = None) -> WriteResult:
         """Append a handful of rows written by the driver itself (same file writer, same commit path)."""
+        self._check_writer(spec)
         table = snapshot if snapshot is not None else self.delta_table(spec)
         data = pa.Table.from_pylist(rows, schema=spec.schema)
         task = _file_writer_task(self.table_uri(spec), spec, self.settings.max_file_rows,

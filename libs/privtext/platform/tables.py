@@ -240,23 +240,27 @@ UTILITY_REPORTS = TableSpec(
     "Utility metrics of a release (FID, length statistics, downstream accuracy...).",
 )
 
+WORD_VECTOR_COLUMNS = [("word", STR), ("vector", F32_VECTOR), ("model_version", STR), ("run_id", STR)]
+
+STAGED_WORD_VECTORS = TableSpec(
+    "protected",
+    "word_vectors",
+    pa.schema(WORD_VECTOR_COLUMNS + [("method", STR), ("date", DATE)]),
+    ("date",),
+    "DPED word embeddings (the student's vectors, (eps, delta)-DP, ledger-charged), staged by train_dped.",
+)
+
 WORD_VECTORS = TableSpec(
     "published",
     "word_vectors",
-    pa.schema(
-        [
-            ("word", STR),
-            ("vector", F32_VECTOR),
-            ("model_version", STR),
-            ("run_id", STR),
-        ]
-    ),
+    pa.schema(WORD_VECTOR_COLUMNS),
     ("model_version",),
-    "DPED word embeddings (the student's vectors), released after the ledger charge.",
+    "DPED word embeddings (the student's vectors), published from the staged model versions.",
 )
 
 ALL_TABLES: tuple[TableSpec, ...] = (
     DOCUMENTS, QUARANTINE, PRIVACY_LEDGER, PII_SPANS, SECRETS, DOC_EMBEDDINGS,
     STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, LEAKAGE_AUDITS,
-    STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, NOISY_CENTERS, UTILITY_REPORTS, WORD_VECTORS,
+    STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, NOISY_CENTERS, UTILITY_REPORTS, STAGED_WORD_VECTORS,
+    WORD_VECTORS,
 )

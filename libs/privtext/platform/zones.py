@@ -5,7 +5,7 @@ tables (a restricted table with the same name as a published one is that table's
 source) that appear in no protected table, plus ``text`` and ``spans`` wherever they are. A published
 table may carry one of them only as a reviewed release (``RELEASED``): a value produced by a privacy
 mechanism, not a copy. The check runs on the specs (tests) and on the schemas stored in the Delta logs
-(``check_lakehouse``, callable by ``publish`` before it writes), so a table written by any tool is covered.
+(``check_lakehouse``, run by ``publisher`` before every publish), so a table written by any tool is covered.
 """
 from __future__ import annotations
 
@@ -64,3 +64,10 @@ def check_lakehouse(lakehouse, specs=ALL_TABLES) -> None:
     found = violations(stored, specs)
     if found:
         raise ZoneViolation(f"restricted-only columns in stored published tables: {', '.join(found)}")
+
+
+def publisher(lakehouse):
+    """The handle that writes the published zone (``Lakehouse.as_publisher``), given once the stored
+    published tables pass ``check_lakehouse``. Only the ``publish`` stage takes it."""
+    check_lakehouse(lakehouse)
+    return lakehouse.as_publisher()

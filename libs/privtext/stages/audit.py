@@ -121,7 +121,8 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
     if released is None:
         joined = joined.withColumn("sanitized_text", F.col("text"))
     else:
-        joined = joined.join(released.where(date_range).select("doc_id", "date", "sanitized_text"), ["doc_id", "date"])
+        window = F.col("date").between(F.lit(start), F.lit(ctx.date))
+        joined = joined.join(released.where(window).select("doc_id", "date", "sanitized_text"), ["doc_id", "date"])
     sample = (joined.withColumn("_key", F.xxhash64("doc_id", F.lit(seed))).orderBy("_key").limit(max_documents)
               .select("text", "sanitized_text", "spans"))
     docs, unaligned = [], 0

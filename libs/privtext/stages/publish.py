@@ -45,13 +45,17 @@ from privtext.platform.context import RunContext
 from privtext.ledger import Ledger, latest_measurement
 from privtext.errors import Refused
 from privtext.privacy.budget import none_charge
+from privtext.platform import zones
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
-                                      STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS)
+                                      STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, STAGED_WORD_VECTORS,
+                                      WORD_VECTORS)
 
-# target -> (staged table, published table, gated by the leakage audit). Synthetic documents carry their
-# own (p,r)/DP guarantee: their gate is a ledger charge of the staging run with a real guarantee.
+# target -> (staged table, published table, gated by the leakage audit). Synthetic documents and DPED
+# word vectors carry their own (p,r)/DP guarantee: their gate is a ledger charge of the staging run with a
+# real guarantee. The published rows replace the date's partition, or (word vectors) their model versions.
 TARGETS = {"sanitized_documents": (STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, True),
-           "synthetic_documents": (STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, False)}
+           "synthetic_documents": (STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, False),
+           "word_vectors": (STAGED_WORD_VECTORS, WORD_VECTORS, False)}
 DP_GUARANTEES = ("secret_protection", "gdp", "approx_dp")
 NO_GUARANTEE_METHODS = ("custext",)
 FILE_SCHEMA = StructType([StructField(n, t) for n, t in (("path", StringType()), ("format", StringType()),
@@ -287,7 +291,7 @@ def build_manifest(target: str, date: str, run_id: str, version: str, files: lis
     }
 
 
-def _export(ctx: RunContext, ledger: Ledger, target: str, staged, staged_spec, summary: list, gate: str,
+def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Schema, summary: list, gate: str,
             detection: dict | None, table: str, table_version: int) -> tuple[dict, int]:
     """Write the export files into a fresh version folder and commit its manifest. Returns (manifest, files)."""
     settings, date = ctx.settings, ctx.date.isoformat()
@@ -299,7 +303,7 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, staged_spec, s
     run_ids = {r["run_id"] for r in summary}
     try:
         task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", tuple(settings.publish.formats),
-                            staged_spec.schema)
+                            schema)
         files = [r.asDict() for r in staged.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
         fs.create_dir(tmp_dir, recursive=True)
         fs.move(tmp_dir, f"{date_dir}/{version}")
@@ -335,8 +339,11 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
     _refuse_unpublishable(ctx, target, summary, entries, audited)
     gate, detection = _pass_gate(ctx, ledger, entries, target, audited, {r["run_id"] for r in summary},
                                  override_gate, reason)
-    written = ctx.lakehouse.replace_partitions(published_spec, staged, {"date": [ctx.date]})
-    manifest, files = _export(ctx, ledger, target, staged, staged_spec, summary, gate, detection,
+    rows = staged.select(*published_spec.schema.names)
+    partitions = ({"date": [ctx.date]} if published_spec.date_column else
+                  {c: sorted({r[c] for r in rows.select(c).distinct().collect()}) for c in published_spec.partition_by})
+    written = zones.publisher(ctx.lakehouse).replace_partitions(published_spec, rows, partitions)
+    manifest, files = _export(ctx, ledger, target, rows, published_spec.schema, summary, gate, detection,
                               published_spec.qualified_name, written.version)
     ctx.tracked.log_params({"publish.target": target, "publish.gate": gate})
     ctx.tracked.log_dict(manifest, f"publish/{target}-{date}-manifest.json")

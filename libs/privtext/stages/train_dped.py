@@ -19,7 +19,8 @@ Flow (driver state O(|V| * d) plus the vote histogram, never O(rows)):
    Spark pass sums the answers per partition; the driver adds the partial sums.
 5. Driver: noisy consensus check + noisy hidden mean + noisy votes (``aggregation.aggregate``), the
    student (post-processing), MLflow model ``dped-word-embeddings`` (when tracking is on; its
-   description names the ledger entry, epsilon and delta), then published.word_vectors.
+   description names the ledger entry, epsilon and delta), then ``protected.word_vectors`` (the date's
+   partition); ``publish --target word_vectors`` releases them to ``published.word_vectors``.
 
 Guarantee: (epsilon, delta)-DP w.r.t. adding/removing one unit (user or document), for the vocabulary
 selection and all M queries together (PLD accountant; RDP cross-check logged). Sensitivities:
@@ -36,6 +37,7 @@ import pandas as pd
 import scipy.sparse as sp
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, FloatType, IntegerType, LongType, StructField, StructType
 
 from privtext.dped.aggregation import NoiseMultipliers, aggregate, calibrate, dped_event, sensitivities, sigmas
@@ -47,7 +49,7 @@ from privtext.dped.vocabulary import dp_select, public_anchor, public_words, tok
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
 from privtext.privacy.budget import dp_charge
-from privtext.platform.tables import DOCUMENTS, WORD_VECTORS
+from privtext.platform.tables import DOCUMENTS, STAGED_WORD_VECTORS
 from privtext.privacy.accounting import epsilon_of
 from privtext.privacy.mechanisms import make_rng
 from privtext.torch_scope import torch_scope
@@ -239,9 +241,9 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
     model_version = _log_model(ctx, settings, vocab, vectors, released, entry_id)
     out = pd.DataFrame({"word": [vocab[i] for i in released],
                         "vector": [vectors[i].astype(np.float32) for i in released],
-                        "model_version": model_version, "run_id": ctx.run_id})
-    frame = ctx.spark.createDataFrame(out, schema="word string, vector array<float>, model_version string, run_id string")
-    ctx.lakehouse.replace_partitions(WORD_VECTORS, frame, {"model_version": [model_version]})
+                        "model_version": model_version, "run_id": ctx.run_id, "method": "dped", "date": ctx.date})
+    frame = ctx.spark.createDataFrame(out, schema=from_arrow_schema(STAGED_WORD_VECTORS.schema))
+    ctx.lakehouse.replace_partitions(STAGED_WORD_VECTORS, frame, {"date": [ctx.date]})
     ctx.tracked.log_metrics({"dped.released_words": len(released), "dped.queries": len(vocab),
                              "dped.answered_fraction": float(agg.answered.mean()) if len(vocab) else 0.0})
     return TrainDpedResult(

@@ -128,3 +128,14 @@ def test_no_import_cycles():
 ])
 def test_the_rules_catch_what_they_name(src, dst, ok):
     assert allowed(src, dst) is ok
+
+
+def test_only_publish_takes_the_published_zone_writer():
+    """``zones.publisher`` (the zone check, then ``Lakehouse.as_publisher``) is the one way to write
+    ``published``; only the publish stage calls it."""
+    callers = {name: {n.func.attr for n in ast.walk(ast.parse((ROOT.parent / (name.replace(".", "/") + ".py")).read_text()))
+                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                      and n.func.attr in ("publisher", "as_publisher")}
+               for name in GRAPH if (ROOT.parent / (name.replace(".", "/") + ".py")).exists()}
+    assert {name: found for name, found in callers.items() if found} == {
+        "privtext.stages.publish": {"publisher"}, "privtext.platform.zones": {"as_publisher"}}
