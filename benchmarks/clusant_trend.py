@@ -4,7 +4,7 @@ CluSanT over SanText across (clusters, k), CusText (k = inf) alongside, at eps i
 Documents (treated as private; only aggregates are printed): WNUT-16 tweets with their gold person /
 geo-loc / company spans (-> PERSON / LOCATION / ORGANIZATION), and movie-review snippets with the spans
 Presidio detects (privtext.pii). Spans are replaced by the sanitize stage's own executor function
-(``privtext.stages.sanitize._sanitize_batches``: span merge, CluSanT per type, splice), vocabularies are
+(``privtext.clusant.sanitizer``: span merge, CluSanT per type, ``sanitize_documents``), vocabularies are
 the public ones of ``privtext.clusant`` (embeddings cached in benchmarks/out/cache).
 Semantic similarity: cosine of all-MiniLM-L6-v2 sentence embeddings, original vs sanitized, mean over
 documents. Perplexity: ``privtext.generate.perplexity`` (local SmolLM2) on a subsample, when installed.
@@ -78,14 +78,28 @@ def review_docs(n: int, rng) -> list[tuple[str, list[tuple]]]:
     return docs
 
 
-def sanitize_docs(settings, docs, seed: int) -> list[str]:
-    from privtext.stages.sanitize import _sanitize_batches
+def sanitizer_for(settings):
+    """The settings' sanitizer, built once per settings (vocabularies from the disk cache)."""
+    from privtext.clusant.sanitizer import ClusantSanitizer
+    from privtext.embed.encoder import encode_phrases
 
-    frame = pd.DataFrame({"doc_id": [f"d{i}" for i in range(len(docs))], "text": [t for t, _ in docs],
-                          "spans": [[{"start": s, "end": e, "entity_type": t, "tier": tier, "score": sc}
-                                     for s, e, t, tier, sc in spans] for _, spans in docs]})
-    (out,) = list(_sanitize_batches(settings, [], f"bench:{seed}")(iter([frame])))
-    return list(out["sanitized_text"])
+    key = settings.clusant.model_dump_json()
+    if key not in _SANITIZERS:
+        _SANITIZERS[key] = ClusantSanitizer.build(settings.clusant, settings.pii.tier_of,
+                                                  lambda p: encode_phrases(p, settings.embed), settings.embed.model)
+    return _SANITIZERS[key]
+
+
+_SANITIZERS: dict = {}
+
+
+def sanitize_docs(settings, docs, seed: int) -> list[str]:
+    from privtext.clusant.sanitizer import merge_spans, sanitize_documents
+    from privtext.embed.encoder import encode_phrases
+
+    merged = [merge_spans(spans, len(text)) for text, spans in docs]
+    return sanitize_documents(sanitizer_for(settings), lambda p: encode_phrases(p, settings.embed),
+                              np.random.default_rng(seed), [t for t, _ in docs], merged).texts
 
 
 def heatmap(grid: np.ndarray, rows, cols, title: str, path: Path) -> None:
@@ -162,11 +176,10 @@ def main() -> None:
     sanitize_docs(base, docs, 0)
     print(f"sanitizer_spans_per_s_one_core: {n_spans / (time.perf_counter() - started):.0f}")
     from privtext.embed.encoder import encode_phrases
-    from privtext.stages.sanitize import get_sanitizer
 
     types = [t for _, spans in docs for _, _, t, _, _ in spans]
     emb = encode_phrases([text[s:e] for text, spans in docs for s, e, *_ in spans], base.embed).astype(np.float64)
-    sanitizer, reps = get_sanitizer(base, []), max(1, 20_000 // n_spans)
+    sanitizer, reps = sanitizer_for(base), max(1, 20_000 // n_spans)
     started = time.perf_counter()
     for _ in range(reps):
         sanitizer.replace(rng, types, emb)

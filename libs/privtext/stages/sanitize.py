@@ -4,16 +4,16 @@ Every detected span of the date's documents is replaced; the rest of the text is
 character (overlapping spans are merged first, ``clusant.sanitizer.merge_spans``). A span whose type
 has a public replacement vocabulary (``clusant.entity_types``) gets a CluSanT replacement
 (``clusant.method``: clusant, santext or custext); any other span gets the typed placeholder
-``[TYPE]``. Sanitization runs in ``mapInPandas`` with one ``ClusantSanitizer`` per Python worker,
-built once from the disk cache of vocabulary embeddings (``clusant.cache_dir``, which executors must
-be able to read on a cluster; otherwise each worker re-embeds the vocabularies once).
+``[TYPE]``. The driver builds the vocabularies once (phrases and embeddings cached on disk in
+``clusant.cache_dir``) and broadcasts them; sanitization runs in ``mapInPandas`` with one
+``ClusantSanitizer`` per Python worker built from the broadcast (``clusant.sanitizer.sanitize_documents``).
 
 Guarantee: each replaced occurrence is released under eps_T-metric-LDP (T = its type, eps_T from its
 tier, PII stricter than PoII) for the metric D_k of ``clusant.mechanism`` with its k (within a
 cluster at most the Euclidean distance of phrase embeddings; between clusters it grows linearly with
 k), and under pure eps'-LDP with eps' = ``ldp_epsilon`` (worst case over all input pairs). Adjacency:
-any two values of one occurrence (local model). One draw per distinct value (``match_key``) per
-document: the same value is replaced by the same surrogate throughout a document (one occurrence);
+any two values of one occurrence (local model). One draw per distinct value (the secret's
+``normalize_value`` key, the one the ledger's secret_id hashes) per document: the same value is replaced by the same surrogate throughout a document (one occurrence);
 documents are randomised independently, so a value in n documents is protected at n * eps_T. The
 ledger gets, BEFORE anything is written and in one all-or-nothing commit, one ``mldp`` charge per span
 type with the keyed values it exposed (secret_id -> documents), composed per value across documents
@@ -23,12 +23,12 @@ recorded as ``none`` and ``publish`` refuses its output. Placeholders are determ
 Candidates never depend on the data: the vocabulary, its clustering and the mechanism depend on the
 vocabulary version and conf only; ``clusant.reserved_values`` (a fixed public list, e.g. the
 organisation's own names) is excluded from every vocabulary. The share of occurrences whose
-replacement equals the input value (``same_as_input``) is measured and reported.
+replacement has the input value's key (``same_as_input``) is measured and reported.
 
-Metrics (MLflow, aggregates only): replaced and masked span counts per type, mean cosine similarity
-of sentence embeddings original vs sanitized, mean perplexity of sanitized documents under the local
-LM (``privtext.generate.perplexity``, when that module is installed), spans per second; over the
-documents with spans, sampled by ``clusant.metrics.sample_rate``.
+Metrics (MLflow, aggregates only): replaced and masked span counts per type, spans per second (the
+whole stage), and, in a small job after the write over at most ``clusant.metrics.max_documents``
+documents with spans, mean cosine similarity of sentence embeddings original vs sanitized and mean
+perplexity of the sanitized text under the local LM (``privtext.generate.perplexity``, when installed).
 """
 from __future__ import annotations
 
@@ -44,13 +44,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
 
-from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies, merge_spans, placeholder, splice
-from privtext.pii.hashing import normalize_text as match_key  # comparison key of a span value and a candidate
+from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies, merge_spans, sanitize_documents
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.worker_cache import per_process
 
 TARGET = "sanitized_documents"
 OUT_SCHEMA = StructType([
@@ -58,22 +58,18 @@ OUT_SCHEMA = StructType([
     StructField("sanitized_text", StringType()),
     StructField("n_spans", IntegerType()),
     StructField("n_replaced", IntegerType()),
-    StructField("similarity", DoubleType()),
-    StructField("perplexity", DoubleType()),
     StructField("replaced", MapType(StringType(), IntegerType())),
     StructField("masked", MapType(StringType(), IntegerType())),
     StructField("same_as_input", IntegerType()),
 ])
-_SANITIZERS: dict[str, ClusantSanitizer] = {}  # one per Python worker and settings
-
-
+QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
 @dataclass
 class SanitizeResult:
     documents: int
     spans: int
     replaced: int
     masked: int
-    same_as_input: int  # replaced occurrences whose surrogate equals the input value (match_key)
+    same_as_input: int  # replaced occurrences whose surrogate has the input value's key
     semantic_similarity: float | None
     perplexity: float | None
     spans_per_second: float
@@ -99,21 +95,17 @@ def _encoder(embed_settings):
     return lambda phrases: encode_phrases(phrases, embed_settings)
 
 
-def get_sanitizer(settings) -> ClusantSanitizer:
-    """The worker's sanitizer for these settings (built once, then reused)."""
-    key = hashlib.sha256(json.dumps([settings.clusant.model_dump(mode="json"), settings.embed.model_dump(mode="json"),
-                                     settings.pii.model_dump(mode="json")]).encode()).hexdigest()
-    if key not in _SANITIZERS:
-        vocabularies = build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
-                                          cache_dir=_cache_dir(settings))
-        _SANITIZERS[key] = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings))
-    return _SANITIZERS[key]
-
-
-def _cache_dir(settings) -> str:
+def _vocabularies(settings) -> dict:
+    """Every type's (phrases, embeddings), built once per vocabulary version (disk cache)."""
     from privtext.settings import resolve_uri
 
-    return resolve_uri(settings.clusant.cache_dir)
+    return build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
+                              cache_dir=resolve_uri(settings.clusant.cache_dir))
+
+
+def _sanitizer_key(settings) -> str:
+    return hashlib.sha256(json.dumps([settings.clusant.model_dump(mode="json"), settings.embed.model_dump(mode="json"),
+                                      settings.pii.model_dump(mode="json")]).encode()).hexdigest()
 
 
 def _doc_spans(text: str, spans) -> list[tuple[int, int, str, str]]:
@@ -122,8 +114,27 @@ def _doc_spans(text: str, spans) -> list[tuple[int, int, str, str]]:
     return merge_spans(raw, len(text))
 
 
-def _sampled(doc_id: str, rate: float) -> bool:
-    return rate >= 1.0 or int(hashlib.sha256(doc_id.encode()).hexdigest()[:8], 16) < rate * 2**32
+def _sanitize_batches(settings, seed_material: str, vocabularies):
+    """mapInPandas body: the worker's sanitizer is built once per Python process from the broadcast
+    vocabularies (the driver's candidate list, never rebuilt on a worker)."""
+
+    def run(frames):
+        from privtext.privacy.mechanisms import make_rng
+
+        sanitizer = per_process(("sanitizer", _sanitizer_key(settings)), lambda: ClusantSanitizer.from_vocabularies(
+            settings.clusant, vocabularies.value, _tier_of(settings)))
+        encode = _encoder(settings.embed)
+        for frame in frames:
+            seed = int.from_bytes(hashlib.sha256((seed_material + "".join(frame["doc_id"])).encode()).digest()[:8], "little")
+            docs = [_doc_spans(text, spans) for text, spans in zip(frame["text"], frame["spans"])]
+            out = sanitize_documents(sanitizer, encode, make_rng(settings.run.deterministic, seed), list(frame["text"]), docs)
+            yield pd.DataFrame({
+                "doc_id": frame["doc_id"], "sanitized_text": out.texts,
+                "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in out.replaced],
+                "replaced": out.replaced, "masked": out.masked, "same_as_input": out.same_as_input,
+            })
+
+    return run
 
 
 def _perplexity_fn(settings):
@@ -138,75 +149,43 @@ def _perplexity_fn(settings):
     return lambda texts: perplexity(texts, generate_settings)
 
 
-def _draw(sanitizer: ClusantSanitizer, encode, rng, texts: list[str], docs: list) -> tuple[list, list]:
-    """One surrogate per distinct (document, type, value); each distinct (type, value) of the batch is
-    encoded once. Returns per document the list of replacements (None: placeholder) and per span
-    whether the surrogate equals the input value."""
-    keys = [[(t, match_key(texts[i][s:e])) for s, e, t, _ in spans] for i, spans in enumerate(docs)]
-    groups = sorted({(i, t, k) for i, doc in enumerate(keys) for t, k in doc if t in sanitizer.per_type})
-    values = {}
-    for i, spans in enumerate(docs):
-        for (s, e, t, _), (_, k) in zip(spans, keys[i]):
-            values.setdefault((t, k), texts[i][s:e])
-    distinct = sorted({(t, k) for _, t, k in groups})
-    chosen: dict = {}
-    if groups:
-        row = {tk: j for j, tk in enumerate(distinct)}
-        emb = encode([values[tk] for tk in distinct]).astype(np.float64)
-        picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
-        chosen = dict(zip(groups, picks))
-    out = [[chosen.get((i, t, k)) for t, k in doc] for i, doc in enumerate(keys)]
-    same = [[r is not None and match_key(r) == k for r, (_, k) in zip(out[i], doc)] for i, doc in enumerate(keys)]
-    return out, same
-
-
-def _sanitize_batches(settings, seed_material: str):
+def _quality_batches(settings):
+    """mapInPandas body of the metrics job: cosine of sentence embeddings original vs sanitized and the
+    perplexity of the sanitized text under the local LM (NaN where off or the LM is not installed)."""
     metrics = settings.clusant.metrics
 
     def run(frames):
         from privtext.embed.encoder import encode_texts
-        from privtext.privacy.mechanisms import make_rng
 
-        sanitizer = get_sanitizer(settings)
-        encode = _encoder(settings.embed)
         perplexity = _perplexity_fn(settings) if metrics.perplexity else None
         for frame in frames:
-            seed = int.from_bytes(hashlib.sha256((seed_material + "".join(frame["doc_id"])).encode()).digest()[:8], "little")
-            rng = make_rng(settings.run.deterministic, seed)
-            docs = [_doc_spans(text, spans) for text, spans in zip(frame["text"], frame["spans"])]
-            texts = list(frame["text"])
-            picks, same = _draw(sanitizer, encode, rng, texts, docs)
-            out_text, replaced, masked, same_count = [], [], [], []
-            for i, spans in enumerate(docs):
-                out_text.append(splice(texts[i], [(s, e) for s, e, _, _ in spans],
-                                       [r if r is not None else placeholder(t) for r, (_, _, t, _) in zip(picks[i], spans)]))
-                rep, msk = {}, {}
-                for r, (_, _, t, _) in zip(picks[i], spans):
-                    target = rep if r is not None else msk
-                    target[t] = target.get(t, 0) + 1
-                replaced.append(rep)
-                masked.append(msk)
-                same_count.append(int(sum(same[i])))
-            measured = [i for i, spans in enumerate(docs) if spans and _sampled(frame["doc_id"].iloc[i], metrics.sample_rate)]
-            similarity = np.full(len(docs), np.nan)
-            ppl = np.full(len(docs), np.nan)
-            if measured and metrics.similarity:
-                a = encode_texts([texts[i] for i in measured], settings.embed)
-                b = encode_texts([out_text[i] for i in measured], settings.embed)
-                similarity[measured] = (a.astype(np.float64) * b).sum(axis=1)
-            if measured and perplexity is not None:
+            similarity = np.full(len(frame), np.nan)
+            ppl = np.full(len(frame), np.nan)
+            if metrics.similarity and len(frame):
+                a = encode_texts(list(frame["text"]), settings.embed).astype(np.float64)
+                similarity = (a * encode_texts(list(frame["sanitized_text"]), settings.embed)).sum(axis=1)
+            if perplexity is not None and len(frame):
                 try:
-                    ppl[measured] = perplexity([out_text[i] for i in measured])
+                    ppl = np.asarray(perplexity(list(frame["sanitized_text"])), dtype=np.float64)
                 except (ImportError, RuntimeError):  # the local LM is not installed: no perplexity metric
                     perplexity = None
-            yield pd.DataFrame({
-                "doc_id": frame["doc_id"], "sanitized_text": out_text,
-                "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in replaced],
-                "similarity": similarity, "perplexity": ppl, "replaced": replaced, "masked": masked,
-                "same_as_input": same_count,
-            })
+            yield pd.DataFrame({"similarity": similarity, "perplexity": ppl})
 
     return run
+
+
+def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | None]:
+    """Mean similarity and perplexity over a bounded sample (``clusant.metrics.max_documents``, the
+    documents with spans first by hash of doc_id): their own small job after the write, off the main path."""
+    metrics = ctx.settings.clusant.metrics
+    if metrics.max_documents == 0 or not (metrics.similarity or metrics.perplexity):
+        return None, None
+    sample = (out.where(F.col("n_spans") > 0).select("doc_id", "sanitized_text")
+              .orderBy(F.sha2("doc_id", 256)).limit(metrics.max_documents))
+    texts = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
+    row = (sample.join(texts, "doc_id").coalesce(1).mapInPandas(_quality_batches(ctx.settings), QUALITY_SCHEMA)
+           .agg(F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity")).first())
+    return row["similarity"], row["perplexity"]
 
 
 def _inputs(ctx: RunContext) -> DataFrame:
@@ -254,11 +233,10 @@ def _sum_maps(df: DataFrame, column: str) -> dict[str, int]:
 
 
 def run(ctx: RunContext) -> SanitizeResult:
-    started = time.perf_counter()  # spans_per_second is of the whole stage: vocabularies, charges, write
+    started = time.perf_counter()  # spans_per_second is of the whole stage: vocabularies, charges, write, metrics
     settings = ctx.settings
     inputs = _inputs(ctx)
-    vocabularies = build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
-                                      cache_dir=_cache_dir(settings))  # warms the disk cache for the workers
+    vocabularies = _vocabularies(settings)
     sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings))
     values_by_type: dict[str, dict[str, int]] = {}  # occurrences = documents holding the value (one draw each)
     for r in (ctx.lakehouse.read(PII_SPANS, date=ctx.date)
@@ -268,7 +246,8 @@ def run(ctx: RunContext) -> SanitizeResult:
     _charge(ctx, sanitizer, values_by_type)  # before anything is written
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
-    out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material), OUT_SCHEMA)
+    shared = ctx.spark.sparkContext.broadcast(vocabularies)
+    out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
            .persist(StorageLevel.MEMORY_AND_DISK))
@@ -276,21 +255,22 @@ def run(ctx: RunContext) -> SanitizeResult:
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
                                                    {"date": [ctx.date]})
         agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
-                      F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity"),
                       F.sum("same_as_input").alias("same")).first()
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
+        similarity, perplexity = _quality(ctx, out)
     finally:
         out.unpersist()
+        shared.destroy()
     spans = int(agg["spans"] or 0)
     result = SanitizeResult(
         documents=written.rows, spans=spans, replaced=int(agg["replaced"] or 0), masked=sum(masked_by_type.values()),
-        same_as_input=int(agg["same"] or 0), semantic_similarity=agg["similarity"], perplexity=agg["perplexity"],
+        same_as_input=int(agg["same"] or 0), semantic_similarity=similarity, perplexity=perplexity,
         spans_per_second=spans / max(time.perf_counter() - started, 1e-9),
         replaced_by_type=replaced_by_type, masked_by_type=masked_by_type)
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
                             "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,
                             "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
-                            "perplexity_measured": agg["perplexity"] is not None})
+                            "perplexity_measured": perplexity is not None})
     ctx.tracked.log_metrics({"same_as_input_share": result.same_as_input / max(1, result.replaced),
                              **{f"replaced_{t}": n for t, n in replaced_by_type.items()},
                              **{f"masked_{t}": n for t, n in masked_by_type.items()}})

@@ -132,3 +132,27 @@ def test_missing_vocabulary_types_and_reserved_values_as_subset(tmp_path):
     assert sorted(tmp_path.glob("*.npy")) == cached  # the cached full-vocabulary embeddings are reused
     out = sub.replace(np.random.default_rng(0), ["PERSON", "NO_SUCH_TYPE"], hash_encode(["x", "y"]))
     assert out[0] in sub.per_type["PERSON"].phrases and out[1] is None
+
+
+def test_one_draw_per_secret_key_per_document_and_counts(tmp_path):
+    """Spellings of one secret (the ledger's normalize_value key: a card with or without separators, a
+    name in other case) get ONE surrogate in a document; other documents draw independently."""
+    from privtext.clusant.sanitizer import sanitize_documents
+
+    tiers = {"PERSON": "PII", "CREDIT_CARD": "PII"}
+    san = ClusantSanitizer.build(ClusantSettings(entity_types=tuple(tiers), n_clusters=4, k=4.0, eps={"PII": 0.01, "PoII": 0.01},
+                                                 vocabulary=VocabularySettings(size=200)), tiers.get, hash_encode, "hash",
+                                 cache_dir=str(tmp_path))
+    text = "Card 4111 1111 1111 1111, again 4111-1111-1111-1111. Ann Lee; ANN LEE. Passport X1."
+    spans = [(5, 24, "CREDIT_CARD", "PII"), (32, 51, "CREDIT_CARD", "PII"), (53, 60, "PERSON", "PII"),
+             (62, 69, "PERSON", "PII"), (80, 82, "US_PASSPORT", "PII")]
+    encoded = []
+    out = sanitize_documents(san, lambda p: encoded.append(list(p)) or hash_encode(p), np.random.default_rng(3),
+                             [text] * 40, [spans] * 40)
+    assert encoded == [["4111 1111 1111 1111", "Ann Lee"]]  # each distinct (type, key) of the batch encoded once
+    for doc in out.texts:
+        card, name = doc[5:].split(", again ")[0], doc.split(". ")[1].split("; ")[0]
+        assert doc.count(card) == 2 and doc.count(name) == 2 and doc.endswith("Passport [US_PASSPORT].")
+    assert len({doc for doc in out.texts}) > 1  # documents draw independently
+    assert out.replaced == [{"CREDIT_CARD": 2, "PERSON": 2}] * 40 and out.masked == [{"US_PASSPORT": 1}] * 40
+    assert all(n in (0, 2, 4) for n in out.same_as_input)

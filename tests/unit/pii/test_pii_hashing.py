@@ -1,10 +1,8 @@
 """Keyed secret ids and the key loader's refusal rules."""
-import unicodedata
-
 import pytest
 
 from privtext.pii.hashing import (
-    DETERMINISTIC_TEST_KEY, MissingKeyError, load_hmac_key, normalize_text, normalize_value, secret_id)
+    DETERMINISTIC_TEST_KEY, MissingKeyError, load_hmac_key, normalize_value, secret_id)
 
 KEY = b"0123456789abcdef-test-key"
 
@@ -48,11 +46,3 @@ def test_short_key_refused_without_echoing_it(monkeypatch):
     with pytest.raises(MissingKeyError) as error:
         load_hmac_key("PRIVTEXT_TEST_HMAC", None, deterministic=False)
     assert "tiny-key" not in str(error.value)
-
-
-def test_normalize_text_is_the_non_code_normalization():
-    samples = ["  Jonathan\n Whitaker, ", "\u00a0ＬＹＯＮ\u2003 ", "(Anne-Marie O'Neil)", "a\t,b", "..."]
-    for raw in samples:  # sanitize's match key and the secret's normalized value agree
-        assert normalize_text(raw) == normalize_value("PERSON", raw) == \
-            " ".join(unicodedata.normalize("NFKC", raw).casefold().split()).strip(" \t\n\"'`.,;:!?()[]{}<>")
-    assert normalize_text("\u00a0ＬＹＯＮ\u2003 ") == "lyon" and normalize_value("PHONE_NUMBER", "(617) 555") == "617555"
