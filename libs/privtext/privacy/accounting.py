@@ -10,18 +10,16 @@ Adjacency is the caller's: dp-accounting's default ``ADD_OR_REMOVE_ONE`` relatio
 relation is 1 and whose noise standard deviation is z (so z = sigma / sensitivity).
 
 mu-GDP (Dong, Roth & Su 2019): the Gaussian mechanism with sensitivity Delta and noise sigma is
-(Delta/sigma)-GDP; k adaptive releases with mu_1..mu_k compose to sqrt(sum mu_i^2)-GDP (exact).
+(Delta/sigma)-GDP; T releases compose to sqrt(T) Delta/sigma-GDP (exact; ``augpe_sigma``).
 """
 from __future__ import annotations
 
 import json
 import math
-from typing import Callable, Sequence
 
 import attr
 import dp_accounting
 from dp_accounting import dp_event as dpe
-from dp_accounting import mechanism_calibration
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
@@ -29,14 +27,10 @@ from privtext.privacy.secret_protection import mu_from_pr
 
 __all__ = [
     "augpe_sigma",
-    "calibrate_noise_multiplier",
-    "delta_of",
     "epsilon_of",
     "event_from_json",
     "event_to_json",
     "gaussian_event",
-    "gdp_compose",
-    "gdp_mu_for_sigma",
 ]
 
 _PLD_DISCRETIZATION = 1e-4
@@ -115,72 +109,6 @@ def epsilon_of(event: dpe.DpEvent, delta: float, accountant: str = "pld") -> flo
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta}")
     return float(_accountant(accountant).compose(event).get_epsilon(delta))
-
-
-def delta_of(event: dpe.DpEvent, epsilon: float, accountant: str = "pld") -> float:
-    """delta(epsilon) of ``event`` (upper bound: pessimistic PLD, or RDP conversion)."""
-    if epsilon < 0:
-        raise ValueError(f"epsilon must be >= 0, got {epsilon}")
-    return float(_accountant(accountant).compose(event).get_delta(epsilon))
-
-
-def calibrate_noise_multiplier(
-    make_event: Callable[[float], dpe.DpEvent], epsilon: float, delta: float, tol: float = 1e-4
-) -> float:
-    """Smallest noise parameter z (within ``tol``) such that ``make_event(z)`` is (eps, delta)-DP
-    under the PLD accountant; ``make_event`` must be monotone (more noise, less epsilon).
-
-    Uses ``dp_accounting.mechanism_calibration`` (Brent's method, then a check on the safe side).
-    """
-    if epsilon <= 0 or not 0 < delta < 1:
-        raise ValueError(f"need epsilon>0 and delta in (0,1); got {epsilon}, {delta}")
-
-    def private_enough(z: float) -> bool:
-        return epsilon_of(make_event(z), delta) <= epsilon
-
-    # Geometric bracket from z = 1; a lower end below 1/64 would make the PLD grid explode
-    # (its width grows like 1/z^2) and is never needed for a meaningful (eps, delta) target.
-    lo, hi = 0.5, 1.0
-    if private_enough(hi):
-        while lo > 1.0 / 64 and private_enough(lo):
-            lo, hi = lo / 2, lo
-    else:
-        lo, hi = hi, 2.0
-        while not private_enough(hi):
-            lo, hi = hi, 2 * hi
-            if hi > 2.0**30:
-                raise ValueError("no noise parameter up to 2^30 reaches the target")
-    return float(
-        mechanism_calibration.calibrate_dp_mechanism(
-            lambda: _accountant("pld"),
-            make_event,
-            epsilon,
-            delta,
-            bracket_interval=mechanism_calibration.ExplicitBracketInterval(lo, hi),
-            tol=tol,
-        )
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# mu-GDP
-# ---------------------------------------------------------------------------------------------
-
-def gdp_compose(mus: Sequence[float]) -> float:
-    """mu of the adaptive composition of mu_i-GDP mechanisms: sqrt(sum mu_i^2) (Dong et al. Cor. 3.3)."""
-    total = 0.0
-    for m in mus:
-        if m < 0:
-            raise ValueError(f"mu must be >= 0, got {m}")
-        total += float(m) ** 2
-    return math.sqrt(total)
-
-
-def gdp_mu_for_sigma(sensitivity: float, sigma: float, rounds: int = 1) -> float:
-    """mu of ``rounds`` Gaussian releases with L2 ``sensitivity`` and noise ``sigma``: sqrt(T)*Delta/sigma."""
-    if sigma <= 0 or sensitivity < 0 or rounds < 1:
-        raise ValueError(f"need sigma>0, sensitivity>=0, rounds>=1; got {sigma}, {sensitivity}, {rounds}")
-    return math.sqrt(rounds) * sensitivity / sigma
 
 
 def augpe_sigma(p: float, r: float, rounds: int) -> float:
