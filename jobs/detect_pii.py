@@ -1,7 +1,7 @@
 """spark-submit entry point: ``spark-submit jobs/detect_pii.py [--date YYYY-MM-DD] [--conf FILE] [stage options]``."""
 import sys
 
-from privtext.cli import job_main
+from privtext.stages.runner import job_main
 
 if __name__ == "__main__":
     sys.exit(job_main("detect_pii", sys.argv[1:]))

@@ -7,8 +7,8 @@ import logging
 import os
 import sys
 
-from privtext.errors import PrivtextError, Refused
-from privtext.settings import PROJECT_ROOT, ZONES, load_settings
+from privtext.errors import PrivtextError, report_error
+from privtext.settings import LOG_FORMAT, PROJECT_ROOT, ZONES, load_settings, use_offline_models
 
 
 def _settings(args):
@@ -16,11 +16,9 @@ def _settings(args):
 
 
 def cmd_run(args) -> int:
-    from privtext.stages.runner import run_stage, stage_parser
+    from privtext.stages.runner import run_options
 
-    options = vars(stage_parser(args.stage).parse_args(args.options))
-    date, pipeline, run_id = options.pop("date"), options.pop("pipeline"), options.pop("run_id")
-    result = run_stage(args.stage, _settings(args), date=date, pipeline=pipeline, run_id=run_id, **options)
+    result = run_options(args.stage, _settings(args), args.options)
     print(json.dumps({"stage": args.stage, **result.__dict__}, default=str))
     return 0
 
@@ -260,29 +258,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    use_offline_models()
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format=LOG_FORMAT)
     try:
         return args.func(args)
     except PrivtextError as error:
         return report_error(error)
-
-
-def report_error(error: PrivtextError) -> int:
-    """One line on stderr (``privtext: [refused: ]<message>``), no traceback; returns the exit code."""
-    print(f"privtext: {'refused: ' if isinstance(error, Refused) else ''}{error}", file=sys.stderr)
-    return error.exit_code
-
-
-def job_main(stage: str, argv: list[str]) -> int:
-    """Entry point of ``jobs/<stage>.py`` under spark-submit: ``[--conf FILE] [stage options]``."""
-    conf = []
-    if "--conf" in argv:
-        at = argv.index("--conf")
-        conf, argv = argv[at:at + 2], argv[:at] + argv[at + 2:]
-    return main([*conf, "run", stage, *argv])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The errors privtext raises on purpose. Each carries a message that says what went wrong and how to
 proceed (never private text) and the CLI's exit code; the CLI prints ``privtext: <message>`` as one
 line and exits with it, no traceback. A leaf: every layer may raise them."""
+import sys
 
 
 class PrivtextError(Exception):
@@ -13,3 +14,9 @@ class Refused(PrivtextError, RuntimeError):
     """An operation refused by a guard (lease held, load too small, statement not read-only, gate, budget)."""
 
     exit_code = 3
+
+
+def report_error(error: PrivtextError) -> int:
+    """One line on stderr (``privtext: [refused: ]<message>``), no traceback; returns the exit code."""
+    print(f"privtext: {'refused: ' if isinstance(error, Refused) else ''}{error}", file=sys.stderr)
+    return error.exit_code

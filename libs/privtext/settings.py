@@ -56,6 +56,18 @@ class Settings(StrictModel):
         return self.privacy.budgets[dataset]
 
 
+OFFLINE_MODELS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"  # of every entry point
+
+
+def use_offline_models(environ=os.environ) -> None:
+    """Hugging Face libraries load models from the local cache only (the project never downloads one at
+    run time): sets ``OFFLINE_MODELS`` in ``environ`` where the caller's environment does not say otherwise.
+    Called once by each entry point (``privtext``, ``jobs/<stage>.py``)."""
+    for name, value in OFFLINE_MODELS.items():
+        environ.setdefault(name, value)
+
+
 def _deep_merge(base: dict, override: dict) -> dict:
     merged = dict(base)
     for key, value in override.items():

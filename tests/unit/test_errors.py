@@ -1,7 +1,7 @@
 """One PrivtextError base: every error privtext raises on purpose derives from it; the CLI reports it as one line."""
 import pytest
 
-from privtext.cli import report_error
+from privtext.errors import report_error
 from privtext.clusant.vocabulary import NoVocabulary
 from privtext.errors import PrivtextError, Refused
 from privtext.generate.endpoint import EndpointAuthError
@@ -33,3 +33,13 @@ def test_the_former_bases_still_hold():  # callers catching ValueError / Runtime
     assert issubclass(ConfigError, ValueError) and issubclass(NoVocabulary, ValueError)
     assert issubclass(IngestError, ValueError) and issubclass(BudgetExceeded, RuntimeError)
     assert issubclass(LakehouseError, RuntimeError) and issubclass(MissingKeyError, RuntimeError)
+
+
+def test_a_job_reports_a_bad_config_without_traceback_before_any_spark(tmp_path, capsys):
+    from privtext.stages.runner import job_main
+
+    conf = tmp_path / "bad.yaml"
+    conf.write_text("run:\n  seed: not-a-number\n")
+    assert job_main("ingest", ["--conf", str(conf), "--date", "2026-01-15"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privtext: invalid configuration") and "run.seed" in err and "Traceback" not in err

@@ -67,12 +67,16 @@ def _stop_and_remove(folder: str) -> None:
 
 
 def get_spark(settings: Settings) -> SparkSession:
-    """Return the process's SparkSession built from ``settings.spark`` (reused if one is active)."""
+    """Return the process's SparkSession built from ``settings.spark`` (reused if one is active).
+
+    Python workers run this process's interpreter unless ``PYSPARK_PYTHON`` / ``PYSPARK_DRIVER_PYTHON``
+    name another: PySpark reads them from the environment only (no Spark conf), so they are set there,
+    before the session starts, where the caller's environment leaves them unset."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        os.environ.setdefault(name, sys.executable)
     builder = SparkSession.builder.appName(settings.spark.app_name)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit: conf picks the master
         builder = builder.master(settings.spark.master)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import json
 import logging
 import uuid
 
+from privtext.errors import PrivtextError, report_error
 from privtext.platform.context import RunContext, parse_date
 from privtext.platform.leases import stage_lease
-from privtext.settings import Settings
+from privtext.settings import LOG_FORMAT, Settings, load_settings, use_offline_models
 from privtext.platform.tracking import stage_run
 
 log = logging.getLogger("privtext")
@@ -60,3 +62,26 @@ def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline:
             tracked.log_metrics(numbers)
             log.info("stage %s date %s run %s: %s", stage, day, run_id, numbers)
     return result
+
+
+def run_options(stage: str, settings: Settings, argv: list[str]):
+    """Run ``stage`` with the options of ``privtext run <stage>`` given as arguments (``stage_parser``)."""
+    options = vars(stage_parser(stage).parse_args(argv))
+    return run_stage(stage, settings, date=options.pop("date"), pipeline=options.pop("pipeline"),
+                     run_id=options.pop("run_id"), **options)
+
+
+def job_main(stage: str, argv: list[str]) -> int:
+    """``jobs/<stage>.py`` under spark-submit: ``[--conf FILE] [stage options]``, settings loaded once; prints
+    the result as one JSON line, or a ``PrivtextError`` as one line with its exit code."""
+    use_offline_models()
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    conf = argparse.ArgumentParser(add_help=False)
+    conf.add_argument("--conf", default="conf/local.yaml")
+    known, rest = conf.parse_known_args(argv)
+    try:
+        result = run_options(stage, load_settings(known.conf), rest)
+    except PrivtextError as error:
+        return report_error(error)
+    print(json.dumps({"stage": stage, **result.__dict__}, default=str))
+    return 0
