@@ -186,7 +186,8 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
         elif not show_refusal:
             out.append("             (privtext demo --show-refusal shows the recorded override an operator could make)")
     lakehouse = Lakehouse(None, settings.lakehouse)
-    detection = latest_measurement(Ledger(lakehouse, settings).entries(settings.run.dataset), date)
+    entries = Ledger(lakehouse, settings).entries(settings.run.dataset)
+    detection = latest_measurement(entries, dt.date.fromisoformat(date))
     if detection:
         overall = detection["spend"]["overall"]
         out.append(f"canaries     detection found {overall['recall']:.1%} of {overall['values']:,} planted values (up to "
@@ -239,7 +240,8 @@ def run(settings: Settings, date: str, sample: Path, everything: bool = False, s
                 with lines("report"):
                     reports = {}
                     for dataset in datasets(settings):
-                        reports[dataset] = report.write_report(settings, date, dataset, resolve_uri(settings.publish.report_path))
+                        reports[dataset] = report.write_report(settings, dt.date.fromisoformat(date), dataset,
+                                                               resolve_uri(settings.publish.report_path))
                         report.log_report(parent, reports[dataset], dataset)
         except Exception as error:
             say(f"\nthe demo failed: {type(error).__name__}: {error}\n  see {_rel(log_path)}\n")

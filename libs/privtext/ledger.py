@@ -39,9 +39,15 @@ def composed_spend(entries: list[dict], budget) -> dict:
     return compose(entries, [exposure_arrays(e.get("exposures")) for e in entries], budget)
 
 
-def latest_measurement(entries: list[dict], date: str, guarantee: str = "detection_recall") -> dict | None:
-    """The latest measurement entry (e.g. detect_pii's canary recall) recorded for data ``date``, or None."""
-    measured = [e for e in entries if e["guarantee"] == guarantee and e["params"].get("date") == date]
+def charged_date(entry: dict) -> dt.date | None:
+    """The data date an entry's params name (the ledger stores it as ISO text), or None."""
+    value = entry["params"].get("date")
+    return dt.date.fromisoformat(value) if value else None
+
+
+def latest_measurement(entries: list[dict], day: dt.date, guarantee: str = "detection_recall") -> dict | None:
+    """The latest measurement entry (e.g. detect_pii's canary recall) recorded for data of ``day``, or None."""
+    measured = [e for e in entries if e["guarantee"] == guarantee and charged_date(e) == day]
     return max(measured, key=lambda e: e["created_at"]) if measured else None
 
 

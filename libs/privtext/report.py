@@ -32,7 +32,7 @@ from pathlib import Path
 
 from privtext.settings import Settings, resolve_uri
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
-from privtext.ledger import Ledger, composed_spend, latest_measurement
+from privtext.ledger import Ledger, charged_date, composed_spend, latest_measurement
 from privtext.platform.tables import (LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
                                       PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS,
                                       STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS, WORD_VECTORS)
@@ -139,8 +139,7 @@ def _mlflow_runs(settings: Settings, date: str) -> list:
 
 def data_date(entry: dict) -> dt.date:
     """The data date a charge is for: its params' ``date``, else the day it was recorded."""
-    date = entry["params"].get("date")
-    return dt.date.fromisoformat(date) if date else entry["created_at"].date()
+    return charged_date(entry) or entry["created_at"].date()
 
 
 def timeline(entries: list[dict], budget) -> list[tuple[dt.date, dict]]:
@@ -164,13 +163,12 @@ def _rows_by_run(lakehouse: Lakehouse, spec, date: dt.date) -> dict[str, int]:
     return {c["values"]: c["counts"] for c in pc.value_counts(runs).to_pylist()}
 
 
-def verdicts(settings: Settings, lakehouse: Lakehouse, date: str, charges: list[dict], entries: list[dict],
+def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: list[dict], entries: list[dict],
              audits: list[dict], detection: dict | None) -> list[dict]:
     """Per product of the date: published or not and why, its guarantee and what it does not cover
     (``detection``: the date's canary measurement)."""
     from privtext.stages.publish import canary_problem, gate_decision
 
-    day = dt.date.fromisoformat(date)
     out = []
     for product, (stage, staged_spec, published_spec) in PRODUCTS.items():
         mine = [c for c in charges if c["stage"] == stage]
@@ -178,7 +176,7 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, date: str, charges: list[
             continue
         latest_run = max(mine, key=lambda c: c["created_at"])["run_id"]
         staged, published = _rows_by_run(lakehouse, staged_spec, day), _rows_by_run(lakehouse, published_spec, day)
-        overrides = [e for e in entries if e["stage"] == "publish" and e["params"].get("date") == date
+        overrides = [e for e in entries if e["stage"] == "publish" and charged_date(e) == day
                      and e["params"].get("target") == published_spec.name and e["created_at"] > mine[-1]["created_at"]]
         reasons = []
         if staged_spec is None:
@@ -190,7 +188,7 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, date: str, charges: list[
             if stage == "sanitize" and staged:
                 reasons = gate_decision([a for a in audits if a["target"] == published_spec.name],
                                         list(settings.publish.audit_adversaries), sorted(staged))
-                reasons += canary_problem(entries, date, settings.publish.min_canary_recall)[0]
+                reasons += canary_problem(entries, day, settings.publish.min_canary_recall)[0]
             if state == "refused" and not reasons:
                 state, reasons = "staged, not yet published", ["the gate's checks hold; run publish"]
         if state == "published" and overrides:
@@ -258,9 +256,8 @@ def _not_covered(product: str, detection: dict | None) -> list[str]:
             "The leakage audit is a lower bound on what its adversaries found, not a certificate."]
 
 
-def collect(settings: Settings, date: str, dataset: str) -> dict:
+def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
     """Everything the report shows, as plain data (also written as report.json)."""
-    day = dt.date.fromisoformat(date)
     lakehouse = Lakehouse(None, settings.lakehouse)
     lakehouse.create(PRIVACY_LEDGER)
     ledger = Ledger(lakehouse, settings)
@@ -269,17 +266,17 @@ def collect(settings: Settings, date: str, dataset: str) -> dict:
     audits = _rows_of_date(lakehouse, LEAKAGE_AUDITS, day, AUDIT_COLUMNS)
     utility = _rows_of_date(lakehouse, UTILITY_REPORTS, day, UTILITY_COLUMNS + ("run_id",))
     centers = _rows_of_date(lakehouse, NOISY_CENTERS, day, ("run_id",))
-    runs = _mlflow_runs(settings, date)
+    runs = _mlflow_runs(settings, day.isoformat())
     run_ids = {r["run_id"] for r in audits + utility + centers} | {r.data.tags.get("privtext.run_id") for r in runs}
-    charges = [e for e in entries if (e["run_id"] in run_ids or e["params"].get("date") == date)
+    charges = [e for e in entries if (e["run_id"] in run_ids or charged_date(e) == day)
                and e["guarantee"] != "detection_recall"]
-    detection = latest_measurement(ledger.entries(), date)  # a property of the date's data, in any dataset
+    detection = latest_measurement(ledger.entries(), day)  # a property of the date's data, in any dataset
     spent = ledger.spent(dataset)
     trend = timeline(entries, budget)
     return {
         "dataset": dataset,
-        "date": date,
-        "products": verdicts(settings, lakehouse, date, charges, entries, audits, detection),
+        "date": day.isoformat(),
+        "products": verdicts(settings, lakehouse, day, charges, entries, audits, detection),
         "budget": budget.model_dump(),
         "spent": spent,
         "spent_in_words": describe(spent, budget),
@@ -445,14 +442,14 @@ otherwise the audit cannot tell leaking from safe releases.</p>
 """
 
 
-def write_report(settings: Settings, date: str, dataset: str, out: str | Path) -> Path:
+def write_report(settings: Settings, day: dt.date, dataset: str, out: str | Path) -> Path:
     """Write ``<out>/<dataset>/<date>/report.html`` (images inside) and ``report.json``; returns the folder."""
     import matplotlib
 
     matplotlib.use("Agg")
-    folder = Path(out) / dataset / date
+    folder = Path(out) / dataset / day.isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    data = collect(settings, date, dataset)
+    data = collect(settings, day, dataset)
     (folder / "report.json").write_text(json.dumps(data, indent=2, default=str))
     (folder / "report.html").write_text(_html(data))
     return folder
@@ -474,7 +471,7 @@ def cmd_report(args) -> int:
     out = args.out or resolve_uri(settings.publish.report_path)
     folders = {name: write_report(settings, args.date, name, out) for name in names}
     if args.mlflow:
-        with pipeline_run(settings, args.pipeline, args.date, key=os.environ.get(PIPELINE_RUN_ENV)) as tracked:
+        with pipeline_run(settings, args.pipeline, args.date.isoformat(), key=os.environ.get(PIPELINE_RUN_ENV)) as tracked:
             for name, folder in folders.items():
                 log_report(tracked, folder, name)
     for folder in folders.values():
@@ -484,7 +481,7 @@ def cmd_report(args) -> int:
 
 def register(sub) -> None:
     report = sub.add_parser("report", help="privacy report of a date (one HTML file): verdict, budget, audits, utility")
-    report.add_argument("--date", required=True, help="YYYY-MM-DD")
+    report.add_argument("--date", required=True, type=dt.date.fromisoformat, help="YYYY-MM-DD")
     report.add_argument("--dataset", help="one dataset (default: the configured one and every dataset in the ledger)")
     report.add_argument("--out", help="output folder (default: publish.report_path, build/reports)")
     report.add_argument("--mlflow", action="store_true",

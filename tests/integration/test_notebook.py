@@ -69,7 +69,7 @@ def test_readme_snippet_reads_published_with_deltalake_and_duckdb(tmp_path, monk
 
 def test_analyst_notebook_executes_on_demo_like_output(tmp_path, monkeypatch):
     settings = _published_lakehouse(tmp_path / "lakehouse")
-    report = write_report(settings, DAY.isoformat(), "reviews", tmp_path / "reports") / "report.json"
+    report = write_report(settings, DAY, "reviews", tmp_path / "reports") / "report.json"
     monkeypatch.setenv("PRIVTEXT_PUBLISHED", settings.lakehouse.zone_root("published"))
     monkeypatch.setenv("PRIVTEXT_REPORT", str(report))
     nb = nbformat.read(NOTEBOOK, as_version=4)

@@ -78,7 +78,7 @@ def _night(settings, violation_ratio: float, published: bool) -> Lakehouse:
 
 def test_report_renders_verdict_and_key_figures_in_a_browser(chromium, settings, tmp_path):
     _night(settings, violation_ratio=0.12, published=False)
-    folder = write_report(settings, DATE, "reviews", tmp_path / "reports")
+    folder = write_report(settings, DAY, "reviews", tmp_path / "reports")
     page = folder / "report.html"
     probe = tmp_path / "probe.html"
     probe.write_text(page.read_text().replace("</body>", VISIBLE_TEXT + "</body>"))
@@ -107,7 +107,7 @@ def test_report_renders_verdict_and_key_figures_in_a_browser(chromium, settings,
 
 def test_verdict_published_when_the_staged_release_is_the_published_one(settings):
     _night(settings, violation_ratio=0.0, published=True)
-    (export,) = collect(settings, DATE, "reviews")["products"]
+    (export,) = collect(settings, DAY, "reviews")["products"]
     assert (export["product"], export["state"], export["rows"], export["reasons"]) == (
         "sanitized export", "published", 1, [])
     # 11 of 1,085 missed: the 95% upper bound on the miss rate is above the measured 1.0%

@@ -127,11 +127,11 @@ def _audits(ctx: RunContext, target: str) -> list[dict]:
                     "staged_runs", "run_id").collect()]
 
 
-def canary_problem(entries: list[dict], date: str, minimum: float) -> tuple[list[str], dict | None]:
-    """The gate's detection check: the latest canary measurement of ``date`` must reach ``minimum``."""
-    latest = latest_measurement(entries, date)
+def canary_problem(entries: list[dict], day: dt.date, minimum: float) -> tuple[list[str], dict | None]:
+    """The gate's detection check: the latest canary measurement of ``day`` must reach ``minimum``."""
+    latest = latest_measurement(entries, day)
     if latest is None:
-        return ([f"no detection recall measured for {date} (run detect_pii with pii.canaries.count > 0)"]
+        return ([f"no detection recall measured for {day} (run detect_pii with pii.canaries.count > 0)"]
                 if minimum > 0 else []), None
     recall = latest["spend"]["overall"]["recall"]
     if recall < minimum:
@@ -252,7 +252,7 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
                 if audited and settings.publish.require_audit else [])
     detection = None
     if audited:
-        missed, detection = canary_problem(entries, date, settings.publish.min_canary_recall)
+        missed, detection = canary_problem(entries, ctx.date, settings.publish.min_canary_recall)
         problems += missed
     gate = gate_outcome(audited, settings.publish.require_audit, problems, override_gate)
     if gate == "refused":

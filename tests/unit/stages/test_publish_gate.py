@@ -1,4 +1,6 @@
 """The publish gate's pure parts: audit checks, the outcome, the canary check, fixed-seed runs, the manifest."""
+import datetime as dt
+
 from privtext.stages import publish
 
 ROW = {"adversary": "rnn", "eps": 2.0, "violation_ratio": 0.01, "delta_target": 0.05, "passed": True,
@@ -44,12 +46,13 @@ def _measured(entry_id, date, recall):
 
 
 def test_canary_problem_reads_the_latest_measurement_of_the_date():
-    assert publish.canary_problem([], "2026-01-15", 0.0) == ([], None)
-    assert "no detection recall measured for 2026-01-15" in publish.canary_problem([], "2026-01-15", 0.9)[0][0]
-    entries = [_measured("1", "2026-01-15", 0.8), _measured("2", "2026-01-16", 0.99)]
-    problems, latest = publish.canary_problem(entries, "2026-01-15", 0.9)
+    day = dt.date(2026, 1, 15)
+    assert publish.canary_problem([], day, 0.0) == ([], None)
+    assert "no detection recall measured for 2026-01-15" in publish.canary_problem([], day, 0.9)[0][0]
+    entries = [_measured("1", "2026-01-15", 0.8), _measured("2", "2026-01-16", 0.99)]  # the ledger's ISO text
+    problems, latest = publish.canary_problem(entries, day, 0.9)
     assert latest["entry_id"] == "1" and "0.800 < publish.min_canary_recall 0.9" in problems[0]
-    problems, latest = publish.canary_problem(entries + [_measured("3", "2026-01-15", 0.95)], "2026-01-15", 0.9)
+    problems, latest = publish.canary_problem(entries + [_measured("3", "2026-01-15", 0.95)], day, 0.9)
     assert problems == [] and latest["entry_id"] == "3"
 
 
