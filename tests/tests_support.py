@@ -17,15 +17,17 @@ def make_budget_settings(root, deterministic: bool = False, **limits):
 
 
 def write_rows(ctx, spec, rows: list[dict], partition_values: dict | None = None):
-    """Write literal rows into a table (replacing the partitions given) — input fixtures for stage tests."""
+    """Write literal rows into a table (replacing the partitions given) — input fixtures for stage tests
+    (published tables through the publisher handle, as only publish has it in the product)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
     frame = ctx.spark.createDataFrame(pa.Table.from_pylist(rows, schema=spec.schema),
                                       schema=from_arrow_schema(spec.schema))
+    lakehouse = ctx.lakehouse.as_publisher() if spec.zone == "published" else ctx.lakehouse
     if partition_values is None:
-        return ctx.lakehouse.append(spec, frame)
-    return ctx.lakehouse.replace_partitions(spec, frame, partition_values)
+        return lakehouse.append(spec, frame)
+    return lakehouse.replace_partitions(spec, frame, partition_values)
 
 
 def document(doc_id: str, text: str, date, user_id: str | None = None, label: str | None = None) -> dict:
