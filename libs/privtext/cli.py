@@ -181,7 +181,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--conf", default="conf/local.yaml", help="environment config file (default conf/local.yaml)")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_table_commands(sub)
+    _add_pipeline_commands(sub)
+    _add_area_commands(sub)
+    return parser
 
+
+def _add_table_commands(sub) -> None:
+    """run, init, sql, vacuum: one stage, the tables, read-only SQL, file clean-up."""
     run = sub.add_parser("run", help="run one stage: privtext run STAGE [--date D] [stage options] (STAGE -h lists them)",
                          add_help=False)
     run.add_argument("stage")
@@ -206,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     vacuum.add_argument("--dry-run", action="store_true", help="count only, delete nothing")
     vacuum.set_defaults(func=cmd_vacuum)
 
+
+def _add_pipeline_commands(sub) -> None:
+    """sample-data, pipeline run, demo, ui, budget show."""
     sample = sub.add_parser("sample-data", help="write the reproducible sample corpus (JSONL)")
     sample.add_argument("--n", type=int, default=3000)
     sample.add_argument("--seed", type=int, default=7)
@@ -240,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="the composed spend as JSON")
     show.set_defaults(func=cmd_budget_show)
 
+
+def _add_area_commands(sub) -> None:
+    """The commands each area registers: privacy, tune sanitize, eval pii, report, status."""
     try:
         from privtext.privacy import cli as privacy_cli
     except ImportError:
@@ -254,7 +267,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     report.register(sub)
     status.register(sub)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
