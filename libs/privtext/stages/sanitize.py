@@ -235,7 +235,8 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[s
         g = ts.mechanism.guarantee()
         values = values_by_type[entity_type]
         params = {**g, "entity_type": entity_type, "tier": ts.tier, "target": TARGET, "date": ctx.date.isoformat(),
-                  "clustering": ctx.settings.clusant.clustering, "spans": sum(values.values()),
+                  "clustering": ctx.settings.clusant.clustering, "phrase_encoder": ctx.settings.clusant.phrase_encoder,
+                  "spans": sum(values.values()),
                   "adjacency": "any two values of one occurrence (local model); a value in n documents: n * eps",
                   "reserved_values": len(ctx.settings.clusant.reserved_values)}
         if g["guarantee"] == "mldp":
@@ -253,7 +254,8 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[s
 def _row_params(sanitizer: ClusantSanitizer) -> str:
     p = sanitizer.ledger_params()
     keep = ("guarantee", "mechanism", "metric", "k", "clustering", "eps_by_type", "n_clusters_by_type")
-    return json.dumps({**{k: p[k] for k in keep}, "placeholder_types": sorted(sanitizer.missing)}, sort_keys=True)
+    return json.dumps({**{k: p[k] for k in keep}, "placeholder_types": sorted(sanitizer.missing),
+                       "phrase_encoder": sanitizer.settings.phrase_encoder}, sort_keys=True)
 
 
 def _sum_maps(df: DataFrame, column: str) -> dict[str, int]:
