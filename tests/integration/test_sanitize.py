@@ -115,6 +115,7 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
         assert row["n_spans"] == len(spans[doc_id])
         assert row["n_replaced"] == sum(t in vocab for _, _, t, *_ in spans[doc_id])
         assert row["method"] == "clusant" and json.loads(row["params"])["k"] == 4.0
+        assert json.loads(row["params"])["phrase_encoder"] == "static"  # the space the metric is measured in
     assert out["d3"]["sanitized_text"] == originals["d3"]
     assert "[US_PASSPORT]" in out["d4"]["sanitized_text"]
     assert result.spans == 7 and result.replaced == 6 and result.masked == 1
@@ -132,6 +133,7 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
         if e["params"]["entity_type"] == "PERSON":  # documents holding each value: a in d1 (twice) and d4, b in d2
             assert occurrences == {f"sid-{private[0]}": 2, f"sid-{private[1][:-2]}": 1}
         assert e["params"]["k"] == 4.0 and e["params"]["metric"] == "D_k" and "linearly with k" in e["params"]["bound_note"]
+        assert e["params"]["phrase_encoder"] == "static"
     assert not any(p in json.dumps([e["params"] for e in entries]) for p in private)
 
     # a rerun of the date (here with CusText) replaces the partition; CusText is recorded without guarantee

@@ -25,10 +25,10 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     from privtext.ampl.documents import embed_documents
     from privtext.ampl.sanitizer_tune import clusant_losses, clusant_release, mechanisms_at
     from privtext.ampl.tune import tune_release
-    from privtext.clusant.sanitizer import ClusantSanitizer
     from privtext.platform.context import RunContext
     from privtext.privacy.mechanisms import make_rng
     from privtext.stages.audit import AuditError, encoder, sample_tokens
+    from privtext.stages.sanitize import build_sanitizer
 
     ctx = RunContext.create(settings, date=date)
     ampl, clusant = settings.ampl, settings.clusant
@@ -41,7 +41,7 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     encode = encoder(ctx)
     batch = embed_documents(docs, encode)
     tier_of = {t: settings.pii.tiers.get(t, "PII") for t in clusant.entity_types}
-    sanitizer = ClusantSanitizer.build(clusant, tier_of.__getitem__, encode, settings.embed.model)
+    sanitizer = build_sanitizer(settings)  # the stage's vocabularies and phrase encoder
     base = {t: ts.mechanism for t, ts in sanitizer.per_type.items()}
     eps_base = clusant.eps["PoII"]
     audit_eps = ampl.audit_eps or clusant.eps["PII"]

@@ -4,8 +4,10 @@ Every detected span of the date's documents is replaced; the rest of the text is
 character (overlapping spans are merged first, ``clusant.sanitizer.merge_spans``). A span whose type
 has a public replacement vocabulary (``clusant.entity_types``) gets a CluSanT replacement
 (``clusant.method``: clusant, santext or custext); any other span gets the typed placeholder
-``[TYPE]``. The driver builds the vocabularies once (phrases and embeddings cached on disk in
-``clusant.cache_dir``) and broadcasts them; sanitization runs in ``mapInPandas`` with one
+``[TYPE]``. Span values and candidates are embedded by ``clusant.phrase_encoder`` (default: static
+wordpiece vectors distilled from ``embed.model``, ``embed.static_phrases``). The driver builds the
+vocabularies once (phrases and embeddings cached on disk in ``clusant.cache_dir``) and broadcasts
+them with the piece table; sanitization runs in ``mapInPandas`` with one
 ``ClusantSanitizer`` per Python worker built from the broadcast (``clusant.sanitizer.sanitize_documents``).
 
 Guarantee: each replaced occurrence is released under eps_T-metric-LDP (T = its type, eps_T from its
@@ -89,18 +91,43 @@ def _tier_of(ctx_settings):
     return tier_of
 
 
-def _encoder(embed_settings):
-    from privtext.embed.encoder import encode_phrases
+def _piece_table(settings):
+    """The static encoder's piece table (None for the transformer encoder): built once, cached on disk."""
+    if settings.clusant.phrase_encoder != "static":
+        return None
+    from privtext.embed.static_phrases import piece_table
 
-    return lambda phrases: encode_phrases(phrases, embed_settings)
+    return piece_table(settings.embed, _cache_dir(settings))
 
 
-def _vocabularies(settings) -> dict:
-    """Every type's (phrases, embeddings), built once per vocabulary version (disk cache)."""
+def phrase_encoder(settings, table):
+    """The encoder of span values and candidates (``clusant.phrase_encoder``) and its cache-key name;
+    ``table``: ``_piece_table(settings)`` (a worker gets it by broadcast)."""
+    if settings.clusant.phrase_encoder == "transformer":
+        from privtext.embed.encoder import encode_phrases
+
+        return (lambda phrases: encode_phrases(phrases, settings.embed)), settings.embed.model
+    from privtext.embed.static_phrases import encode_static, get_tokenizer
+
+    tokenizer = per_process(("tokenizer", settings.embed.model_dump_json()), lambda: get_tokenizer(settings.embed))
+    return (lambda phrases: encode_static(phrases, table, tokenizer)), f"{settings.embed.model}+static-pieces"
+
+
+def _cache_dir(settings) -> str:
     from privtext.settings import resolve_uri
 
-    return build_vocabularies(settings.clusant, _encoder(settings.embed), settings.embed.model,
-                              cache_dir=resolve_uri(settings.clusant.cache_dir))
+    return resolve_uri(settings.clusant.cache_dir)
+
+
+def _vocabularies(settings, encode, model_name: str) -> dict:
+    """Every type's (phrases, embeddings), built once per vocabulary version and encoder (disk cache)."""
+    return build_vocabularies(settings.clusant, encode, model_name, cache_dir=_cache_dir(settings))
+
+
+def build_sanitizer(settings) -> ClusantSanitizer:
+    """The settings' sanitizer, as the stage builds it (``privtext tune sanitize`` tunes this one)."""
+    encode, name = phrase_encoder(settings, _piece_table(settings))
+    return ClusantSanitizer.from_vocabularies(settings.clusant, _vocabularies(settings, encode, name), _tier_of(settings))
 
 
 def _sanitizer_key(settings) -> str:
@@ -114,16 +141,17 @@ def _doc_spans(text: str, spans) -> list[tuple[int, int, str, str]]:
     return merge_spans(raw, len(text))
 
 
-def _sanitize_batches(settings, seed_material: str, vocabularies):
+def _sanitize_batches(settings, seed_material: str, shared):
     """mapInPandas body: the worker's sanitizer is built once per Python process from the broadcast
-    vocabularies (the driver's candidate list, never rebuilt on a worker)."""
+    (vocabularies, static piece table): the driver's candidate list, never rebuilt on a worker."""
 
     def run(frames):
         from privtext.privacy.mechanisms import make_rng
 
+        vocabularies, table = shared.value
         sanitizer = per_process(("sanitizer", _sanitizer_key(settings)), lambda: ClusantSanitizer.from_vocabularies(
-            settings.clusant, vocabularies.value, _tier_of(settings)))
-        encode = _encoder(settings.embed)
+            settings.clusant, vocabularies, _tier_of(settings)))
+        encode, _ = phrase_encoder(settings, table)
         for frame in frames:
             seed = int.from_bytes(hashlib.sha256((seed_material + "".join(frame["doc_id"])).encode()).digest()[:8], "little")
             docs = [_doc_spans(text, spans) for text, spans in zip(frame["text"], frame["spans"])]
@@ -206,7 +234,8 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[s
         g = ts.mechanism.guarantee()
         values = values_by_type[entity_type]
         params = {**g, "entity_type": entity_type, "tier": ts.tier, "target": TARGET, "date": ctx.date.isoformat(),
-                  "clustering": ctx.settings.clusant.clustering, "spans": sum(values.values()),
+                  "clustering": ctx.settings.clusant.clustering, "phrase_encoder": ctx.settings.clusant.phrase_encoder,
+                  "spans": sum(values.values()),
                   "adjacency": "any two values of one occurrence (local model); a value in n documents: n * eps",
                   "reserved_values": len(ctx.settings.clusant.reserved_values)}
         if g["guarantee"] == "mldp":
@@ -224,7 +253,8 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[s
 def _row_params(sanitizer: ClusantSanitizer) -> str:
     p = sanitizer.ledger_params()
     keep = ("guarantee", "mechanism", "metric", "k", "clustering", "eps_by_type", "n_clusters_by_type")
-    return json.dumps({**{k: p[k] for k in keep}, "placeholder_types": sorted(sanitizer.missing)}, sort_keys=True)
+    return json.dumps({**{k: p[k] for k in keep}, "placeholder_types": sorted(sanitizer.missing),
+                       "phrase_encoder": sanitizer.settings.phrase_encoder}, sort_keys=True)
 
 
 def _sum_maps(df: DataFrame, column: str) -> dict[str, int]:
@@ -236,7 +266,9 @@ def run(ctx: RunContext) -> SanitizeResult:
     started = time.perf_counter()  # spans_per_second is of the whole stage: vocabularies, charges, write, metrics
     settings = ctx.settings
     inputs = _inputs(ctx)
-    vocabularies = _vocabularies(settings)
+    table = _piece_table(settings)
+    encode, encoder_name = phrase_encoder(settings, table)
+    vocabularies = _vocabularies(settings, encode, encoder_name)
     sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings))
     values_by_type: dict[str, dict[str, int]] = {}  # occurrences = documents holding the value (one draw each)
     for r in (ctx.lakehouse.read(PII_SPANS, date=ctx.date)
@@ -246,7 +278,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     _charge(ctx, sanitizer, values_by_type)  # before anything is written
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
-    shared = ctx.spark.sparkContext.broadcast(vocabularies)
+    shared = ctx.spark.sparkContext.broadcast((vocabularies, table))
     out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))

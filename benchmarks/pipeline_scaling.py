@@ -1,0 +1,133 @@
+"""The nightly sanitized export at growing sizes: per-stage time fitted as fixed + per-document cost,
+driver and worker peak memory.
+
+For each size (bundled sample corpus, synthetic, never printed) a fresh local lakehouse on local[2]
+runs ``nightly_sanitized_export`` exactly as ``privtext pipeline run`` does (MLflow off), each stage
+timed; ``publish`` may refuse by its gate (that is a result, timed too). A sampler thread records the
+peak RSS of the driver (this Python process + its JVM) and of the largest Python worker. Then per stage
+and for the whole pipeline a least-squares line time = fixed + per_doc * docs, and the hours
+1,000,000 documents would take at that rate on this machine.
+
+    .venv/bin/python benchmarks/pipeline_scaling.py [--sizes 500 2000 8000 32000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+
+DATE = "2026-01-15"
+PIPELINE = "nightly_sanitized_export"
+
+
+class PeakRss:
+    """Peak resident memory (MiB) of this process, its JVM and its largest Python worker, sampled."""
+
+    def __init__(self, every: float = 0.5):
+        import psutil
+
+        self.me, self.every, self.peak = psutil.Process(), every, {"driver": 0.0, "jvm": 0.0, "worker": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        mib = lambda p: p.memory_info().rss / 2**20  # noqa: E731
+        self.peak["driver"] = max(self.peak["driver"], mib(self.me))
+        for child in self.me.children(recursive=True):
+            try:
+                kind = "jvm" if "java" in child.name() else "worker" if "python" in child.name() else None
+                if kind:
+                    self.peak[kind] = max(self.peak[kind], mib(child))
+            except psutil.NoSuchProcess:
+                continue
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def run_size(n: int, root: Path) -> tuple[dict[str, float], dict[str, float]]:
+    import contextlib
+
+    from pyspark.sql import SparkSession
+
+    from privtext import sample_data
+    from privtext.pipelines import run_pipeline
+    from privtext.platform.errors import Refused
+    from privtext.settings import load_settings
+
+    settings = load_settings(None, environ={}, overrides={
+        "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}},
+        "lakehouse": {"root": str(root / f"lake{n}")}, "tracking": {"enabled": False},
+        "clusant": {"cache_dir": str(Path(__file__).resolve().parents[1] / "cache" / "clusant")},
+        "publish": {"export_path": str(root / f"exports{n}"), "report_path": str(root / f"reports{n}")}})
+    source = sample_data.write_jsonl(sample_data.generate(n, seed=7), root / f"docs{n}.jsonl")
+    times: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def timed(stage):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            times[stage] = time.perf_counter() - started
+
+    with PeakRss() as rss:
+        try:
+            run_pipeline(PIPELINE, settings, DATE, input_path=str(source), progress=timed)
+        except Refused as refused:  # the gate's decision; the stage ran and is timed
+            print(f"docs{n}_refused: {type(refused).__name__}")
+        SparkSession.getActiveSession().stop()
+    return times, rss.peak
+
+
+def fit(sizes: list[int], seconds: list[float]) -> tuple[float, float]:
+    import numpy as np
+
+    per_doc, fixed = np.polyfit(np.asarray(sizes, dtype=float), np.asarray(seconds, dtype=float), 1)
+    return float(fixed), float(per_doc)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000, 32000])
+    args = parser.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            times, peak = run_size(n, Path(tmp))
+            results[n] = times
+            print(f"docs{n}_total_seconds: {sum(times.values()):.1f}")
+            for stage, seconds in times.items():
+                print(f"docs{n}_{stage}_seconds: {seconds:.1f}")
+            for kind, mib in peak.items():
+                print(f"docs{n}_peak_rss_{kind}_mib: {mib:.0f}")
+    if len(args.sizes) < 2:
+        return
+    stages = list(results[args.sizes[0]])
+    for stage in stages + ["total"]:
+        seconds = [sum(results[n].values()) if stage == "total" else results[n].get(stage, 0.0) for n in args.sizes]
+        fixed, per_doc = fit(args.sizes, seconds)
+        print(f"{stage}_fixed_seconds: {fixed:.1f}")
+        print(f"{stage}_per_doc_ms: {1000 * per_doc:.2f}")
+    fixed, per_doc = fit(args.sizes, [sum(results[n].values()) for n in args.sizes])
+    print(f"hours_for_1M_docs: {(fixed + per_doc * 1_000_000) / 3600:.2f}")
+
+
+if __name__ == "__main__":
+    main()

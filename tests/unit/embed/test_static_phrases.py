@@ -1,0 +1,30 @@
+"""Static phrase encoder: a phrase is the normalised mean of its wordpieces' rows of the table."""
+import numpy as np
+import pytest
+
+from privtext.embed.settings import EmbedSettings
+from privtext.embed.static_phrases import _table_path, encode_static, get_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return get_tokenizer(EmbedSettings())
+
+
+def test_phrase_is_the_normalised_mean_of_its_pieces(tokenizer):
+    table = np.random.default_rng(0).normal(size=(tokenizer.vocab_size, 8)).astype(np.float32)
+    phrases = ["Maria Lopez", "4111 1111 1111 1111", "", "Zürich"]
+    out = encode_static(phrases, table, tokenizer)
+    assert out.shape == (4, 8) and out.dtype == np.float64
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-12)
+    for phrase, row in zip(phrases, out):
+        ids = tokenizer(phrase, add_special_tokens=False)["input_ids"] or [tokenizer.unk_token_id]
+        mean = table[ids].mean(axis=0)
+        np.testing.assert_allclose(row, mean / np.linalg.norm(mean), atol=1e-6)
+    assert not np.allclose(out[0], out[1])
+    assert encode_static([], table, tokenizer).shape == (0, 8)
+
+
+def test_table_cache_key_follows_the_model(tmp_path):
+    assert _table_path(EmbedSettings(), tmp_path) == _table_path(EmbedSettings(batch_size=8), tmp_path)
+    assert _table_path(EmbedSettings(), tmp_path) != _table_path(EmbedSettings(model=str(tmp_path)), tmp_path)
