@@ -107,7 +107,7 @@ def test_publish_killed_keeps_the_old_export_whole_and_the_rerun_equals_a_clean_
     conf = tmp_path / "publish.yaml"
     conf.write_text(yaml.safe_dump({
         "lakehouse": {"root": ctx.settings.lakehouse.root}, "tracking": {"enabled": False},
-        "publish": ctx.settings.publish.model_dump(mode="json"),
+        "publish": ctx.settings.publish.model_dump(mode="json"), "run": {"hmac_key_file": ctx.settings.run.hmac_key_file},
         "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}}}))
     date_dir = Path(ctx.settings.publish.export_path) / TARGET / DATE.isoformat()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(tmp_path)}

@@ -61,6 +61,14 @@ def normalize_value(entity_type: str, raw: str) -> str:
     return _SPACES.sub(" ", text).strip(_EDGE_PUNCT)
 
 
+def doc_pseudonym(key: bytes, doc_id: str) -> str:
+    """The published doc_id: HMAC-SHA256 (32 hex) of the restricted doc_id, whatever the input supplied
+    (an e-mail address stays in restricted). Only a holder of the key and ``restricted.documents`` can map
+    it back; the domain prefix keeps it apart from secret ids."""
+    message = b"privtext.published.doc_id\x00" + doc_id.encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:32]
+
+
 def secret_id(key: bytes, normalized_value: str) -> str:
     """Hex HMAC-SHA256 of the normalized value (the entity type is not hashed: the same string
     detected as two types is one secret)."""
