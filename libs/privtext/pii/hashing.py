@@ -46,9 +46,10 @@ def load_hmac_key(hmac_key_env: str = "PRIVTEXT_HMAC_KEY", hmac_key_file: str | 
             return DETERMINISTIC_TEST_KEY
         raise MissingKeyError(
             f"no HMAC key: set the environment variable {hmac_key_env} (run.hmac_key_env) or "
-            "run.hmac_key_file; only run.deterministic test runs may go without one")
+            f"run.hmac_key_file to a secret of at least {MIN_KEY_BYTES} bytes (e.g. openssl rand -hex 32); "
+            "only run.deterministic test runs may go without one")
     if len(key) < MIN_KEY_BYTES:
-        raise MissingKeyError(f"HMAC key is shorter than {MIN_KEY_BYTES} bytes")
+        raise MissingKeyError(f"HMAC key is shorter than {MIN_KEY_BYTES} bytes (e.g. openssl rand -hex 32 gives 64)")
     return key
 
 
