@@ -19,7 +19,6 @@ import os
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
