@@ -121,6 +121,7 @@ def test_one_bad_file_does_not_fail_the_night(ctx, tmp_path):
     drop.mkdir()
     (drop / "bom.csv").write_bytes("\ufefftext,label\nHello from a BOM file,x\n".encode("utf-8"))
     (drop / "utf16.jsonl").write_bytes(json.dumps({"text": "Grüße in UTF-16"}, ensure_ascii=False).encode("utf-16"))
+    (drop / "utf32.jsonl").write_bytes(json.dumps({"text": "Grüße in UTF-32"}, ensure_ascii=False).encode("utf-32"))
     (drop / "array.json").write_text(json.dumps([{"text": "first of an array"}, {"text": "second"}, 7]))
     (drop / "empty.jsonl").write_text("\n \n")
     (drop / "header_only.csv").write_text("text,label\n")
@@ -129,12 +130,12 @@ def test_one_bad_file_does_not_fail_the_night(ctx, tmp_path):
     (drop / ".hidden.jsonl").write_text(json.dumps({"text": "never read"}) + "\n")
     result = ingest.run(ctx, str(drop))
     texts = sorted(read(ctx, DOCUMENTS).text)
-    assert texts == ["Grüße in UTF-16", "Hello from a BOM file", "first of an array", "second"]
+    assert texts == ["Grüße in UTF-16", "Grüße in UTF-32", "Hello from a BOM file", "first of an array", "second"]
     reasons = read(ctx, QUARANTINE).groupby("source_file")["reason"].apply(sorted).to_dict()
     assert reasons == {"array.json": ["malformed JSON: not an object"], "empty.jsonl": ["empty file"],
                        "header_only.csv": ["empty file"], "notext.csv": ["file has no 'text' column"]}
     assert sorted(result.skipped_files) == [".hidden.jsonl", "README.txt"]
-    assert result.documents == 4 and result.quarantined == 4
+    assert result.documents == 5 and result.quarantined == 4
 
 
 def _jsonl(path, n: int, start: int = 0):
