@@ -125,6 +125,8 @@ def load_settings(
     data = _deep_merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
     data = _deep_merge(data, overrides or {})
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as error:
         raise ConfigError(_explain(error)) from None
+    settings.budget(settings.run.dataset)  # a run.dataset without a budget fails at start (fail closed)
+    return settings
