@@ -24,6 +24,8 @@ GOLD_MAP = {"person": "PERSON", "geo-loc": "LOCATION", "facility": "LOCATION",
             "company": "ORGANIZATION", "sportsteam": "ORGANIZATION"}
 TYPES = sorted(set(GOLD_MAP.values()))
 IGNORED = "IGNORED"
+TEST_EVERY = 3  # tweet i is in the held-out "test" part when i % 3 == 0; the trained detector sees only "train"
+PARTS = ("test", "train", "all")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,15 @@ def read_conll(path: Path) -> list[Document]:
             docs.append(_document(tokens, tags))
             tokens, tags = [], []
     return docs
+
+
+def part(docs: list[Document], name: str) -> list[Document]:
+    """The ``test`` part (every third tweet, from the first), the ``train`` part (the others) or ``all``."""
+    if name not in PARTS:
+        raise ValueError(f"unknown WNUT part {name!r}; allowed: {', '.join(PARTS)}")
+    if name == "all":
+        return list(docs)
+    return [d for i, d in enumerate(docs) if (i % TEST_EVERY == 0) == (name == "test")]
 
 
 def _document(tokens: list[str], tags: list[str]) -> Document:
