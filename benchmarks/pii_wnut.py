@@ -20,8 +20,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from privtext.commands.pii import DEFAULT_DATA  # noqa: E402
+from privtext.pii.conll import part, read_conll  # noqa: E402
 from privtext.pii.detect import detect_many, get_analyzer  # noqa: E402
-from privtext.pii.evaluate import evaluate, format_scores, part, read_conll  # noqa: E402
+from privtext.pii.evaluate import evaluate, format_scores  # noqa: E402
 from privtext.settings import load_settings  # noqa: E402
 
 

@@ -6,7 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-from privtext.pii.evaluate import PARTS, evaluate, format_scores, part, read_conll
+from privtext.pii.conll import PARTS, part, read_conll
+from privtext.pii.evaluate import evaluate, format_scores
 from privtext.settings import PROJECT_ROOT
 
 DEFAULT_DATA = PROJECT_ROOT.parent / "shared" / "data" / "ner" / "wnut16_tweets.conll"

@@ -2,7 +2,7 @@
 synthetic sentences from this module's own templates filled by Faker.
 
 Sources are kept disjoint from what detection is evaluated on: the WNUT ``test`` part
-(``privtext.pii.evaluate.part``) is never read here, and the templates below are written for this
+(``privtext.pii.conll.part``) is never read here, and the templates below are written for this
 module (not presidio-evaluator's, which ``privtext eval pii --suite presidio`` uses, nor the sample
 corpus's). WNUT types map to PERSON, ORGANIZATION (company, sportsteam), LOCATION (geo-loc, facility)
 and OTHER (product, movie, musicartist, tvshow, other: learnt, never reported). A quarter of the
@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from privtext.pii.evaluate import IGNORED, part, read_conll
+from privtext.pii.conll import IGNORED, part, read_conll
 
 OTHER = "OTHER"
 TEMPLATES = (

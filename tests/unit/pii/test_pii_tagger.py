@@ -8,7 +8,7 @@ import pytest
 
 from privtext.pii import tagger
 from privtext.pii.detect import _build_analyzer, detect_many
-from privtext.pii.evaluate import part, read_conll
+from privtext.pii.conll import part, read_conll
 from privtext.pii.recognizers import TrainedNerRecognizer, build
 from privtext.pii.settings import DetectorSettings, PiiSettings
 from privtext.pii.tagger_data import synthetic_examples, training_examples, wnut_examples
