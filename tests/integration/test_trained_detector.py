@@ -1,9 +1,7 @@
-"""The trained NER end to end: trained (small, into a temp cache) on the WNUT train part and the
-project's synthetic sentences, then loaded by detect_pii's Spark workers, it finds a lower-case name
-in a tweet-like message that the rule/gazetteer/spaCy ensemble misses."""
+"""The trained NER end to end: trained (one layer, a few CPU seconds, into a temp cache) on a small
+CoNLL file and the project's synthetic sentences, then loaded by detect_pii's Spark workers, it finds
+a lower-case name in a tweet-like message that the rule/gazetteer/spaCy ensemble misses."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from tests_support import document, write_rows
@@ -15,9 +13,10 @@ from privtext.platform.tables import DOCUMENTS, PII_SPANS
 from privtext.stages.runner import run_stage
 
 NIGHT = "2026-05-01"
-TEXT = "omg just ran into maddison at the gym, she says hi"
+TEXT = "omg can someone tell maddison to call me back"  # shaped like a template, with a name not in it
 NAME = "maddison"
-SMALL = {"layers": 2, "synthetic_sentences": 600, "epochs": 2}
+SMALL = {"layers": 1, "synthetic_sentences": 800, "epochs": 4, "learning_rate": 3e-4, "threads": 1}
+TWEETS = "\n\n".join(f"met\tO\n{name}\tB-person\ntoday\tO" for name in ("jake", "olivia", "noah", "mia"))
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +24,10 @@ def trained_settings(tmp_path_factory):
     from conftest import make_settings
 
     root = tmp_path_factory.mktemp("trained")
-    settings = make_settings(root / "lake", pii={"detector": {**SMALL, "cache_dir": str(root / "cache")},
+    (root / "tweets.conll").write_text(TWEETS, encoding="utf-8")
+    settings = make_settings(root / "lake", pii={"detector": {**SMALL, "cache_dir": str(root / "cache"),
+                                                              "train_data": str(root / "tweets.conll")},
                                                   "canaries": {"count": 0}})
-    if not Path(settings.pii.detector.train_data).is_file():
-        pytest.skip("the shared WNUT-16 data is not on this machine")
     ensure_trained(settings.pii.detector)
     return settings
 

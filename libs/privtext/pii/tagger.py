@@ -71,15 +71,16 @@ def token_labels(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, 
 
 def decode(text: str, offsets: Sequence[tuple[int, int]], labels: Sequence[int], probs: Sequence[float]
            ) -> list[tuple[int, int, str, float]]:
-    """Character spans ``(start, end, type, confidence)`` of B/I runs, widened to whole words."""
+    """Character spans ``(start, end, type, confidence)`` of B/I runs, widened to whole words; a word's
+    first labelled piece decides its type (the pieces glued to it join its span)."""
     spans, current = [], None
     for (start, end), label, prob in zip(offsets, labels, probs):
         if start == end:
             continue
         tag = LABELS[label]
         kind = tag[2:] if tag != "O" else None
-        extends = current is not None and kind == current[2] and (tag.startswith("I-") or start == current[1])
-        if extends:
+        glued = current is not None and start == current[1]
+        if glued or (current is not None and kind == current[2] and tag.startswith("I-")):
             current[1] = end
             current[3].append(prob)
             continue

@@ -28,6 +28,12 @@ def test_token_labels_and_decode_round_trip():
     assert decoded[0][3] == pytest.approx((0.8 + 0.6 * 3) / 4)
 
 
+def test_decode_gives_a_word_one_span_typed_by_its_first_piece():
+    labels = [tagger.LABELS.index(t) for t in ("B-PERSON", "B-ORGANIZATION", "I-LOCATION")]
+    assert [s[:3] for s in tagger.decode("maddison", [(0, 3), (3, 5), (5, 8)], labels, [0.9, 0.5, 0.4])] == [
+        (0, 8, "PERSON")]
+
+
 def test_decode_widens_a_partly_labelled_word():
     text = "hi mcallister"
     # only the second word piece is labelled: the span grows to the whole word
