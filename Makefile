@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: setup demo cluster-demo test test-fast bench clean airflow
+.PHONY: setup detector demo cluster-demo test test-fast bench clean airflow
 
 setup: $(STAMP)
 
@@ -24,11 +24,16 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-demo: setup
+demo: setup detector
 	$(VENV)/bin/privtext demo
 
+# the trained NER of pii.recognizers.trained_ner (a few CPU minutes once, then cached under cache/detector);
+# without its training data detection runs on without it (a warning says so)
+detector: setup
+	$(VENV)/bin/privtext train detector >/dev/null || echo "no trained detector: detection runs without it"
+
 # the demo on a standalone Spark cluster (master + 2 workers, separate JVMs) started and stopped here
-cluster-demo: setup
+cluster-demo: setup detector
 	$(PY) -m privtext.platform.local_cluster --conf-out build/cluster/cluster.yaml -- \
 		$(VENV)/bin/privtext --conf build/cluster/cluster.yaml demo
 

@@ -2,7 +2,9 @@
 
 Side by side in one run, one process (one core; spaCy runs single-threaded):
 ``defaults`` is Presidio's predefined recognizers over spaCy with every ``pii.recognizers`` switch off,
-no name/address widening and no census-name pattern; ``shipped`` is conf/base.yaml as is. Texts: the
+no name/address widening and no census-name pattern; ``rules`` is conf/base.yaml without the trained NER
+(``pii.recognizers.trained_ner`` off: the ensemble before it); ``shipped`` is conf/base.yaml as is (the
+trained NER's weights must be cached: ``privtext train detector``). Texts: the
 sample corpus (support messages, ``privtext.sample_data``) and presidio-evaluator's generator
 (``privtext eval pii --suite presidio``); both synthetic. Quality is ``privtext.pii.coverage``'s recall,
 character coverage and precision on the presidio suite. Only counts and rates are printed.
@@ -42,10 +44,11 @@ def main() -> None:
     defaults = shipped.model_copy(update={"recognizers": switches, "census_first_names": 0, "widen_names": False,
                                           "widen_addresses": False, "entities": [
                                               e for e in shipped.entities if e in _PRESIDIO_DEFAULT_TYPES]})
+    rules = shipped.model_copy(update={"recognizers": shipped.recognizers.model_copy(update={"trained_ner": False})})
     corpora = {"sample": suite("sample", n, 7), "presidio": suite("presidio", n, 42)}
     print(f"docs: {n}")
     speed = {}
-    for name, settings in (("defaults", defaults), ("shipped", shipped)):
+    for name, settings in (("defaults", defaults), ("rules", rules), ("shipped", shipped)):
         for corpus, docs in corpora.items():
             speed[name, corpus] = docs_per_second([d.text for d in docs], settings)
             print(f"{name}_{corpus}_docs_per_second_per_core: {speed[name, corpus]:.1f}")
@@ -53,7 +56,8 @@ def main() -> None:
         for key in ("recall", "coverage", "precision"):
             print(f"{name}_presidio_{key}: {quality[key]:.3f}")
     for corpus in corpora:
-        print(f"cost_ratio_shipped_vs_defaults_{corpus}: {speed['defaults', corpus] / speed['shipped', corpus]:.2f}")
+        for base in ("defaults", "rules"):
+            print(f"cost_ratio_shipped_vs_{base}_{corpus}: {speed[base, corpus] / speed['shipped', corpus]:.2f}")
 
 
 if __name__ == "__main__":

@@ -137,6 +137,17 @@ def load_settings(
     data = _deep_merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
     data = _deep_merge(data, overrides or {})
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as error:
         raise ConfigError(_explain(error)) from None
+    settings.budget(settings.run.dataset)  # a run.dataset without a budget fails at start (fail closed)
+    return _with_project_paths(settings)
+
+
+def _with_project_paths(settings: Settings) -> Settings:
+    """The trained detector's data and cache paths made absolute (relative to the project), so Spark's
+    Python workers, whatever their working directory, find the same weights."""
+    detector = settings.pii.detector
+    resolved = detector.model_copy(update={"cache_dir": resolve_uri(detector.cache_dir),
+                                           "train_data": resolve_uri(detector.train_data)})
+    return settings.model_copy(update={"pii": settings.pii.model_copy(update={"detector": resolved})})

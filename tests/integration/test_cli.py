@@ -1,6 +1,7 @@
 """The privtext CLI in-process: sample data -> run ingest -> sql over the zones."""
 import json
 
+import pytest
 import yaml
 
 from privtext.cli import main
@@ -49,3 +50,19 @@ def test_a_second_run_of_a_stage_and_date_refuses_while_the_first_holds_its_leas
         owner.kill()
         owner.wait()
     assert main(["--conf", str(conf), "run", "ingest", "--input", str(sample), "--date", "2026-02-01"]) == 0
+
+
+@pytest.mark.parametrize("stage, lease", [(["sanitize"], "sanitize-2026-02-01"),
+                                          (["publish", "--target", "sanitized_documents"],
+                                           "publish-sanitized_documents-2026-02-01")])
+def test_sanitize_and_publish_refuse_a_date_another_process_is_running(tmp_path, capsys, stage, lease):
+    conf = tmp_path / "test.yaml"
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path / "lake")}, "tracking": {"enabled": False}}))
+    owner = hold_lease(tmp_path / "lake", lease)
+    try:
+        assert owner.stdout.readline().strip() == "held"
+        assert main(["--conf", str(conf), "run", *stage, "--date", "2026-02-01"]) == 3
+        assert f"refused: {lease} is already running: pid {owner.pid}" in capsys.readouterr().err
+    finally:
+        owner.kill()
+        owner.wait()

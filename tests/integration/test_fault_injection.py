@@ -28,12 +28,30 @@ KILL_POINTS = {
 }
 
 
-def _conf(tmp_path, name):
+def _conf(tmp_path, name, **sections):
     conf = tmp_path / f"{name}.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path / name)}, "tracking": {"enabled": False},
                                     "run": {"deterministic": True},
-                                    "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}}}))
+                                    "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}},
+                                    **sections}))
     return conf
+
+
+def _env(tmp_path):
+    # TMPDIR: the killed process's Spark scratch stays inside the test's folder
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(tmp_path)}
+
+
+def _kill_at(args, env, reached, what):
+    """Start the CLI with ``args`` in its own process group, SIGKILL the group once ``reached()``."""
+    proc = subprocess.Popen([sys.executable, "-m", "privtext.cli", *args], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not reached() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, f"{what} finished before the kill point was reached"
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, no exit hooks
+    proc.wait()
 
 
 def _snapshot(lake: Path):
@@ -68,19 +86,11 @@ def clean_run(spark, tmp_path_factory, sample):
 def test_kill_9_then_rerun_equals_a_clean_run(tmp_path, sample, clean_run, point):
     assert len(clean_run["documents"]) == 39_960 and len(clean_run["quarantine"]) == 40
     crash, lake = _conf(tmp_path, "crash"), tmp_path / "crash"
-    # TMPDIR: the killed process's Spark scratch stays inside the test's folder
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(tmp_path)}
+    env = _env(tmp_path)
     subprocess.run([sys.executable, "-m", "privtext.cli", "--conf", str(crash), "init"], env=env, check=True,
                    capture_output=True)
-    proc = subprocess.Popen([sys.executable, "-m", "privtext.cli", "--conf", str(crash), "run", "ingest", "--input",
-                             str(sample), "--date", DAY], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not KILL_POINTS[point](lake) and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.005)
-    assert proc.poll() is None, "the stage finished before the kill point was reached"
-    os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, no exit hooks
-    proc.wait()
+    _kill_at(["--conf", str(crash), "run", "ingest", "--input", str(sample), "--date", DAY], env,
+             lambda: KILL_POINTS[point](lake), "ingest")
     assert DeltaTable(str(lake / "restricted/documents")).version() == 0  # the documents were never committed
 
     assert main(["--conf", str(crash), "run", "ingest", "--input", str(sample), "--date", DAY]) == 0  # lease taken over
@@ -107,23 +117,107 @@ def test_publish_killed_keeps_the_old_export_whole_and_the_rerun_equals_a_clean_
     conf = tmp_path / "publish.yaml"
     conf.write_text(yaml.safe_dump({
         "lakehouse": {"root": ctx.settings.lakehouse.root}, "tracking": {"enabled": False},
-        "publish": ctx.settings.publish.model_dump(mode="json"),
+        "publish": ctx.settings.publish.model_dump(mode="json"), "run": {"hmac_key_file": ctx.settings.run.hmac_key_file},
         "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}}}))
     date_dir = Path(ctx.settings.publish.export_path) / TARGET / DATE.isoformat()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "privtext.cli", "--conf", str(conf), "run", "publish", "--target",
-                             TARGET, "--date", DATE.isoformat()], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not PUBLISH_KILL_POINTS[point](Path(ctx.settings.lakehouse.root), date_dir) and proc.poll() is None \
-            and time.time() < deadline:
-        time.sleep(0.005)
-    assert proc.poll() is None, "publish finished before the kill point was reached"
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    _kill_at(["--conf", str(conf), "run", "publish", "--target", TARGET, "--date", DATE.isoformat()], _env(tmp_path),
+             lambda: PUBLISH_KILL_POINTS[point](Path(ctx.settings.lakehouse.root), date_dir), "publish")
     manifest = json.loads((date_dir / "manifest.json").read_text())
     assert manifest["rows"] == len(old) and manifest["published_table"]["version"] == 1  # the old export, whole
 
     assert main(["--conf", str(conf), "run", "publish", "--target", TARGET, "--date", DATE.isoformat()]) == 0
     assert published(ctx) == sorted(new)
     assert check_export(date_dir, new)["published_table"]["version"] > 1  # no leftover of the killed attempt
+
+
+SANITIZE_KILL_POINTS = {  # sanitize charges the ledger first, then writes the staged documents
+    "after the ledger charge, while executors write": lambda lake: any(
+        (lake / "restricted/sanitized_documents").rglob("*.parquet")),
+    "after the staged data commit": lambda lake: (
+        lake / "restricted/sanitized_documents/_delta_log" / f"{1:020d}.json").exists(),
+}
+
+
+def _sanitize_conf(tmp_path, name, cache):
+    # eps so large that each value's draw is the value itself: the staged text does not depend on batching
+    return _conf(tmp_path, name, clusant={
+        "entity_types": ["PERSON"], "n_clusters": 4, "k": 4.0, "eps": {"PII": 1000.0, "PoII": 1000.0},
+        "vocabulary": {"size": 40}, "cache_dir": str(cache), "metrics": {"perplexity": False, "similarity": False}},
+        privacy={"budgets": {"default": {"r_over_p_max": 50.0, "eps_max": 10.0, "delta_max": 1e-5,
+                                         "mldp_eps_max": 1e9}}})
+
+
+def _sanitize_inputs(spark, conf, names):
+    """20,000 documents, each naming a public vocabulary name (a PERSON span) and a ticket (a placeholder)."""
+    import datetime as dt
+
+    from privtext.platform.context import RunContext
+    from privtext.platform.tables import DOCUMENTS, PII_SPANS
+    from privtext.settings import load_settings
+    from tests_support import document, write_rows
+
+    ctx = RunContext.create(load_settings(conf, environ={}), date=DAY)
+    docs, spans = [], []
+    for i in range(20_000):
+        name = names[i % len(names)]
+        text = f"Hello {name}, ticket T{i:05d} is closed."
+        docs.append(document(f"d{i}", text, DAY))
+        for start, end, entity, sid in ((6, 6 + len(name), "PERSON", f"sid-{name}"),
+                                        (text.index("T"), text.index("T") + 6, "TICKET", f"sid-T{i}")):
+            spans.append({"doc_id": f"d{i}", "entity_type": entity, "start": start, "end": end, "score": 0.9,
+                          "tier": "PII", "secret_id": sid, "run_id": "detect", "date": dt.date.fromisoformat(DAY)})
+    write_rows(ctx, DOCUMENTS, docs, {"ingest_date": [DAY]})
+    write_rows(ctx, PII_SPANS, spans, {"date": [DAY]})
+
+
+def _sanitize_snapshot(lake: Path):
+    """Staged rows of the date (without run_id), every referenced file present, and the ledger's
+    sanitize charges per run as (guarantee, entity type, exposures)."""
+    staged = DeltaTable(str(lake / "restricted/sanitized_documents"))
+    assert all(os.path.exists(uri) for uri in staged.file_uris())
+    rows = sorted(json.dumps({k: v for k, v in r.items() if k != "run_id"}, default=str, sort_keys=True)
+                  for r in staged.to_pyarrow_table().to_pylist())
+    charges = {}
+    for e in DeltaTable(str(lake / "protected/privacy_ledger")).to_pyarrow_table().to_pylist():
+        if e["stage"] == "sanitize":
+            exposures = sorted((x["unit"], x["occurrences"]) for x in e["exposures"] or [])
+            charges.setdefault(e["run_id"], []).append((e["guarantee"], json.loads(e["params"])["entity_type"],
+                                                        exposures))
+    return rows, [sorted(c) for c in charges.values()]
+
+
+@pytest.fixture(scope="module")
+def sanitize_clean(spark, tmp_path_factory):
+    from privtext.clusant.sanitizer import build_vocabularies
+    from privtext.embed.encoder import encode_phrases
+    from privtext.settings import load_settings
+
+    folder = tmp_path_factory.mktemp("sanitize-clean")
+    cache = folder / "vocab-cache"
+    conf = _sanitize_conf(folder, "clean", cache)
+    settings = load_settings(conf, environ={})
+    vocab = build_vocabularies(settings.clusant, lambda p: encode_phrases(p, settings.embed), settings.embed.model,
+                               cache_dir=str(cache))
+    names = [n for n in vocab["PERSON"][0] if n.isascii()][:20]
+    _sanitize_inputs(spark, conf, names)
+    assert main(["--conf", str(conf), "run", "sanitize", "--date", DAY]) == 0
+    return cache, names, _sanitize_snapshot(folder / "clean")
+
+
+@pytest.mark.parametrize("point", list(SANITIZE_KILL_POINTS))
+def test_sanitize_killed_then_rerun_equals_a_clean_run_and_charges_at_most_twice(spark, tmp_path, sanitize_clean,
+                                                                                point):
+    cache, names, (clean_rows, clean_charges) = sanitize_clean
+    assert len(clean_rows) == 20_000 and len(clean_charges) == 1  # one run, one charge set: PERSON only
+    assert [(g, t, len(x)) for g, t, x in clean_charges[0]] == [("mldp", "PERSON", 20)]
+    conf, lake = _sanitize_conf(tmp_path, "crash", cache), tmp_path / "crash"
+    _sanitize_inputs(spark, conf, names)
+    _kill_at(["--conf", str(conf), "run", "sanitize", "--date", DAY], _env(tmp_path),
+             lambda: SANITIZE_KILL_POINTS[point](lake), "sanitize")
+
+    assert main(["--conf", str(conf), "run", "sanitize", "--date", DAY]) == 0  # lease taken over
+    rows, charges = _sanitize_snapshot(lake)
+    assert rows == clean_rows
+    # charge-before-release, never refunded: the killed run's charges stay and the rerun charges again,
+    # so the ledger holds the clean run's charges once per run that reached its charge (here both)
+    assert charges == clean_charges * 2

@@ -121,6 +121,7 @@ def test_one_bad_file_does_not_fail_the_night(ctx, tmp_path):
     drop.mkdir()
     (drop / "bom.csv").write_bytes("\ufefftext,label\nHello from a BOM file,x\n".encode("utf-8"))
     (drop / "utf16.jsonl").write_bytes(json.dumps({"text": "Grüße in UTF-16"}, ensure_ascii=False).encode("utf-16"))
+    (drop / "utf32.jsonl").write_bytes(json.dumps({"text": "Grüße in UTF-32"}, ensure_ascii=False).encode("utf-32"))
     (drop / "array.json").write_text(json.dumps([{"text": "first of an array"}, {"text": "second"}, 7]))
     (drop / "empty.jsonl").write_text("\n \n")
     (drop / "header_only.csv").write_text("text,label\n")
@@ -129,12 +130,12 @@ def test_one_bad_file_does_not_fail_the_night(ctx, tmp_path):
     (drop / ".hidden.jsonl").write_text(json.dumps({"text": "never read"}) + "\n")
     result = ingest.run(ctx, str(drop))
     texts = sorted(read(ctx, DOCUMENTS).text)
-    assert texts == ["Grüße in UTF-16", "Hello from a BOM file", "first of an array", "second"]
+    assert texts == ["Grüße in UTF-16", "Grüße in UTF-32", "Hello from a BOM file", "first of an array", "second"]
     reasons = read(ctx, QUARANTINE).groupby("source_file")["reason"].apply(sorted).to_dict()
     assert reasons == {"array.json": ["malformed JSON: not an object"], "empty.jsonl": ["empty file"],
                        "header_only.csv": ["empty file"], "notext.csv": ["file has no 'text' column"]}
     assert sorted(result.skipped_files) == [".hidden.jsonl", "README.txt"]
-    assert result.documents == 4 and result.quarantined == 4
+    assert result.documents == 5 and result.quarantined == 4
 
 
 def _jsonl(path, n: int, start: int = 0):
@@ -176,3 +177,47 @@ def test_csv_parse_errors_quarantine_the_file_naming_the_line(ctx, tmp_path):
     assert list(huge.line_no) == [2, 3] and huge.reason.iloc[0].startswith(
         "CSV parse error in the record starting at line 3: field larger than field limit")
     assert result.documents == 3 and result.quarantined == 4
+
+
+def test_a_text_over_max_chars_is_quarantined_before_it_becomes_a_spark_row(ctx, tmp_path):
+    """A text a few times ``ingest.max_chars`` (in JSONL, CSV and Parquet) is quarantined by size with its
+    file and line/record number and no raw text; no Spark row of the parsed input ever holds it."""
+    ctx.settings = ctx.settings.model_copy(update={"ingest": ctx.settings.ingest.model_copy(update={"max_chars": 1000})})
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    long = "secret words " * 400  # 5,200 characters
+    (drop / "a.jsonl").write_text(json.dumps({"doc_id": "j1", "text": "short one"}) + "\n"
+                                  + json.dumps({"doc_id": "j2", "text": long}) + "\n")
+    (drop / "b.csv").write_text(f"doc_id,text\nc1,{long}\nc2,fine\n")
+    pd.DataFrame({"doc_id": ["p1", "p2", "p3"], "text": ["ok", "also ok", long]}).to_parquet(drop / "c.parquet")
+    parsed = ingest.parse_inputs(ctx, str(drop))[0].collect()
+    assert max(len(str(value)) for row in parsed for value in row.asDict().values()) < 1000
+    result = ingest.run(ctx, str(drop))
+    assert sorted(read(ctx, DOCUMENTS).doc_id) == ["c2", "j1", "p1", "p2"] and result.documents == 4
+    quarantine = read(ctx, QUARANTINE).sort_values("source_file")
+    assert [(r.source_file, r.line_no, r.reason, r.raw_record) for r in quarantine.itertuples()] == [
+        (f, line, "text longer than ingest.max_chars=1000", "") for f, line in
+        (("a.jsonl", 2), ("b.csv", 2), ("c.parquet", 3))]
+
+
+def test_parquet_schemas_unify_or_the_file_is_quarantined_naming_column_and_types(ctx, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    pq.write_table(pa.table({"text": ["first"], "n": pa.array([1], pa.int32())}), drop / "a.parquet")
+    pq.write_table(pa.table({"text": ["second"], "n": pa.array([2], pa.int64()), "extra": [None]}), drop / "b.parquet")
+    pq.write_table(pa.table({"text": ["third"], "n": ["three"]}), drop / "c.parquet")
+    (drop / "d.jsonl").symlink_to(drop / "e.jsonl")
+    (drop / "e.jsonl").symlink_to(drop / "d.jsonl")  # a symlink loop
+    result = ingest.run(ctx, str(drop))
+    docs = read(ctx, DOCUMENTS).set_index("text")
+    assert sorted(docs.index) == ["first", "second"]
+    assert dict(docs.loc["second", "metadata"]) == {"n": "2", "extra": None}
+    reasons = read(ctx, QUARANTINE).set_index("source_file")["reason"].to_dict()
+    assert reasons == {"c.parquet": "Parquet schema conflicts with the other files: column 'n' is string here and "
+                                    "int32 in a.parquet (file quarantined)",
+                       "d.jsonl": "unreadable file: Too many levels of symbolic links",
+                       "e.jsonl": "unreadable file: Too many levels of symbolic links"}
+    assert result.quarantined == 3

@@ -25,12 +25,15 @@ TARGET = "sanitized_documents"
 def make_ctx(tmp_path, run_id, deterministic=False, **publish_conf):
     conf = {"export_path": str(tmp_path / "exports"), "audit_adversaries": ["lstm", "rnn"], "min_canary_recall": 0.0,
             **publish_conf}
-    settings = make_settings(tmp_path / "lake", publish=conf, run={"deterministic": deterministic})
+    key_file = tmp_path / "hmac.key"  # a real key: publish pseudonymises doc_ids
+    key_file.exists() or key_file.write_text("publish-test-key-0123456789abcdef")
+    settings = make_settings(tmp_path / "lake", publish=conf, run={"deterministic": deterministic,
+                                                                     "hmac_key_file": str(key_file)})
     return RunContext.create(settings, date=DATE.isoformat(), run_id=run_id)
 
 
-def stage(ctx, texts, method="clusant", run_id="san-1"):
-    rows = [(f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE) for i, t in enumerate(texts)]
+def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None):
+    rows = [(doc_ids[i] if doc_ids else f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE) for i, t in enumerate(texts)]
     df = ctx.spark.createDataFrame(rows, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema))
     ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, df, {"date": [DATE]})
     Ledger(ctx.lakehouse, ctx.settings).charge(mldp_charge("default", "sanitize", run_id, method, epsilon=8.0,
@@ -179,3 +182,22 @@ def test_gate_needs_the_dates_measured_detection_recall(tmp_path):
     publish.run(ctx, target=TARGET)
     manifest = json.loads((tmp_path / "exports" / TARGET / DATE.isoformat() / "manifest.json").read_text())
     assert manifest["detection"]["recall"] == 0.95 and manifest["detection"]["by_type"]["PERSON"]["recall"] == 0.95
+
+
+def test_published_doc_ids_are_keyed_pseudonyms_whatever_the_input_supplied(tmp_path):
+    from privtext.pii.hashing import doc_pseudonym
+
+    ctx = make_ctx(tmp_path, "pub-1")
+    supplied = ["alice.smith@example.com", "+1 555 0100", "doc-0003"]
+    stage(ctx, ["a [PERSON]", "b [PERSON]", "c [PERSON]"], doc_ids=supplied)
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)])
+    publish.run(ctx, TARGET)
+    key = (tmp_path / "hmac.key").read_text().encode()
+    rows = ctx.lakehouse.read(PUBLISHED_SANITIZED_DOCUMENTS).collect()
+    assert sorted(r["doc_id"] for r in rows) == sorted(doc_pseudonym(key, d) for d in supplied)
+    assert doc_pseudonym(key, "doc-0003") != doc_pseudonym(b"another-key-0123456789", "doc-0003")  # keyed
+    date_dir = tmp_path / "exports" / TARGET / DATE.isoformat()
+    exported = [p for p in date_dir.rglob("*") if p.is_file()]
+    ids = [r["doc_id"] for p in exported if p.suffix == ".parquet" for r in pq.read_table(p).to_pylist()]
+    assert sorted(ids) == sorted(r["doc_id"] for r in rows)
+    assert not any(d.encode() in p.read_bytes() for d in supplied for p in exported)  # JSONL and manifest too

@@ -1,7 +1,13 @@
-"""``privtext eval pii``: precision / recall / F1 of the configured detector on annotated text."""
+"""``privtext eval pii``: detection quality on annotated text; ``privtext train detector``: the trained NER."""
 from __future__ import annotations
 
-from privtext.pii.evaluate import evaluate, format_scores, read_conll
+import json
+import sys
+import time
+from pathlib import Path
+
+from privtext.pii.conll import PARTS, part, read_conll
+from privtext.pii.evaluate import evaluate, format_scores
 from privtext.settings import PROJECT_ROOT
 
 DEFAULT_DATA = PROJECT_ROOT.parent / "shared" / "data" / "ner" / "wnut16_tweets.conll"
@@ -19,10 +25,27 @@ def cmd_eval_pii(args) -> int:
         for line in format_measure(measure(docs, settings)):
             print(line)
         return 0
-    docs = read_conll(args.data)
-    print(f"documents: {len(docs)}")
+    docs = part(read_conll(args.data), args.part)
+    print(f"part: {args.part}\ndocuments: {len(docs)}")
     for line in format_scores(evaluate(docs, settings)):
         print(line)
+    return 0
+
+
+def cmd_train_detector(args) -> int:
+    """Train the token-classification NER unless the cache already holds it for these data and settings."""
+    from privtext.pii.tagger import ensure_trained
+    from privtext.settings import load_settings
+
+    settings = load_settings(args.conf).pii.detector
+    if not Path(settings.train_data).is_file():
+        print(f"privtext: pii.detector.train_data {settings.train_data} is not a file (the WNUT-16 CoNLL of "
+              "../shared/data/ner); nothing trained", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    directory, manifest, trained = ensure_trained(settings)
+    print(json.dumps({"trained_now": trained, "seconds": round(time.perf_counter() - started, 1),
+                      "path": str(directory), **manifest}, indent=2))
     return 0
 
 
@@ -34,6 +57,15 @@ def register(sub) -> None:
                      help="wnut: WNUT-16 tweets (--data); presidio: presidio-evaluator's generator; sample: the "
                           "sample corpus's planted values (recall, character coverage, precision per type)")
     pii.add_argument("--data", default=str(DEFAULT_DATA), help="token<TAB>BIO-tag file (--suite wnut)")
+    pii.add_argument("--part", choices=PARTS, default="test",
+                     help="WNUT part (--suite wnut): test (every third tweet; the trained detector never sees it), "
+                          "train or all")
     pii.add_argument("--n", type=int, default=1500, help="generated texts (presidio, sample)")
     pii.add_argument("--seed", type=int, default=42)
     pii.set_defaults(func=cmd_eval_pii)
+
+    train = sub.add_parser("train", help="train a model the platform uses")
+    train_sub = train.add_subparsers(dest="train_command", required=True)
+    detector = train_sub.add_parser("detector", help="the token-classification NER of pii.recognizers.trained_ner "
+                                                     "(cached under pii.detector.cache_dir; no-op when cached)")
+    detector.set_defaults(func=cmd_train_detector)

@@ -17,3 +17,4 @@ class EmbedSettings(StrictModel):
     device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: CUDA when present, else CPU
     max_seq_length: int | None = Field(256, gt=0)  # tokens; longer inputs are truncated. None: the model's
     allow_download: bool = False
+    cache_dir: str = "cache/embed"  # model-derived tables (static phrase pieces), keyed by the model's files

@@ -240,7 +240,10 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
             jobs.extend((i, window) for window in chunk_windows(text, max_chars, settings.chunk_overlap_chars))
     found: list[list[Span]] = [[] for _ in texts]
     plain = [plain_text(t) for t in texts]
-    window_texts = (plain[i][w[0]:w[1]] for i, w in jobs)
+    window_texts = [plain[i][w[0]:w[1]] for i, w in jobs]
+    for recognizer in analyzer.registry.recognizers:
+        if hasattr(recognizer, "prepare"):  # batched models (the trained NER): one pass over all windows
+            recognizer.prepare(window_texts)
     artifacts = analyzer.nlp_engine.process_batch(window_texts, LANGUAGE, batch_size=settings.batch_size)
     for (i, (win_start, _, own_start, own_end)), (window_text, nlp_artifacts) in zip(jobs, artifacts):
         results = analyzer.analyze(text=window_text, language=LANGUAGE, entities=entities,

@@ -15,21 +15,10 @@ sanitizer, which replaces a detected span whatever type it was given.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
+from privtext.pii.conll import IGNORED, TYPES, Document, read_conll  # noqa: F401  (read_conll: re-exported)
 from privtext.pii.detect import detect_many, get_analyzer
 from privtext.pii.settings import PiiSettings
-
-GOLD_MAP = {"person": "PERSON", "geo-loc": "LOCATION", "facility": "LOCATION",
-            "company": "ORGANIZATION", "sportsteam": "ORGANIZATION"}
-TYPES = sorted(set(GOLD_MAP.values()))
-IGNORED = "IGNORED"
-
-
-@dataclass(frozen=True)
-class Document:
-    text: str
-    gold: frozenset  # (type, start, end), type in TYPES or IGNORED
 
 
 @dataclass(frozen=True)
@@ -52,37 +41,6 @@ class Score:
     def f1(self) -> float:
         p, r = self.precision, self.recall
         return 2 * p * r / (p + r) if p + r else 0.0
-
-
-def read_conll(path: Path) -> list[Document]:
-    """One ``Document`` per tweet of a ``token<TAB>BIO-tag`` file (blank line between tweets)."""
-    docs, tokens, tags = [], [], []
-    for line in [*Path(path).read_text(encoding="utf-8").splitlines(), ""]:
-        if line.strip():
-            token, tag = line.rsplit("\t", 1)
-            tokens.append(token)
-            tags.append(tag.strip())
-        elif tokens:
-            docs.append(_document(tokens, tags))
-            tokens, tags = [], []
-    return docs
-
-
-def _document(tokens: list[str], tags: list[str]) -> Document:
-    spans, offset, current = [], 0, None
-    for token, tag in zip(tokens, tags):
-        start, end = offset, offset + len(token)
-        offset = end + 1
-        kind = tag[2:] if tag[:2] in ("B-", "I-") else None
-        if tag.startswith("I-") and current and current[0] == kind:
-            current[2] = end
-            continue
-        if current:
-            spans.append(tuple(current))
-        current = [kind, start, end] if kind else None
-    if current:
-        spans.append(tuple(current))
-    return Document(" ".join(tokens), frozenset((GOLD_MAP.get(k, IGNORED), s, e) for k, s, e in spans))
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:

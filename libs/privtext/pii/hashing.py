@@ -48,9 +48,10 @@ def load_hmac_key(hmac_key_env: str = "PRIVTEXT_HMAC_KEY", hmac_key_file: str | 
             return DETERMINISTIC_TEST_KEY
         raise MissingKeyError(
             f"no HMAC key: set the environment variable {hmac_key_env} (run.hmac_key_env) or "
-            "run.hmac_key_file; only run.deterministic test runs may go without one")
+            f"run.hmac_key_file to a secret of at least {MIN_KEY_BYTES} bytes (e.g. openssl rand -hex 32); "
+            "only run.deterministic test runs may go without one")
     if len(key) < MIN_KEY_BYTES:
-        raise MissingKeyError(f"HMAC key is shorter than {MIN_KEY_BYTES} bytes")
+        raise MissingKeyError(f"HMAC key is shorter than {MIN_KEY_BYTES} bytes (e.g. openssl rand -hex 32 gives 64)")
     return key
 
 
@@ -61,6 +62,14 @@ def normalize_value(entity_type: str, raw: str) -> str:
     if entity_type in _CODE_TYPES:
         return "".join(ch for ch in text if ch.isalnum())
     return _SPACES.sub(" ", text).strip(_EDGE_PUNCT)
+
+
+def doc_pseudonym(key: bytes, doc_id: str) -> str:
+    """The published doc_id: HMAC-SHA256 (32 hex) of the restricted doc_id, whatever the input supplied
+    (an e-mail address stays in restricted). Only a holder of the key and ``restricted.documents`` can map
+    it back; the domain prefix keeps it apart from secret ids."""
+    message = b"privtext.published.doc_id\x00" + doc_id.encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:32]
 
 
 def secret_id(key: bytes, normalized_value: str) -> str:

@@ -10,7 +10,10 @@ raise a score, as Presidio's own do); the gazetteers (countries, first names, jo
 """
 from __future__ import annotations
 
+import logging
 import re
+
+from presidio_analyzer import EntityRecognizer, RecognizerResult
 
 from privtext.pii import gazetteers
 from privtext.pii.refine import CONNECTOR, PARTICLE
@@ -120,6 +123,8 @@ def build(settings) -> list:
             out.append(PatternRecognizer(supported_entity=entity, name=key,
                                          patterns=[Pattern(n, r, s) for n, r, s in patterns], context=context))
     out += gazetteers.build(switches)
+    if switches.trained_ner:
+        out += trained_ner(settings.detector)
     if switches.long_cards:
         out.append(CreditCardRecognizer(patterns=[Pattern("13-19 digits", LONG_CARD, 0.5)], name="long_cards"))
         out.append(PatternRecognizer(supported_entity="CREDIT_CARD", name="card_in_context",
@@ -127,3 +132,42 @@ def build(settings) -> list:
                                      context=["card", "cc", "credit", "debit", "visa", "mastercard", "amex"]))
     return out
 
+
+
+def trained_ner(settings) -> list:
+    """The trained NER as a recognizer, or nothing (with a warning) when its weights are not in the cache."""
+    from privtext.pii import tagger
+
+    model = tagger.load(settings)
+    if model is None:
+        logging.getLogger(__name__).warning(
+            "pii.recognizers.trained_ner is on but no trained detector is cached under %s for these settings; "
+            "detecting without it (run: privtext train detector)", settings.cache_dir)
+        return []
+    return [TrainedNerRecognizer(model, settings.score, settings.min_confidence)]
+
+
+class TrainedNerRecognizer(EntityRecognizer):
+    """Presidio recognizer around a ``tagger.Tagger``: PERSON, ORGANIZATION, LOCATION spans (OTHER is
+    learnt, not reported) whose confidence reaches ``min_confidence``, all at ``score``. ``prepare``
+    labels a whole batch of texts in one model pass; ``analyze`` then answers from it."""
+
+    ENTITIES = ("PERSON", "ORGANIZATION", "LOCATION")
+
+    def __init__(self, model, score: float, min_confidence: float):
+        super().__init__(supported_entities=list(self.ENTITIES), name="trained_ner", supported_language="en")
+        self.model, self.score, self.min_confidence = model, score, min_confidence
+        self._prepared: dict[str, list] = {}
+
+    def load(self) -> None:  # the model is loaded by the caller
+        pass
+
+    def prepare(self, texts) -> None:
+        """Label ``texts`` together (batched); replaces what an earlier batch prepared."""
+        unique = list(dict.fromkeys(texts))
+        self._prepared = dict(zip(unique, self.model.predict(unique)))
+
+    def analyze(self, text, entities, nlp_artifacts=None):
+        spans = self._prepared[text] if text in self._prepared else self.model.predict([text])[0]
+        return [RecognizerResult(kind, start, end, self.score) for start, end, kind, confidence in spans
+                if kind in entities and confidence >= self.min_confidence]

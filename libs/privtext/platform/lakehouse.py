@@ -13,7 +13,8 @@ Guards delta-rs does not give: the written schema must equal the table's (a writ
 table metadata); every added file must lie inside the partition filter it replaces; tables with
 deletion vectors or column mapping are refused; tables are created once, by ``create_tables``.
 Files written by a failed write are deleted before the error is raised, so nothing partial is left
-visible (they were never committed) or lying around.
+visible (they were never committed) or lying around; files of a killed write (no error handler ran)
+are deleted by the table's next commit once ``ORPHAN_MIN_HOURS`` old (``_remove_orphans``).
 
 String min/max statistics are not written: table logs would otherwise carry text prefixes.
 """
@@ -427,6 +428,7 @@ class Lakehouse:
                 self._delete_files(spec, files)
                 raise
         table.update_incremental()
+        self._remove_orphans(spec, table)
         return WriteResult(
             version=table.version(),
             files=len(files),
@@ -434,6 +436,16 @@ class Lakehouse:
             removed_files=removed,
             paths=[m["path"] for m in files],
         )
+
+    def _remove_orphans(self, spec: TableSpec, table: DeltaTable) -> int:
+        """Delete the files of failed writes (killed, never committed) once ``ORPHAN_MIN_HOURS`` old: files in
+        the table folder that no version of the log references. Younger ones may belong to a write still in
+        flight (another date's, another process's) and are kept; files a commit removed are left to
+        ``vacuum`` (time travel). Called after every commit, so the next write of a table cleans up."""
+        args = {"retention_hours": ORPHAN_MIN_HOURS, "dry_run": True, "enforce_retention_duration": False}
+        orphans = set(table.vacuum(**args, full=True)) - set(table.vacuum(**args))
+        self._delete_files(spec, [{"path": path} for path in sorted(orphans)])
+        return len(orphans)
 
     @staticmethod
     def _files_matching(table: DeltaTable, partition_filters) -> list[dict]:

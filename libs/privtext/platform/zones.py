@@ -16,7 +16,7 @@ PRIVATE_COLUMNS = frozenset({"text", "spans"})  # raw text and span lists, in wh
 
 RELEASED = {
     ("synthetic_documents", "text"): "synthetic text generated under (p,r)-secret protection, not a copy",
-    ("sanitized_documents", "doc_id"): "the document's pseudonymous key (a hash or the source's id), no content",
+    ("sanitized_documents", "doc_id"): "a keyed pseudonym (HMAC) of the restricted doc_id, no content",
 }
 
 

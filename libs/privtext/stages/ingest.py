@@ -3,13 +3,17 @@
 Columns: ``text`` (required), ``doc_id``, ``user_id``, ``label`` (optional); any other column is kept
 in the ``metadata`` map. A missing ``doc_id`` becomes a keyed pseudonym: HMAC-SHA256 of the source
 file name and the text under the run's key (``run.hmac_key_env``), never an unkeyed hash, which
-anyone could recompute from a guessed file name and text (the doc_id is published). Bad records never
-stop the load: malformed JSON lines, CSV rows with the wrong field count, null/blank text, invalid
-UTF-8, text longer than ``ingest.max_chars`` and duplicate ``doc_id``s within the load go to the
-quarantine with a reason. Per-file problems stay with that file: a file without a ``text`` column, an
-empty, 0-byte or blank file, a malformed JSON array quarantine its records (or one row naming the file)
-and the rest of the load lands; a CSV that cannot be parsed (an unterminated quote, an oversized field)
-is quarantined whole, naming the line. The run refuses, writing nothing, a load with no usable record
+anyone could recompute from a guessed file name and text (publish replaces it by its own pseudonym).
+Spark distributes the file paths only: each file is opened and parsed in a Python worker, so a text
+longer than ``ingest.max_chars`` is quarantined by size (file and line/record number, no raw text)
+before it could become a Spark row. Bad records never stop the load: malformed JSON lines, CSV rows
+with the wrong field count, null/blank text, invalid UTF-8, oversized text and duplicate ``doc_id``s
+within the load go to the quarantine with a reason. Per-file problems stay with that file: a file
+without a ``text`` column, an empty, 0-byte or blank file, a malformed JSON array quarantine its
+records (or one row naming the file) and the rest of the load lands; a CSV that cannot be parsed (an
+unterminated quote, an oversized field) is quarantined whole, naming the line; an unreadable file
+(permissions, a symlink loop) and a Parquet file whose schema does not unify with the earlier files'
+(the column and both types named) are one quarantine row each. The run refuses, writing nothing, a load with no usable record
 (unless ``--allow-empty``) or one smaller than ``ingest.min_ratio_of_previous`` of what the date
 already holds (unless ``--allow-smaller``). UTF-8 with or without BOM and UTF-16/32 with BOM are read;
 JSON arrays and JSON Lines both; files with other extensions or hidden/``_`` names are skipped and
@@ -28,6 +32,8 @@ import os
 from dataclasses import dataclass, field
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, MapType, StringType, StructField, StructType
@@ -39,7 +45,7 @@ from privtext.platform.tables import DOCUMENTS, QUARANTINE
 
 log = logging.getLogger("privtext")
 KNOWN_COLUMNS = ("doc_id", "user_id", "text", "label")
-FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+FORMATS = (".jsonl", ".json", ".ndjson", ".csv", ".parquet")
 
 PARSED_SCHEMA = StructType(
     [
@@ -216,25 +222,67 @@ def _parse_csv(content: bytes, source: str, delimiter: str) -> list[dict]:
     return _mark_without_text(records, has_text or not header)
 
 
-def _parse_files(delimiter: str):
+def _parse_parquet(path: str, source: str, batch_rows: int = 10_000):
+    """Lists of records of a Parquet file, numbered from 1 (record number in the file)."""
+    parquet = pq.ParquetFile(path)
+    has_text = "text" in parquet.schema_arrow.names
+    line_no = 0
+    for batch in parquet.iter_batches(batch_size=batch_rows):
+        records = []
+        for fields in batch.to_pylist():
+            line_no += 1
+            raw = json.dumps(fields, ensure_ascii=False, default=str)
+            records.append(_record(fields, source, line_no, raw, None, has_text))
+        yield _mark_without_text(records, has_text)
+
+
+def _parsed_chunks(path: str, source: str, delimiter: str):
+    """A file's records, in lists: CSV and JSON files in one, Parquet per batch of rows."""
+    if path.lower().endswith(".parquet"):
+        yield from _parse_parquet(path, source)
+        return
+    with open(path, "rb") as file:
+        content = file.read()
+    yield _parse_csv(content, source, delimiter) if path.lower().endswith(".csv") else _parse_jsonl(content, source)
+
+
+def _limit_size(records: list[dict], max_chars: int) -> list[dict]:
+    """Records whose text is longer than ``max_chars`` are quarantined by size here, in the Python worker:
+    neither their text nor their raw record becomes part of a Spark row. Raw records of other quarantined
+    rows are cut to ``max_chars``."""
+    for r in records:
+        if r["reason"] is None and r["text"] is not None and len(r["text"]) > max_chars:
+            r.update(_record({}, r["source_file"], r["line_no"], "", f"text longer than ingest.max_chars={max_chars}",
+                             r["file_has_text"]))
+        elif r["reason"] is not None and len(r["raw_record"]) > max_chars:
+            r["raw_record"] = r["raw_record"][:max_chars] + " [cut at ingest.max_chars]"
+    return records
+
+
+def _parse_files(delimiter: str, max_chars: int, problems: dict[str, str]):
+    """``mapInPandas`` over input paths: each file is opened and parsed in the Python worker (its bytes never
+    travel through the JVM); a file in ``problems`` (unreadable, a conflicting Parquet schema) is one
+    quarantine row with its reason."""
     def parse(batches):
         for batch in batches:
-            for path, content in zip(batch["path"], batch["content"]):
+            for path in batch["path"]:
                 source = os.path.basename(path)
-                if path.lower().endswith(".csv"):
-                    rows = _parse_csv(bytes(content), source, delimiter)
-                else:
-                    rows = _parse_jsonl(bytes(content), source)
-                if rows:
-                    yield pd.DataFrame(rows, columns=PARSED_SCHEMA.names)
-                else:  # an empty or blank file: one quarantine row, so the run summary lists it
+                if path in problems:
+                    yield pd.DataFrame([_record({}, source, 0, "", problems[path], True)], columns=PARSED_SCHEMA.names)
+                    continue
+                empty = True
+                for records in _parsed_chunks(path, source, delimiter):
+                    if records:
+                        empty = False
+                        yield pd.DataFrame(_limit_size(records, max_chars), columns=PARSED_SCHEMA.names)
+                if empty:  # an empty or blank file: one quarantine row, so the run summary lists it
                     yield pd.DataFrame([_record({}, source, 0, "", "empty file", True)], columns=PARSED_SCHEMA.names)
 
     return parse
 
 
-def _input_files(path: str) -> tuple[dict[str, list[str]], list[str]]:
-    """Input files by format, and the files skipped (unsupported extension, hidden or ``_`` names)."""
+def _input_files(path: str) -> tuple[list[str], list[str]]:
+    """Input files (absolute paths), and the files skipped (unsupported extension, hidden or ``_`` names)."""
     if not os.path.exists(path):
         raise IngestError(f"input not found: {path}")
     if os.path.isfile(path):
@@ -243,69 +291,73 @@ def _input_files(path: str) -> tuple[dict[str, list[str]], list[str]]:
         names = sorted(os.path.join(root, name) for root, _, files in os.walk(path) for name in files)
         paths = [p for p in names if not os.path.basename(p).startswith((".", "_"))]
         skipped = [os.path.relpath(p, path) for p in names if p not in paths]
-    by_format: dict[str, list[str]] = {}
+    inputs = []
     for file in paths:
-        fmt = FORMATS.get(os.path.splitext(file)[1].lower())
-        if fmt is None:
+        if os.path.splitext(file)[1].lower() in FORMATS:
+            inputs.append(os.path.abspath(file))
+        else:
             skipped.append(os.path.basename(file))
-            continue
-        by_format.setdefault(fmt, []).append(os.path.abspath(file))
-    if not by_format:
+    if not inputs:
         raise IngestError(f"no input files under {path} (allowed extensions: {', '.join(FORMATS)}; "
                           f"skipped: {', '.join(skipped) or 'none'})")
-    return by_format, skipped
+    return inputs, skipped
 
 
-def _read_parquet(ctx: RunContext, files: list[str]) -> DataFrame:
-    df = ctx.spark.read.parquet(*files)
-    if "text" not in df.columns:
-        raise IngestError(f"input has no 'text' column (columns: {', '.join(df.columns)}); nothing was written")
-    others = [c for c in df.columns if c not in KNOWN_COLUMNS]
-    metadata = F.create_map(*[x for c in others for x in (F.lit(c), F.col(c).cast("string"))]) if others else F.create_map()
-    return df.select(
-        *[(F.col(c).cast("string") if c in df.columns else F.lit(None).cast("string")).alias(c) for c in KNOWN_COLUMNS],
-        metadata.cast("map<string,string>").alias("metadata"),
-        F.element_at(F.split(F.input_file_name(), "/"), -1).alias("source_file"),
-        F.lit(None).cast("long").alias("line_no"),
-        F.to_json(F.struct(*df.columns)).alias("raw_record"),
-        F.lit(None).cast("string").alias("reason"),
-        F.lit(True).alias("file_has_text"),
-    ).select(*PARSED_SCHEMA.names)
+def file_problems(files: list[str]) -> dict[str, str]:
+    """Files that cannot be loaded, each with why: unreadable (permissions, a symlink loop), an unreadable
+    Parquet footer, or a Parquet schema that does not unify with the earlier files' (a column whose types
+    no permissive promotion joins, e.g. string vs int64; int32 vs int64 or extra columns unify)."""
+    problems: dict[str, str] = {}
+    seen: dict[str, tuple[pa.Field, str]] = {}  # column -> (type, the first file that had it)
+    for path in files:
+        try:
+            with open(path, "rb"):
+                pass
+            schema = pq.read_schema(path) if path.lower().endswith(".parquet") else None
+        except OSError as error:
+            problems[path] = f"unreadable file: {error.strerror or type(error).__name__}"
+            continue
+        except (pa.ArrowException, ValueError) as error:
+            problems[path] = f"unreadable Parquet file: {type(error).__name__}"
+            continue
+        for column in (schema or []):
+            other = seen.get(column.name)
+            try:
+                if other is not None:
+                    pa.unify_schemas([pa.schema([other[0]]), pa.schema([column])], promote_options="permissive")
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                problems[path] = (f"Parquet schema conflicts with the other files: column {column.name!r} is "
+                                  f"{column.type} here and {other[0].type} in {other[1]} (file quarantined)")
+                break
+        else:
+            for column in (schema or []):
+                seen.setdefault(column.name, (column, os.path.basename(path)))
+    return problems
 
 
 def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
-    """All input records with a ``reason`` set for those that cannot be parsed, and the skipped files."""
-    files_by_format, skipped = _input_files(path)
+    """All input records with a ``reason`` set for those that cannot be parsed, and the skipped files.
+    Spark distributes the file paths only: each file is read and parsed in a Python worker."""
+    files, skipped = _input_files(path)
     if skipped:
         log.warning("ingest: skipped %d file(s) with unsupported or hidden names: %s", len(skipped), ", ".join(skipped))
-    empty = sorted(f for files in files_by_format.values() for f in files if os.path.getsize(f) == 0)
-    # Spark never reads a 0-byte file: each is named by one quarantine row here instead
-    frames = [ctx.spark.createDataFrame([_record({}, os.path.basename(f), 0, "", "empty file", True) for f in empty],
-                                        PARSED_SCHEMA)] if empty else []
-    for fmt, files in files_by_format.items():
-        files = [f for f in files if f not in empty]
-        if not files:
-            continue
-        if fmt == "parquet":
-            frames.append(_read_parquet(ctx, files))
-            continue
-        raw = ctx.spark.read.format("binaryFile").load(files).select("path", "content")
-        frames.append(raw.mapInPandas(_parse_files(ctx.settings.ingest.csv_delimiter), PARSED_SCHEMA))
-    parsed = frames[0]
-    for frame in frames[1:]:
-        parsed = parsed.unionByName(frame)
-    return parsed, skipped
+    problems = file_problems(files)
+    if problems:
+        log.warning("ingest: %d file(s) quarantined whole: %s", len(problems),
+                    "; ".join(f"{os.path.basename(f)}: {why}" for f, why in sorted(problems.items())))
+    paths = ctx.spark.createDataFrame([(f,) for f in files], "path string")
+    ingest = ctx.settings.ingest
+    return paths.mapInPandas(_parse_files(ingest.csv_delimiter, ingest.max_chars, problems), PARSED_SCHEMA), skipped
 
 
-def validate(parsed: DataFrame, max_chars: int, key: bytes) -> DataFrame:
-    """Set ``reason`` for blank/too long text and duplicate doc_ids; fill missing doc_ids (keyed)."""
+def validate(parsed: DataFrame, key: bytes) -> DataFrame:
+    """Set ``reason`` for blank text and duplicate doc_ids; fill missing doc_ids (keyed)."""
     doc_id_udf = F.udf(lambda source_file, text: keyed_doc_id(key, source_file, text), StringType())
     text_ok = F.col("reason").isNull()
     df = parsed.withColumn(
         "reason",
         F.when(~text_ok, F.col("reason"))
-        .when(F.col("text").isNull() | (F.length(F.trim(F.regexp_replace("text", r"\s", " "))) == 0), F.lit("empty text"))
-        .when(F.length("text") > max_chars, F.lit(f"text longer than ingest.max_chars={max_chars}")),
+        .when(F.col("text").isNull() | (F.length(F.trim(F.regexp_replace("text", r"\s", " "))) == 0), F.lit("empty text")),
     )
     df = df.withColumn(
         "doc_id",
@@ -345,7 +397,7 @@ def run(ctx: RunContext, input_path: str, allow_empty: bool = False, allow_small
     run = ctx.settings.run
     key = load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic)
     raw, skipped = parse_inputs(ctx, input_path)
-    parsed = validate(raw, ctx.settings.ingest.max_chars, key).cache()
+    parsed = validate(raw, key).cache()
     try:
         date, run_id = F.lit(ctx.date).cast("date"), F.lit(ctx.run_id)
         good = parsed.where(F.col("reason").isNull()).select(

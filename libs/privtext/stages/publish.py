@@ -15,7 +15,11 @@ detection recall on canaries (``detect_pii``'s ``detection_recall`` ledger recor
 ``publish.min_canary_recall``: missed PII is published verbatim. The manifest carries the gate
 outcome, the ledger entry ids and the measured detection recall; audit figures stay in ``protected``.
 
-Writes, in order: (1) the staged rows replace the date's partition of ``published.<target>`` (one
+Published ``doc_id``s are keyed pseudonyms (``pii.hashing.doc_pseudonym``, HMAC under the run's key) of
+the staged ones, whatever the input supplied: an input id such as an e-mail address never reaches the
+published zone or the exports; the mapping is recomputable only in restricted, with the key.
+
+Writes, in order: (1) the staged rows (pseudonymous doc_ids) replace the date's partition of ``published.<target>`` (one
 Delta commit); (2) executors write the export files (Parquet and/or JSONL, ``publish.formats``) into a
 temporary folder ``<export_path>/<target>/<date>/_tmp-<id>/`` and return their row counts and sha256
 (never rows); the folder is renamed to ``<id>/``; (3) ``manifest.json`` (rows, files with checksums,
@@ -40,6 +44,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from privtext.pii.hashing import doc_pseudonym, load_hmac_key
 from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger, latest_measurement
@@ -143,6 +148,12 @@ def canary_problem(entries: list[dict], day: dt.date, minimum: float) -> tuple[l
 def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
     """The staged runs whose ledger charges say fixed-seed noise (never publishable)."""
     return sorted({e["run_id"] for e in entries if e["run_id"] in run_ids and e["params"].get("deterministic")})
+
+
+def pseudonymous(staged, key: bytes):
+    """The staged rows with each ``doc_id`` replaced by its keyed pseudonym (``doc_pseudonym``)."""
+    pseudonym = F.udf(lambda doc_id: None if doc_id is None else doc_pseudonym(key, doc_id), StringType())
+    return staged.withColumn("doc_id", pseudonym("doc_id"))
 
 
 def _who() -> str:
@@ -337,6 +348,9 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
     ledger = Ledger(ctx.lakehouse, settings)
     entries = ledger.entries(settings.run.dataset)
     _refuse_unpublishable(ctx, target, summary, entries, audited)
+    if "doc_id" in staged.columns:  # published doc_ids are keyed pseudonyms, never the input's ids
+        key = load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
+        staged = pseudonymous(staged, key)
     gate, detection = _pass_gate(ctx, ledger, entries, target, audited, {r["run_id"] for r in summary},
                                  override_gate, reason)
     rows = staged.select(*published_spec.schema.names)

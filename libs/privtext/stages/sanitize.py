@@ -97,7 +97,9 @@ def _piece_table(settings):
         return None
     from privtext.embed.static_phrases import piece_table
 
-    return piece_table(settings.embed, _cache_dir(settings))
+    from privtext.settings import resolve_uri
+
+    return piece_table(settings.embed, resolve_uri(settings.embed.cache_dir))
 
 
 def phrase_encoder(settings, table):

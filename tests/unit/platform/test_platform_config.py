@@ -39,3 +39,13 @@ def test_cluster_example_is_valid():
     assert settings.lakehouse.zone_root("published") == "s3://privtext-published/lake"
     assert settings.lakehouse.zone_root("restricted") != settings.lakehouse.zone_root("published")
     assert settings.lakehouse.lock_dir.startswith("/")  # an s3:// root needs a mounted folder for the stage leases
+
+
+def test_a_dataset_without_a_budget_or_with_an_incomplete_or_infinite_one_fails_at_start():
+    with pytest.raises(ConfigError, match=r"dataset 'tickets' has no privacy budget: add privacy.budgets.tickets"):
+        load_settings(None, environ={}, overrides={"run": {"dataset": "tickets"}})
+    with pytest.raises(ConfigError, match=r"'privacy.budgets.tickets.delta_max': Field required"):
+        load_settings(None, environ={}, overrides={"privacy": {"budgets": {"tickets": {"eps_max": 1.0}}}})
+    for limit in ("null", ".inf", "1e309"):
+        with pytest.raises(ConfigError, match=r"'privacy.budgets.default.eps_max': Input should be a (valid|finite) number"):
+            load_settings(None, environ={"PRIVTEXT_PRIVACY__BUDGETS__DEFAULT__EPS_MAX": limit})

@@ -1,0 +1,128 @@
+"""The trained NER: BIO encoding, the Presidio recognizer around the model (a fake model here), the
+disjoint WNUT parts, the missing-weights fallback, and reproducible training on a tiny dataset."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from privtext.pii import tagger
+from privtext.pii.detect import _build_analyzer, detect_many
+from privtext.pii.conll import part, read_conll
+from privtext.pii.recognizers import TrainedNerRecognizer, build
+from privtext.pii.settings import DetectorSettings, PiiSettings
+from privtext.pii.tagger_data import synthetic_examples, training_examples, wnut_examples
+
+
+def test_token_labels_and_decode_round_trip():
+    text = "ask jo anne smith at acme corp"
+    spans = ((4, 17, "PERSON"), (21, 30, "ORGANIZATION"))
+    # word-piece-like offsets: "anne" split in two pieces, specials at both ends
+    offsets = [(0, 0), (0, 3), (4, 6), (7, 9), (9, 11), (12, 17), (18, 20), (21, 25), (26, 30), (0, 0)]
+    labels = tagger.token_labels(offsets, spans)
+    assert [tagger.LABELS[i] if i >= 0 else None for i in labels] == [
+        None, "O", "B-PERSON", "I-PERSON", "I-PERSON", "I-PERSON", "O", "B-ORGANIZATION", "I-ORGANIZATION", None]
+    probs = [1.0, 0.9, 0.8, 0.6, 0.6, 0.6, 0.9, 0.7, 0.9, 1.0]
+    decoded = tagger.decode(text, offsets, [max(i, 0) for i in labels], probs)
+    assert [(s, e, t) for s, e, t, _ in decoded] == list(spans)
+    assert decoded[0][3] == pytest.approx((0.8 + 0.6 * 3) / 4)
+
+
+def test_decode_gives_a_word_one_span_typed_by_its_first_piece():
+    labels = [tagger.LABELS.index(t) for t in ("B-PERSON", "B-ORGANIZATION", "I-LOCATION")]
+    assert [s[:3] for s in tagger.decode("maddison", [(0, 3), (3, 5), (5, 8)], labels, [0.9, 0.5, 0.4])] == [
+        (0, 8, "PERSON")]
+
+
+def test_decode_widens_a_partly_labelled_word():
+    text = "hi mcallister"
+    # only the second word piece is labelled: the span grows to the whole word
+    assert tagger.decode(text, [(3, 5), (5, 13)], [0, tagger.LABELS.index("B-PERSON")], [0.9, 0.8]) == [
+        (3, 13, "PERSON", 0.8)]
+
+
+class FakeModel:
+    """Labels every occurrence of known words; records how it was called."""
+
+    def __init__(self, words: dict[str, tuple[str, float]]):
+        self.words, self.calls = words, []
+
+    def predict(self, texts):
+        self.calls.append(list(texts))
+        out = []
+        for text in texts:
+            spans = [(text.index(w), text.index(w) + len(w), kind, conf) for w, (kind, conf) in self.words.items()
+                     if w in text]
+            out.append(sorted(spans))
+        return out
+
+
+def test_recognizer_filters_by_entity_and_confidence_and_hides_other():
+    model = FakeModel({"zoe": ("PERSON", 0.9), "bloop": ("OTHER", 0.99), "maybe": ("LOCATION", 0.3)})
+    recognizer = TrainedNerRecognizer(model, score=0.7, min_confidence=0.5)
+    text = "zoe likes bloop maybe"
+    results = recognizer.analyze(text, ["PERSON", "LOCATION", "ORGANIZATION"])
+    assert [(r.entity_type, text[r.start:r.end], r.score) for r in results] == [("PERSON", "zoe", 0.7)]
+    assert recognizer.analyze(text, ["LOCATION"]) == []
+
+
+def test_detect_many_labels_all_windows_in_one_model_pass():
+    settings = PiiSettings(recognizers={"trained_ner": False})
+    analyzer = _build_analyzer(settings)  # a private analyzer: the process cache is left alone
+    model = FakeModel({"zoe": ("PERSON", 0.9)})
+    analyzer.registry.add_recognizer(TrainedNerRecognizer(model, score=0.7, min_confidence=0.5))
+    texts = ["the parcel is late, ask zoe", "nothing here", "zoe again"]
+    found = detect_many(analyzer, texts, settings)
+    assert model.calls == [texts]
+    assert [[(s.entity_type, t[s.start:s.end]) for s in spans if s.entity_type == "PERSON"]
+            for t, spans in zip(texts, found)] == [[("PERSON", "zoe")], [], [("PERSON", "zoe")]]
+
+
+def test_missing_weights_fall_back_with_a_warning(tmp_path, caplog):
+    settings = PiiSettings(detector={"cache_dir": str(tmp_path / "empty"), "synthetic_sentences": 10,
+                                     "train_data": str(tmp_path / "absent.conll")})
+    with caplog.at_level(logging.WARNING):
+        recognizers = build(settings)
+    assert not any(isinstance(r, TrainedNerRecognizer) for r in recognizers)
+    assert recognizers  # the rule recognizers are still there
+    assert "privtext train detector" in caplog.text
+
+
+def _tiny_conll(path, tweets: int) -> str:
+    lines = []
+    for i in range(tweets):
+        lines += ["hey\tO", f"name{i}\tB-person", "in\tO", f"town{i}\tB-geo-loc", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return str(path)
+
+
+def test_wnut_parts_are_disjoint_and_training_reads_only_train(tmp_path):
+    data = _tiny_conll(tmp_path / "t.conll", 9)
+    docs = read_conll(data)
+    test, train = part(docs, "test"), part(docs, "train")
+    assert len(test) == 3 and len(train) == 6 and not {d.text for d in test} & {d.text for d in train}
+    assert [e.text for e in wnut_examples(data)] == [d.text for d in train]
+
+
+def test_synthetic_examples_are_seeded_and_offsets_valid():
+    a, b, c = synthetic_examples(60, 1), synthetic_examples(60, 1), synthetic_examples(60, 2)
+    assert a == b and a != c
+    assert all(0 <= s < e <= len(ex.text) and ex.text[s:e].strip() == ex.text[s:e] for ex in a for s, e, _ in ex.spans)
+    assert any(ex.text == ex.text.lower() and ex.spans for ex in a)  # lower-cased names are in the mix
+
+
+def test_training_is_reproducible(tmp_path):
+    data = _tiny_conll(tmp_path / "t.conll", 12)
+    settings = DetectorSettings(layers=1, synthetic_sentences=8, epochs=1, batch_size=8, max_length=32, threads=1,
+                                train_data=data, cache_dir=str(tmp_path / "cache"))
+    first, _, trained = tagger.ensure_trained(settings)
+    assert trained
+    manifest_a = (first / tagger.MANIFEST).read_text()
+    weights_a = tagger.weights_hash(first)
+    examples, sources = training_examples(settings.train_data, settings.synthetic_sentences, settings.seed)
+    again = tagger.train(examples, settings, tmp_path / "again", sources)
+    assert again["weights_sha256"] == weights_a and weights_a in manifest_a
+    other = settings.model_copy(update={"seed": 14})
+    assert tagger.ensure_trained(other)[0] != first
+    assert tagger.weights_hash(tagger.ensure_trained(other)[0]) != weights_a
+    assert tagger.ensure_trained(settings)[2] is False  # cached: not trained again
