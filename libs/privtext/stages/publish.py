@@ -17,7 +17,8 @@ outcome, the ledger entry ids and the measured detection recall; audit figures s
 
 Writes, in order: (1) the staged rows replace the date's partition of ``published.<target>`` (one
 Delta commit); (2) executors write the export files (Parquet and/or JSONL, ``publish.formats``) into a
-temporary folder ``<export_path>/<target>/<date>/_tmp-<id>/`` and return their row counts and sha256
+temporary folder ``<export_path>/<target>/<date>/_tmp-<id>/`` (an object-store URI too: the published zone's
+``lakehouse.object_store``) and return their row counts and sha256
 (never rows); the folder is renamed to ``<id>/``; (3) ``manifest.json`` (rows, files with checksums,
 privacy parameters, ledger entry ids, gate outcome, published table version) is written to a temporary
 name and renamed over the previous one: this rename is the export's commit. Readers open
@@ -43,7 +44,9 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger, latest_measurement
+from privtext.platform.config import ObjectStoreSettings
 from privtext.platform.errors import Refused
+from privtext.platform.storage import filesystem, move_dir
 from privtext.privacy.budget import none_charge
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS)
@@ -149,10 +152,6 @@ def _who() -> str:
         return "unknown"
 
 
-def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    return pafs.FileSystem.from_uri(uri if "://" in uri else f"file://{uri}")
-
-
 def _sha256(fs: pafs.FileSystem, path: str) -> str:
     digest = hashlib.sha256()
     with fs.open_input_stream(path) as stream:
@@ -161,7 +160,7 @@ def _sha256(fs: pafs.FileSystem, path: str) -> str:
     return digest.hexdigest()
 
 
-def _export_task(folder_uri: str, formats: tuple[str, ...], schema: pa.Schema):
+def _export_task(folder_uri: str, store: ObjectStoreSettings, formats: tuple[str, ...], schema: pa.Schema):
     """``mapInArrow``: write this task's rows as one file per format, yield (path, format, rows, bytes, sha256)."""
 
     def run(batches):
@@ -169,7 +168,7 @@ def _export_task(folder_uri: str, formats: tuple[str, ...], schema: pa.Schema):
         if not batches:
             return
         table = pa.Table.from_batches(batches).select(schema.names).cast(schema)
-        fs, folder = _filesystem(folder_uri)
+        fs, folder = filesystem(folder_uri, store)
         fs.create_dir(folder, recursive=True)
         name = f"part-{uuid.uuid4().hex}"
         out = []
@@ -265,16 +264,17 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
     written = ctx.lakehouse.replace_partitions(published_spec, staged, {"date": [ctx.date]})
 
     root = resolve_uri(settings.publish.export_path)
-    fs, base = _filesystem(root)
+    store = settings.lakehouse.zone_store("published")
+    fs, base = filesystem(root, store)
     date_dir = f"{base}/{target}/{date}"
     version = uuid.uuid4().hex
     tmp_dir = f"{date_dir}/_tmp-{version}"
     try:
-        task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", tuple(settings.publish.formats),
+        task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", store, tuple(settings.publish.formats),
                             staged_spec.schema)
         files = [r.asDict() for r in staged.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
         fs.create_dir(tmp_dir, recursive=True)
-        fs.move(tmp_dir, f"{date_dir}/{version}")
+        move_dir(fs, tmp_dir, f"{date_dir}/{version}")
         entries = [e for e in ledger.entries(settings.run.dataset)
                    if (e["run_id"] in run_ids and e["stage"] != "publish") or e["run_id"] == ctx.run_id
                    or (detection is not None and e["entry_id"] == detection["entry_id"])]
