@@ -34,7 +34,8 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from privtext.platform import delta_commit, storage
 from privtext.platform.config import LakehouseSettings
 from privtext.platform.leases import stage_lease
-from privtext.platform.table_files import FILE_META_SCHEMA, READ_SCHEMA, file_reader_task, file_writer_task
+from privtext.platform.table_files import (FILE_META_SCHEMA, READ_SCHEMA, SnapshotFiles, file_reader_task,
+                                          file_writer_task)
 from privtext.platform.table_spec import (LakehouseError, TableSpec, WriteResult, check_files_inside,
                                           partition_filters, schema_diff)
 
@@ -134,8 +135,7 @@ class Lakehouse:
         root = self.table_uri(spec)
         if storage.is_local(root):
             return self.spark.read.schema(spark_schema).option("basePath", root).parquet(*uris).select(*spec.schema.names)
-        files = [(f"{root}/{a['path']}", json.dumps({c: a.get(f"partition.{c}") for c in spec.partition_by}, default=str))
-                 for a in delta_commit.files_matching(table, None)]
+        files = self._file_list(spec, table)
         slices = min(len(files), 4 * self.spark.sparkContext.defaultParallelism)
         listing = self.spark.sparkContext.parallelize(files, slices).toDF(from_arrow_schema(READ_SCHEMA))
         return listing.mapInArrow(file_reader_task(self.settings.zone_store(spec.zone), spec), spark_schema)
@@ -289,25 +289,40 @@ class Lakehouse:
 
     # -- catalog ------------------------------------------------------------------------------
     def register_views(self, specs) -> list[str]:
-        """Expose each table as ``<zone>.<name>`` in the Spark catalog (a view over its current snapshot)."""
+        """Expose each table as ``<zone>.<name>`` in the Spark catalog over its current snapshot: a view on a
+        local zone, a ``privtext_files`` table (files read through pyarrow.fs) on an object-store zone."""
         registered = []
         for spec in specs:
             if not self.exists(spec):
                 continue
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {spec.zone}")
-            self.spark.sql(f"CREATE OR REPLACE VIEW {spec.zone}.{spec.name} AS {self._snapshot_sql(spec)}")
+            if storage.is_local(self.table_uri(spec)):
+                self.spark.sql(f"CREATE OR REPLACE VIEW {spec.zone}.{spec.name} AS {self._snapshot_sql(spec)}")
+            else:
+                self._register_files_table(spec)
             registered.append(spec.qualified_name)
         return registered
+
+    def _file_list(self, spec: TableSpec, table: DeltaTable) -> list[tuple[str, str]]:
+        """(uri, partition values as JSON) of each file of the snapshot."""
+        root = self.table_uri(spec)
+        return [(f"{root}/{a['path']}", json.dumps({c: a.get(f"partition.{c}") for c in spec.partition_by}, default=str))
+                for a in delta_commit.files_matching(table, None)]
+
+    def _register_files_table(self, spec: TableSpec) -> None:
+        source = SnapshotFiles.for_snapshot(spec, self._file_list(spec, self.delta_table(spec)),
+                                           self.settings.zone_store(spec.zone))
+        self.spark.dataSource.register(source)
+        self.spark.sql(f"DROP TABLE IF EXISTS {spec.zone}.{spec.name}")
+        self.spark.sql(f"CREATE TABLE {spec.zone}.{spec.name} USING {source.name()}")
 
     def _snapshot_sql(self, spec: TableSpec) -> str:
         """SQL over the snapshot's live files: the table folder filtered to the snapshot's file names."""
         spark_schema = from_arrow_schema(spec.schema)
         cols = ", ".join(f"CAST(`{f.name}` AS {f.dataType.simpleString()}) AS `{f.name}`" for f in spark_schema.fields)
-        if not storage.is_local(self.table_uri(spec)):
-            raise LakehouseError(f"{spec.qualified_name}: SQL views need a local zone (Spark has no S3 connector "
-                                 "here); read object-store tables with Lakehouse.read, deltalake or DuckDB")
         live = [os.path.basename(a["path"]) for a in delta_commit.files_matching(self.delta_table(spec), None)]
         if not live:
             return f"SELECT {', '.join(f'CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`' for f in spark_schema.fields)} WHERE 1 = 0"
         names = ", ".join(f"'{name}'" for name in live)
         return f"SELECT {cols} FROM parquet.`{self.table_uri(spec)}` WHERE _metadata.file_name IN ({names})"
+

