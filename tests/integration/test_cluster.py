@@ -18,8 +18,9 @@ import yaml
 from deltalake import DeltaTable
 
 from privtext.platform.lakehouse import Lakehouse
-from privtext.platform.local_cluster import cluster_conf, free_port, project_zip, standalone_cluster
+from privtext.platform.local_cluster import cluster_conf, project_zip, standalone_cluster
 from privtext.platform.local_s3 import s3_conf
+from privtext.platform.processes import free_port
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS
 from privtext.settings import load_settings
 from privtext.status import table_rows
@@ -123,7 +124,7 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(tmp_pat
     uri = s3_lake.table_uri(PUBLISHED_SANITIZED_DOCUMENTS)
     published = DeltaTable(uri, storage_options=s3_lake.storage_options(PUBLISHED_SANITIZED_DOCUMENTS))
     dataset = published.to_pyarrow_dataset()
-    count, docs = duckdb.sql("SELECT count(*), count(DISTINCT doc_id) FROM dataset").fetchone()
+    count, docs = duckdb.sql("SELECT count(*), count(DISTINCT doc_id) FROM dataset").fetchall()[0]
     assert uri.startswith("s3://privtext-published/") and count == docs == dict(local_rows)["published.sanitized_documents"]
     manifest = json.loads(s3_lake_read(s3_settings, f"sanitized_documents/{DATE}/manifest.json"))
     assert manifest["rows"] == count

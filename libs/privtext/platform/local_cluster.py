@@ -17,8 +17,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +30,8 @@ from typing import Iterator
 import yaml
 
 from privtext.platform.config import PROJECT_ROOT
+from privtext.platform.local_s3 import s3_conf, seaweedfs
+from privtext.platform.processes import free_port, stop
 
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
@@ -47,12 +47,6 @@ class Cluster:
     def state(self) -> dict:
         with urllib.request.urlopen(f"{self.web_ui}/json/", timeout=5) as response:
             return json.load(response)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_class() -> Path:
@@ -93,7 +87,7 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", tim
             yield cluster
         finally:
             for process in reversed(processes):
-                _stop(process)
+                stop(process)
 
 
 def _alive_workers(cluster: Cluster) -> int | None:
@@ -111,18 +105,6 @@ def _wait(ready, timeout: float, what: str, processes: list[subprocess.Popen]) -
         if time.monotonic() > deadline:
             raise TimeoutError(f"no {what} after {timeout:.0f} s")
         time.sleep(0.5)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM the process group, SIGKILL it after 10 s."""
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def project_zip(out: Path) -> Path:
@@ -168,8 +150,6 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         env = {}
         if args.s3:
-            from privtext.platform.local_s3 import seaweedfs, s3_conf
-
             store = stack.enter_context(seaweedfs())
             base, env = s3_conf(store, base), store.env
             print(f"SeaweedFS S3 {store.endpoint}: buckets {', '.join(store.buckets.values())}", flush=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from privtext.platform.config import ZONES
-from privtext.platform.local_cluster import _stop, free_port
+from privtext.platform.processes import free_port, stop
 
 # weed mini's services; each gets its own free port (tests may run several stores side by side)
 PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
@@ -76,7 +76,7 @@ def seaweedfs(buckets: dict[str, str] | None = None, timeout: float = 90.0) -> I
             _wait_ready(store, process, timeout)
             yield store
         finally:
-            _stop(process)
+            stop(process)
             log.close()
 
 
