@@ -169,7 +169,8 @@ def test_a_worker_killed_mid_stage_changes_nothing(tmp_path):
     with standalone_cluster(workers=2, cores=1, memory="1200m") as cluster:
         conf = cluster_conf(cluster, project_zip(tmp_path / "privtext.zip"))
         conf["spark"]["conf"].update({"spark.task.maxFailures": "4", "spark.eventLog.enabled": "true",
-                                      "spark.eventLog.dir": events.as_uri(), "spark.ui.port": str(free_port())})
+                                      "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",
+                                      "spark.eventLog.rolling.enabled": "false", "spark.ui.port": str(free_port())})
         conf_path = write_conf(conf, tmp_path / "cluster", deterministic)
         process = privtext(conf_path, ["pipeline", "run", "nightly_sanitized_export", "--date", DATE, "--input",
                                        str(sample), *(a for s in skip for a in ("--skip", s))])
@@ -177,7 +178,7 @@ def test_a_worker_killed_mid_stage_changes_nothing(tmp_path):
                                     time.monotonic() + 600)
         finish(process, conf_path)
     assert killed
-    ends = [json.loads(line) for log in events.iterdir() for line in log.read_text().splitlines()
+    ends = [json.loads(line) for log in events.rglob("*") if log.is_file() for line in log.read_text().splitlines()
             if '"SparkListenerTaskEnd"' in line]
     lost = [e for e in ends if e["Task End Reason"]["Reason"] == "ExecutorLostFailure"]
     retried = [e for e in ends if e["Task Info"]["Attempt"] > 0 and e["Task End Reason"]["Reason"] == "Success"]
