@@ -32,9 +32,10 @@ demo: setup detector
 detector: setup
 	$(VENV)/bin/privtext train detector >/dev/null || echo "no trained detector: detection runs without it"
 
-# the demo on a standalone Spark cluster (master + 2 workers, separate JVMs) started and stopped here
+# the demo on a standalone Spark cluster (master + 2 workers, separate JVMs) over a SeaweedFS S3 store, both
+# started and stopped here
 cluster-demo: setup detector
-	$(PY) -m privtext.platform.local_cluster --conf-out build/cluster/cluster.yaml -- \
+	$(PY) -m privtext.platform.local_cluster --s3 --conf-out build/cluster/cluster.yaml -- \
 		$(VENV)/bin/privtext --conf build/cluster/cluster.yaml demo
 
 test: setup airflow

@@ -68,7 +68,7 @@ def run_size(n: int, root: Path) -> tuple[dict[str, float], dict[str, float]]:
 
     from privtext import sample_data
     from privtext.pipelines import run_pipeline
-    from privtext.platform.errors import Refused
+    from privtext.errors import Refused
     from privtext.settings import load_settings
 
     settings = load_settings(None, environ={}, overrides={

@@ -73,3 +73,13 @@ def ctx(settings):
     from privtext.platform.context import RunContext
 
     return RunContext.create(settings, date="2026-01-15")
+
+
+@pytest.fixture
+def s3_store():
+    """A real SeaweedFS S3 store on free 127.0.0.1 ports, one bucket per zone, data in a temporary folder;
+    stopped by PID afterwards. Its credentials are in ``store.env`` (give them to the processes using it)."""
+    from privtext.platform.local_s3 import seaweedfs
+
+    with seaweedfs() as store:
+        yield store

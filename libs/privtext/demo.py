@@ -209,6 +209,8 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
 
 
 def _rel(path) -> str:
+    if "://" in str(path) and not str(path).startswith("file://"):  # an object-store URI
+        return str(path)
     path = Path(str(path).removeprefix("file://"))
     return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
 

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from privtext.platform.config import ObjectStoreSettings
 from privtext.settings import PROJECT_ROOT
 from privtext.platform.lakehouse import Lakehouse
 from privtext.ledger import Ledger
@@ -35,8 +36,11 @@ print(duckdb.sql("SELECT date, count(*) AS documents FROM docs GROUP BY date ORD
 '''
 
 
-def _published_lakehouse(root: Path):
+def _published_lakehouse(root: Path, store=None):
     settings = make_budget_settings(root)
+    if store is not None:  # the zones in a real S3 store's buckets
+        settings = settings.model_copy(update={"lakehouse": settings.lakehouse.model_copy(update={
+            "zone_roots": store.zone_roots(), "object_store": ObjectStoreSettings(**store.object_store())})})
     lake = Lakehouse(None, settings.lakehouse)
     lake.create_tables(ALL_TABLES)
     params = json.dumps({"guarantee": "mldp", "mechanism": "clusant", "eps_by_type": {"PERSON": 8.0, "LOCATION": 6.0}})
@@ -67,10 +71,16 @@ def test_readme_snippet_reads_published_with_deltalake_and_duckdb(tmp_path, monk
     assert out.getvalue().strip() == "[(datetime.date(2026, 1, 15), 30)]"
 
 
-def test_analyst_notebook_executes_on_demo_like_output(tmp_path, monkeypatch):
-    settings = _published_lakehouse(tmp_path / "lakehouse")
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_analyst_notebook_executes_on_demo_like_output(tmp_path, monkeypatch, request, where):
+    store = request.getfixturevalue("s3_store") if where == "s3" else None
+    for name, value in (store.env if store else {}).items():  # credentials: only in the environment
+        monkeypatch.setenv(name, value)
+    settings = _published_lakehouse(tmp_path / "lakehouse", store)
     report = write_report(settings, DAY, "reviews", tmp_path / "reports") / "report.json"
+    lake = Lakehouse(None, settings.lakehouse)
     monkeypatch.setenv("PRIVTEXT_PUBLISHED", settings.lakehouse.zone_root("published"))
+    monkeypatch.setenv("PRIVTEXT_STORAGE_OPTIONS", json.dumps(lake.storage_options(PUBLISHED_SANITIZED_DOCUMENTS)))
     monkeypatch.setenv("PRIVTEXT_REPORT", str(report))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
@@ -81,6 +91,7 @@ def test_analyst_notebook_executes_on_demo_like_output(tmp_path, monkeypatch):
     assert "sanitized_documents" in text and "synthetic_documents" in text and "word_vectors" in text
     assert "image/png" in text  # the privacy/utility plots were drawn
     assert "metric local DP" in text  # the report's guarantee in plain words
+    assert ("s3://privtext-published/" in text) == (where == "s3")  # it read the bucket
     executed = PROJECT_ROOT / "build" / "notebooks" / "analyst_queries.executed.ipynb"
     executed.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, executed)  # kept as the run's proof (build/ is git-ignored)

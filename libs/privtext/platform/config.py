@@ -39,9 +39,25 @@ class SparkSettings(StrictModel):
     partitions_per_slot: int = Field(2, ge=1)  # per-document stages run in task slots x this many partitions
 
 
+class ObjectStoreSettings(StrictModel):
+    """An S3-compatible store's location and commit mode. Credentials are never configured here: they come
+    from the environment (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the host's role), of the driver and
+    of every executor."""
+
+    endpoint: str | None = None  # e.g. http://127.0.0.1:8333 (SeaweedFS, MinIO); none: AWS
+    region: str | None = None
+    allow_http: bool = False
+    # conditional_put: a Delta commit writes _delta_log/N.json only if absent (If-None-Match), so concurrent
+    # committers conflict instead of overwriting each other; unsafe_rename: no such check (one committer only)
+    commit: Literal["conditional_put", "unsafe_rename"] = "conditional_put"
+
+
 class LakehouseSettings(StrictModel):
     root: str = "lakehouse"  # relative paths are resolved against the project root
     zone_roots: dict[Literal["restricted", "protected", "published"], str] = Field(default_factory=dict)
+    object_store: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)  # for s3:// roots
+    zone_object_stores: dict[Literal["restricted", "protected", "published"], ObjectStoreSettings] = Field(
+        default_factory=dict)  # per zone, when zones live in different stores
     max_file_rows: int = Field(500_000, gt=0)
     max_file_bytes: int = Field(128 * 1024 * 1024, gt=0)
     commit_retries: int = Field(5, ge=0)
@@ -53,6 +69,9 @@ class LakehouseSettings(StrictModel):
         if zone not in ZONES:
             raise ConfigError(f"unknown zone {zone!r}; allowed: {', '.join(ZONES)}")
         return resolve_uri(self.zone_roots.get(zone) or f"{self.root.rstrip('/')}/{zone}")
+
+    def zone_store(self, zone: str) -> ObjectStoreSettings:
+        return self.zone_object_stores.get(zone) or self.object_store
 
 
 class TrackingSettings(StrictModel):

@@ -17,8 +17,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +30,8 @@ from typing import Iterator
 import yaml
 
 from privtext.platform.config import PROJECT_ROOT
+from privtext.platform.local_s3 import s3_conf, seaweedfs
+from privtext.platform.processes import free_port, stop
 
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
@@ -49,12 +49,6 @@ class Cluster:
             return json.load(response)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def spark_class() -> Path:
     import pyspark
 
@@ -62,12 +56,14 @@ def spark_class() -> Path:
 
 
 @contextlib.contextmanager
-def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 120.0) -> Iterator[Cluster]:
-    """Start a master and ``workers`` workers, wait until all registered, yield the cluster, stop it."""
+def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 120.0,
+                       env: dict[str, str] | None = None) -> Iterator[Cluster]:
+    """Start a master and ``workers`` workers, wait until all registered, yield the cluster, stop it.
+    ``env`` is added to their environment (executors inherit it: e.g. the object store's credentials)."""
     with tempfile.TemporaryDirectory(prefix="privtext-cluster-") as tmp:
         folder = Path(tmp)
         (folder / "logs").mkdir()
-        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(folder / "logs"),
+        env = {**os.environ, **(env or {}), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(folder / "logs"),
                "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
         port, ui = free_port(), free_port()
         cluster = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}", folder)
@@ -91,7 +87,7 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", tim
             yield cluster
         finally:
             for process in reversed(processes):
-                _stop(process)
+                stop(process)
 
 
 def _alive_workers(cluster: Cluster) -> int | None:
@@ -109,18 +105,6 @@ def _wait(ready, timeout: float, what: str, processes: list[subprocess.Popen]) -
         if time.monotonic() > deadline:
             raise TimeoutError(f"no {what} after {timeout:.0f} s")
         time.sleep(0.5)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM the process group, SIGKILL it after 10 s."""
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def project_zip(out: Path) -> Path:
@@ -151,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", default="1500m", help="memory per worker")
     parser.add_argument("--base-conf", default=str(PROJECT_ROOT / "conf" / "local.yaml"))
     parser.add_argument("--conf-out", required=True, help="where to write the cluster's environment config")
+    parser.add_argument("--s3", action="store_true", help="zones and exports on a SeaweedFS S3 store started here")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run on the cluster")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -162,11 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     base = {**base, "lakehouse": {**(base.get("lakehouse") or {}), "root": str(out.parent / "lakehouse")},
             "publish": {**(base.get("publish") or {}), "export_path": str(out.parent / "exports")}}
     zip_path = project_zip(out.parent / "privtext.zip")
-    with standalone_cluster(args.workers, args.cores, args.memory) as cluster:
+    with contextlib.ExitStack() as stack:
+        env = {}
+        if args.s3:
+            store = stack.enter_context(seaweedfs())
+            base, env = s3_conf(store, base), store.env
+            print(f"SeaweedFS S3 {store.endpoint}: buckets {', '.join(store.buckets.values())}", flush=True)
+        cluster = stack.enter_context(standalone_cluster(args.workers, args.cores, args.memory, env=env))
         out.write_text(yaml.safe_dump(cluster_conf(cluster, zip_path, base), sort_keys=False))
         print(f"standalone cluster {cluster.url}: {args.workers} workers x {args.cores} core(s), UI {cluster.web_ui}",
               flush=True)
-        return subprocess.call(command)
+        return subprocess.call(command, env={**os.environ, **env})
 
 
 if __name__ == "__main__":

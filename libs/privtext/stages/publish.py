@@ -21,7 +21,8 @@ published zone or the exports; the mapping is recomputable only in restricted, w
 
 Writes, in order: (1) the staged rows (pseudonymous doc_ids) replace the date's partition of ``published.<target>`` (one
 Delta commit); (2) executors write the export files (Parquet and/or JSONL, ``publish.formats``) into a
-temporary folder ``<export_path>/<target>/<date>/_tmp-<id>/`` and return their row counts and sha256
+temporary folder ``<export_path>/<target>/<date>/_tmp-<id>/`` (an object-store URI too: the published zone's
+``lakehouse.object_store``) and return their row counts and sha256
 (never rows); the folder is renamed to ``<id>/``; (3) ``manifest.json`` (rows, files with checksums,
 privacy parameters, ledger entry ids, gate outcome, published table version) is written to a temporary
 name and renamed over the previous one: this rename is the export's commit. Readers open
@@ -49,6 +50,8 @@ from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger, latest_measurement
 from privtext.errors import Refused
+from privtext.platform.config import ObjectStoreSettings
+from privtext.platform.storage import filesystem, move_dir
 from privtext.privacy.budget import none_charge
 from privtext.platform import zones
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
@@ -163,10 +166,6 @@ def _who() -> str:
         return "unknown"
 
 
-def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    return pafs.FileSystem.from_uri(uri if "://" in uri else f"file://{uri}")
-
-
 def _sha256(fs: pafs.FileSystem, path: str) -> str:
     digest = hashlib.sha256()
     with fs.open_input_stream(path) as stream:
@@ -175,7 +174,7 @@ def _sha256(fs: pafs.FileSystem, path: str) -> str:
     return digest.hexdigest()
 
 
-def _export_task(folder_uri: str, formats: tuple[str, ...], schema: pa.Schema):
+def _export_task(folder_uri: str, store: ObjectStoreSettings, formats: tuple[str, ...], schema: pa.Schema):
     """``mapInArrow``: write this task's rows as one file per format, yield (path, format, rows, bytes, sha256)."""
 
     def run(batches):
@@ -183,7 +182,7 @@ def _export_task(folder_uri: str, formats: tuple[str, ...], schema: pa.Schema):
         if not batches:
             return
         table = pa.Table.from_batches(batches).select(schema.names).cast(schema)
-        fs, folder = _filesystem(folder_uri)
+        fs, folder = filesystem(folder_uri, store)
         fs.create_dir(folder, recursive=True)
         name = f"part-{uuid.uuid4().hex}"
         out = []
@@ -307,17 +306,17 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Sch
     """Write the export files into a fresh version folder and commit its manifest. Returns (manifest, files)."""
     settings, date = ctx.settings, ctx.date.isoformat()
     root = resolve_uri(settings.publish.export_path)
-    fs, base = _filesystem(root)
+    store = settings.lakehouse.zone_store("published")
+    fs, base = filesystem(root, store)
     date_dir = f"{base}/{target}/{date}"
     version = uuid.uuid4().hex
     tmp_dir = f"{date_dir}/_tmp-{version}"
     run_ids = {r["run_id"] for r in summary}
     try:
-        task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", tuple(settings.publish.formats),
-                            schema)
+        task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", store, tuple(settings.publish.formats), schema)
         files = [r.asDict() for r in staged.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
         fs.create_dir(tmp_dir, recursive=True)
-        fs.move(tmp_dir, f"{date_dir}/{version}")
+        move_dir(fs, tmp_dir, f"{date_dir}/{version}")
         entries = [e for e in ledger.entries(settings.run.dataset)
                    if (e["run_id"] in run_ids and e["stage"] != "publish") or e["run_id"] == ctx.run_id
                    or (detection is not None and e["entry_id"] == detection["entry_id"])]
