@@ -47,20 +47,23 @@ def check_specs(specs=ALL_TABLES) -> None:
 def check_lakehouse(lakehouse, specs=ALL_TABLES) -> None:
     """The same check on the schemas stored in the Delta logs of the published zone's tables.
 
-    Covers the catalogue's published tables and, on a local lakehouse, every table folder in the zone.
+    Covers the catalogue's published tables and every table folder in the zone (local or object store).
     """
-    import os
-
+    import pyarrow.fs as pafs
     from deltalake import DeltaTable
 
-    root = lakehouse.settings.zone_root("published")
+    from privtext.platform import storage
+
+    root, store = lakehouse.settings.zone_root("published"), lakehouse.settings.zone_store("published")
+    options = storage.delta_options(root, store)
+    fs, base = storage.filesystem(root, store)
     names = {s.name for s in specs if s.zone == "published"}
-    if "://" not in root and os.path.isdir(root):
-        names |= set(os.listdir(root))
+    names |= {i.base_name for i in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True))
+              if i.type == pafs.FileType.Directory}
     stored = {}
     for name in sorted(names):
-        if DeltaTable.is_deltatable(f"{root}/{name}"):
-            stored[name] = [f.name for f in DeltaTable(f"{root}/{name}").schema().fields]
+        if DeltaTable.is_deltatable(f"{root}/{name}", storage_options=options):
+            stored[name] = [f.name for f in DeltaTable(f"{root}/{name}", storage_options=options).schema().fields]
     found = violations(stored, specs)
     if found:
         raise ZoneViolation(f"restricted-only columns in stored published tables: {', '.join(found)}")
