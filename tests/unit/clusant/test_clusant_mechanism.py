@@ -171,21 +171,31 @@ def test_invalid_parameters_rejected(vocab):
         build_mechanism("textfooler", vocab, labels, 2.0, 2.0)
 
 
-@pytest.fixture(scope="module")
-def real_phrases(tmp_path_factory):
-    """300 public PERSON/LOCATION phrases (the vocabulary) and 24 unseen real phrases (inputs), all-MiniLM-L6-v2."""
+@pytest.fixture(scope="module", params=["transformer", "static"])
+def real_phrases(tmp_path_factory, request):
+    """300 public PERSON/LOCATION phrases (the vocabulary) and 24 unseen real phrases (inputs), embedded by
+    either phrase encoder (``clusant.phrase_encoder``): all-MiniLM-L6-v2 per phrase, or its static pieces."""
     pytest.importorskip("sentence_transformers")
     from privtext.clusant.settings import VocabularySettings
     from privtext.clusant.vocabulary import build_vocabulary, embed_vocabulary
     from privtext.embed.encoder import encode_phrases
     from privtext.embed.settings import EmbedSettings
+    from privtext.embed.static_phrases import encode_static, get_tokenizer, piece_table
+    from privtext.settings import resolve_uri
 
-    def encode(phrases):
-        return encode_phrases(phrases, EmbedSettings(device="cpu"))
+    settings = EmbedSettings(device="cpu")
+    if request.param == "static":
+        table, tokenizer = piece_table(settings, resolve_uri(settings.cache_dir)), get_tokenizer(settings)
+
+        def encode(phrases):
+            return encode_static(phrases, table, tokenizer)
+    else:
+        def encode(phrases):
+            return encode_phrases(phrases, settings)
 
     vs = VocabularySettings(size=150)
     cache = tmp_path_factory.mktemp("phrase-cache")
-    vocab = np.vstack([embed_vocabulary(t, build_vocabulary(t, vs), encode, "minilm", cache) for t in ("PERSON", "LOCATION")])
+    vocab = np.vstack([embed_vocabulary(t, build_vocabulary(t, vs), encode, request.param, cache) for t in ("PERSON", "LOCATION")])
     unseen = ["Angela Merkel", "Barack Obama", "Ada Lovelace", "Kylian Mbappe", "Frida Kahlo", "Nelson Mandela",
               "Taylor Swift", "Lionel Messi", "Marie Curie", "Zinedine Zidane", "Reykjavik", "Timbuktu",
               "Ouagadougou", "Kathmandu", "Montevideo", "Vladivostok", "Yellowknife", "Ushuaia", "the Sahara",
