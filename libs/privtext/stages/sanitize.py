@@ -65,6 +65,8 @@ OUT_SCHEMA = StructType([
     StructField("same_as_input", IntegerType()),
 ])
 QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
+
+
 @dataclass
 class SanitizeResult:
     documents: int
@@ -97,7 +99,6 @@ def _piece_table(settings):
     if settings.clusant.phrase_encoder != "static":
         return None
     from privtext.embed.static_phrases import piece_table
-
     from privtext.settings import resolve_uri
 
     return piece_table(settings.embed, resolve_uri(settings.embed.cache_dir))
