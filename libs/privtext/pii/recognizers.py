@@ -167,7 +167,15 @@ class TrainedNerRecognizer(EntityRecognizer):
         unique = list(dict.fromkeys(texts))
         self._prepared = dict(zip(unique, self.model.predict(unique)))
 
+    def _spans(self, text: str) -> list:
+        return self._prepared[text] if text in self._prepared else self.model.predict([text])[0]
+
+    def confirms(self, text: str, start: int, end: int) -> bool:
+        """Whether the model labels some word of ``text[start:end]`` as an entity (any type, OTHER included,
+        any confidence): the check ``pii.detector.confirm`` asks of other recognizers' name spans."""
+        return any(s < end and start < e for s, e, _, _ in self._spans(text))
+
     def analyze(self, text, entities, nlp_artifacts=None):
-        spans = self._prepared[text] if text in self._prepared else self.model.predict([text])[0]
+        spans = self._spans(text)
         return [RecognizerResult(kind, start, end, self.score) for start, end, kind, confidence in spans
                 if kind in entities and confidence >= self.min_confidence]

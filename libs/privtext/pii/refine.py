@@ -11,6 +11,10 @@
   before it and, after a comma or a line break, secondary units, city and country lines, state codes
   and postcodes -- what is left outside an address span is published verbatim.
 
+* Spans of one type separated by blanks only become one span (``join_adjacent``): "Capital Gearing" and
+  "Trust plc" are one company, replaced once, and the blank between them is no longer published as a
+  gap inside a name; a line break still separates names, organisations, places and groups.
+
 ``plain_text`` gives the NLP a text of the same length in which escaped line breaks (a literal
 backslash-n, frequent in exported tickets) are real ones, so "Kleist\\nACME" is two tokens.
 """
@@ -60,6 +64,7 @@ _LINE_TAIL = re.compile(
     rf"(?:[ \t]*,?[ \t]+{_ELEMENT})+(?=[.?!;]?[ \t]*$|[.?!;][ \t]+[A-Z\"(]|[.?!;,]?[ \t]+{_PROSE_AFTER})", re.M)
 _INTERSECTION_AFTER = re.compile(rf"[ \t]+and[ \t]+{_PLACE}(?![\w\u00C0-\u024F])")  # "... Meadow Drive and Pisano Row"
 _INTERSECTION_BEFORE = re.compile(rf"(?<![\w\u00C0-\u024F]){_PLACE}[ \t]+and[ \t]+$")  # "Kerman and 3240 ..."
+_CORNER_BEFORE = re.compile(r"(?i)\b(?:the[ \t]+)?corner[ \t]+of[ \t]+$")  # "the corner of X and Y" is one place
 _LINE_END = re.compile(r"[ \t,]*[.?!;]?[ \t]*(?:\n|$)")
 # after a blank line, only a "Country 12345" or postcode line still belongs to the block
 _AFTER_BLANK_LINE = re.compile(rf"[ \t]*\n[ \t]*\n[^\S\n]*(?:{_PLACE}[ \t]+)?{_POSTCODE}(?=[ \t]*[.?!;]?[ \t]*(?:\n|$))")
@@ -70,6 +75,8 @@ _TOWN_LINE = re.compile(r"(?:^|\n)[^\S\n]*(?:[^\w\s]{1,4}[^\S\n]*)?(?P<town>[^\W
                         r"(?:[ -](?:[^\W\d_][^\W\d_'’.-]*))?(?:[ -][^\W\d_][^\W\d_'’.-]*){0,2})[^\S\n]*\Z")
 _LINE_CONTENT = re.compile(r"\S(?:[^\n]*\S)?")  # a line's text without its leading and trailing blanks
 _ONE_LINE_TYPES = frozenset({"PERSON", "ORGANIZATION", "LOCATION", "NRP", "TITLE"})
+_POSTAL_PARTS = frozenset({"LOCATION", "ZIP_CODE"})  # joined to an address across commas and line breaks
+_NAMED_PARTS = frozenset({"PERSON", "ORGANIZATION"})  # streets named after people or firms, on the address's line
 
 
 def plain_text(text: str) -> str:
@@ -92,6 +99,37 @@ def refine(spans: list, text: str, settings) -> list:
             out += _place_line_above(span, text)
         out.append(span)
     return out
+
+
+def join_adjacent(spans: list, text: str, addresses: bool = True) -> list:
+    """Sorted, non-overlapping ``spans`` with neighbours merged into one span at the higher score: two
+    names, organisations, places, groups or titles of one type separated by blanks only (two phone numbers
+    stay two values); two address parts across any whitespace; and a street address with a
+    place or postcode after whitespace or commas, or with a name on the same line ("Nina and Tom" +
+    "Wilhelmsens vei 83"), which become part of the address (``addresses``: ``pii.widen_addresses``)."""
+    out: list = []
+    for span in spans:
+        last = out[-1] if out else None
+        kind = last and _joined_type(last.entity_type, span.entity_type, text[last.end:span.start], addresses)
+        if kind:
+            out[-1] = replace(last, entity_type=kind, end=span.end, score=max(last.score, span.score),
+                              tier=span.tier if kind == span.entity_type else last.tier)
+        else:
+            out.append(span)
+    return out
+
+
+def _joined_type(left: str, right: str, gap: str, addresses: bool) -> str | None:
+    if left == right in _ONE_LINE_TYPES:
+        return left if gap.strip(" \t") == "" and gap else None
+    if not addresses or "STREET_ADDRESS" not in (left, right):
+        return None
+    if left == right:
+        return left if gap.isspace() else None
+    part = right if left == "STREET_ADDRESS" else left
+    if part in _POSTAL_PARTS and gap.strip(" \t\n,") == "":
+        return "STREET_ADDRESS"
+    return "STREET_ADDRESS" if part in _NAMED_PARTS and gap and gap.strip(" \t") == "" else None
 
 
 def _lines_of(span, text: str) -> list:
@@ -138,7 +176,7 @@ def _widen_name(span, text: str):
 
 
 def _widen_address(span, text: str):
-    """House numbers before; after it, the rest of its line when that is address elements only, then up
+    """House numbers before, and "the corner of" before a crossing; after it, the rest of its line when that is address elements only, then up
     to ``_MAX_ADDRESS_PARTS`` block elements; a street it crosses ("X and Y"). Capitalised words join
     only after a comma or line break, at the end of an all-address line, or after a unit/postcode, so
     "12 Main St Thanks a lot" keeps "Thanks"."""
@@ -154,6 +192,9 @@ def _widen_address(span, text: str):
     m = _INTERSECTION_AFTER.match(text, end)
     if m and m.group().split()[1] not in _NOT_NAMES:
         end = m.end()
+    m = _CORNER_BEFORE.search(text, 0, start)
+    if m:
+        start = m.start()
     m = _LINE_TAIL.match(text, end)
     if m and m.group().split()[0].strip(",") not in _NOT_NAMES:
         end = m.end()

@@ -128,7 +128,7 @@ SPACY_LEAVES = [  # context words, address lines, names and places spaCy leaves
     ("Address:     7015 184 Arnott Heights East Suite 303 Kaiata Greymouth",
      "7015 184 Arnott Heights East Suite 303 Kaiata Greymouth", "STREET_ADDRESS"),
     ("Change my address to the corner of 262 Thisseos Avenue and Semmens Greens for post mail?",
-     "262 Thisseos Avenue and Semmens Greens", "STREET_ADDRESS"),
+     "the corner of 262 Thisseos Avenue and Semmens Greens", "STREET_ADDRESS"),
     ("Send it to 35116 Rua Arapiraca 1943\n Apt. 559\n Teixeira de Freitas\n Brazil 35172\n(73) 4746-3459",
      "35116 Rua Arapiraca 1943\n Apt. 559\n Teixeira de Freitas\n Brazil 35172", "STREET_ADDRESS"),
     ("Pertti Palander\n\n083 Favoritenstrasse 36\n Apt. 367\n KOPPELSTÄTT\n\n Austria 73269",
@@ -178,3 +178,36 @@ def test_the_gazetteer_switches_turn_off(analyzer):
                         ("Mimount Bijster from Cornerstone Building Brands Inc. is here", "Mimount Bijster")]:
         types, share = covered(get_analyzer(off), text, value, off)
         assert share == 0.0, value
+
+
+def test_adjacent_spans_join_into_one_value():
+    """Same type across blanks; an address with the place, postcode or street-name parts next to it."""
+    from privtext.pii.detect import Span
+    from privtext.pii.refine import join_adjacent
+
+    def spans(text, *parts):
+        out, pos = [], 0
+        for value, kind in parts:
+            start = text.index(value, pos)
+            out.append(Span(kind, start, start + len(value), 0.8, "PII", value))
+            pos = start + len(value)
+        return out
+
+    def joined(text, *parts):
+        return [(s.entity_type, text[s.start:s.end]) for s in join_adjacent(spans(text, *parts), text)]
+
+    text = "Capital Gearing Trust plc"
+    assert joined(text, ("Capital Gearing", "ORGANIZATION"), ("Trust plc", "ORGANIZATION")) == [("ORGANIZATION", text)]
+    two = "Anna Berg\nOle Hansen"
+    assert joined(two, ("Anna Berg", "PERSON"), ("Ole Hansen", "PERSON")) == [("PERSON", "Anna Berg"), ("PERSON", "Ole Hansen")]
+    block = "12 Rue du Niger, Spodnja Idrija,\nSlovenia 4000"
+    assert joined(block, ("12 Rue du Niger", "STREET_ADDRESS"), ("Spodnja Idrija", "LOCATION"),
+                  ("Slovenia", "LOCATION"), ("4000", "ZIP_CODE")) == [("STREET_ADDRESS", block)]
+    street = "Nina and Tom Wilhelmsens vei 83"
+    assert joined(street, ("Tom Wilhelmsens", "PERSON"), ("vei 83", "STREET_ADDRESS"))[-1] == (
+        "STREET_ADDRESS", "Tom Wilhelmsens vei 83")
+    letter = "Anna Berg\n12 Main Street"  # a name above an address stays a name
+    assert joined(letter, ("Anna Berg", "PERSON"), ("12 Main Street", "STREET_ADDRESS")) == [
+        ("PERSON", "Anna Berg"), ("STREET_ADDRESS", "12 Main Street")]
+    apart = "Anna Berg and Acme Ltd"
+    assert len(joined(apart, ("Anna Berg", "PERSON"), ("Acme Ltd", "ORGANIZATION"))) == 2

@@ -126,3 +126,29 @@ def test_training_is_reproducible(tmp_path):
     assert tagger.ensure_trained(other)[0] != first
     assert tagger.weights_hash(tagger.ensure_trained(other)[0]) != weights_a
     assert tagger.ensure_trained(settings)[2] is False  # cached: not trained again
+
+
+def test_caseless_spacy_spans_need_the_trained_ner_to_confirm_them():
+    """spaCy's "FREE" (one upper-case word) and "nice pizza" (lower-case) are dropped unless the model labels a
+    word of them; a cased span, or the same spans without the setting, are kept as they are."""
+    from presidio_analyzer import RecognizerResult
+
+    from privtext.pii.detect import _confirmation
+
+    settings = PiiSettings(recognizers={"trained_ner": False}, detector={"confirm_caseless": ["SpacyRecognizer"]})
+    analyzer = _build_analyzer(settings)
+    analyzer.registry.add_recognizer(TrainedNerRecognizer(FakeModel({"pizza": ("OTHER", 0.2)}), 0.7, 0.5))
+    keep = _confirmation(analyzer, settings)
+    text = "FREE nice pizza at Mario Rossi"
+
+    def result(value, kind="ORGANIZATION", name="SpacyRecognizer"):
+        start = text.index(value)
+        return RecognizerResult(kind, start, start + len(value), 0.85, recognition_metadata={"recognizer_name": name})
+
+    assert not keep(text, result("FREE"))
+    assert keep(text, result("nice pizza"))  # the model labels "pizza" (OTHER counts, confidence does not)
+    assert keep(text, result("Mario Rossi", "PERSON"))  # letter case is informative: no confirmation asked
+    assert keep(text, result("FREE", name="census_first_last"))  # another recognizer: not asked either
+    assert keep(text, result("FREE", "DATE_TIME"))  # a type the model does not label
+    lenient = PiiSettings(recognizers={"trained_ner": False}, detector={"confirm_caseless": []})
+    assert _confirmation(analyzer, lenient)(text, result("FREE"))
