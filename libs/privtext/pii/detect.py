@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from privtext.pii.hashing import normalize_value, secret_id
-from privtext.pii.recognizers import build as extra_recognizers
+from privtext.pii.recognizers import build as extra_recognizers, confirmed_by_trained_ner
 from privtext.pii.refine import join_adjacent, plain_text, refine
 from privtext.pii.settings import PiiSettings
 from privtext.worker_cache import per_process
@@ -43,7 +43,6 @@ SPACY_TO_PRESIDIO = {
 URL_WITH_USER = (r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:]+(?::[^\s/?#@]*)?@[^\s/?#]+"
                  r"(?:[/?#][^\s()<>\"']*[^\s()<>\"'.,;:!?])?")
 CENSUS_NAME_SCORE = 0.86  # above spaCy's 0.85, so "First Last" wins an overlap with a shorter NER span
-CONFIRMED_TYPES = frozenset({"PERSON", "ORGANIZATION", "LOCATION"})  # what the trained NER labels
 SPAN_COLUMNS = ["doc_id", "entity_type", "start", "end", "score", "tier", "secret_id"]
 
 
@@ -119,7 +118,7 @@ def _build_analyzer(settings: PiiSettings):
         UrlRecognizer(patterns=[*UrlRecognizer.PATTERNS, Pattern("URL with user", URL_WITH_USER, 1.0)]),
         DateRecognizer(),
     ]
-    recognizers += extra_recognizers(settings)
+    recognizers = confirmed_by_trained_ner(recognizers + extra_recognizers(settings), settings.detector.confirm_caseless)
     for custom in settings.custom_recognizers:
         recognizers.append(PatternRecognizer(
             supported_entity=custom.name,
@@ -246,11 +245,10 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
         if hasattr(recognizer, "prepare"):  # batched models (the trained NER): one pass over all windows
             recognizer.prepare(window_texts)
     artifacts = analyzer.nlp_engine.process_batch(window_texts, LANGUAGE, batch_size=settings.batch_size)
-    confirmed = _confirmation(analyzer, settings)
     for (i, (win_start, _, own_start, own_end)), (window_text, nlp_artifacts) in zip(jobs, artifacts):
         results = analyzer.analyze(text=window_text, language=LANGUAGE, entities=entities,
                                    score_threshold=settings.score_threshold, nlp_artifacts=nlp_artifacts)
-        for r in filter(lambda r: confirmed(window_text, r), results):
+        for r in results:
             start, end = win_start + r.start, win_start + r.end
             if own_start <= start < own_end:
                 found[i].append(Span(r.entity_type, start, end, float(r.score), settings.tier_of(r.entity_type),
@@ -263,31 +261,6 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
         out.append([s if s.value == normalize_value(s.entity_type, text[s.start:s.end])
                     else replace(s, value=normalize_value(s.entity_type, text[s.start:s.end])) for s in kept])
     return out
-
-
-def _confirmation(analyzer, settings: PiiSettings):
-    """``keep(text, result)``: False for a PERSON / ORGANIZATION / LOCATION result of a recognizer named in
-    ``pii.detector.confirm`` that the trained NER does not confirm; everything is kept without the model."""
-    always, caseless = set(settings.detector.confirm), set(settings.detector.confirm_caseless)
-    tagger = next((r for r in analyzer.registry.recognizers if r.name == "trained_ner"), None)
-    if tagger is None or not (always or caseless):
-        return lambda text, result: True
-
-    def keep(text: str, result) -> bool:
-        name = result.recognition_metadata.get("recognizer_name")
-        if result.entity_type not in CONFIRMED_TYPES or not (
-                name in always or (name in caseless and _caseless(text[result.start:result.end]))):
-            return True
-        return tagger.confirms(text, result.start, result.end)
-
-    return keep
-
-
-def _caseless(value: str) -> bool:
-    """Letter case says nothing: all letters lower-case ("lol", "sat &amp"), or one word all upper-case
-    ("FREE", "OMG"; a several-word upper-case name such as "ETFS FORE/SHORT AUD" is kept as it is)."""
-    letters = [c for c in value if c.isalpha()]
-    return all(c.islower() for c in letters) or (len(value.split()) == 1 and all(c.isupper() for c in letters))
 
 
 def detect_spans(analyzer, text: str, settings: PiiSettings) -> list[Span]:

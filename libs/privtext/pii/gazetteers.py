@@ -154,9 +154,19 @@ def cities() -> frozenset[str]:
                      if len(c["name"]) >= 3 and c["name"] not in _NOT_FIRST)  # not "March", "Mobile" ...
 
 
+_PLACE_BEFORE = re.compile(r"(?:^|\n)[^\S\n]*(?:\W{1,4}[^\S\n]*)?$|\b(?i:in|to|from|near|at|of)[ \t]+$")
+
+
+def _placed_upper(text: str, phrase: str, start: int) -> bool:
+    """An UPPER-case city name (spaCy rarely tags those proper nouns) where a place is written: at the start
+    of a line (an address block's town line) or after in/to/from/near/at/of ("My friend lives in TAMPERE")."""
+    return phrase.isupper() and len(phrase) >= 4 and bool(_PLACE_BEFORE.search(text, max(0, start - 40), start))
+
+
 def find_places(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
     """Country and US-state names in Title or UPPER case (longest first, up to 4 words); city names
-    whose words spaCy tagged proper nouns (``proper``: their start offsets), at a lower score."""
+    whose words spaCy tagged proper nouns (``proper``: their start offsets) or in UPPER case where a place
+    is written (``_placed_upper``), at a lower score."""
     known, towns = places(), cities()
 
     def accept(phrase: str, tokens: list) -> bool:
@@ -164,7 +174,9 @@ def find_places(text: str, proper: frozenset[int]) -> list[tuple[int, int, float
             return False
         key = phrase.casefold()
         label = text[tokens[-1][1]:tokens[-1][1] + 1] == ":"  # "Mobile: 0777 ..."
-        return key in known or (key in towns and not label and all(t[0] in proper for t in tokens))
+        if key in known:
+            return True
+        return key in towns and not label and (all(t[0] in proper for t in tokens) or _placed_upper(text, phrase, tokens[0][0]))
 
     return [(s, e, PLACE_SCORE if text[s:e].casefold() in known else CITY_SCORE) for s, e in _scan(text, 4, accept)]
 

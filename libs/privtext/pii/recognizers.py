@@ -24,7 +24,7 @@ def street_address_regex() -> str:
     USPS list, optional Apt./Suite, optional ", City, ST 12345[-6789]"; and military APO/FPO/DPO."""
     from faker.providers.address.en_US import Provider
 
-    abbreviations = {"St", "Rd", "Ave", "Av", "Blvd", "Dr", "Ln", "Ct", "Pl", "Sq", "Hwy", "Pkwy", "Ter", "Cres", "Cl"}
+    abbreviations = {"St", "Str", "Rd", "Ave", "Av", "Blvd", "Dr", "Ln", "Ct", "Pl", "Sq", "Hwy", "Pkwy", "Ter", "Cres", "Cl"}
     suffixes = "|".join(sorted({re.escape(s) for s in {*Provider.street_suffixes, *abbreviations}}, key=len, reverse=True))
     street = rf"\b\d{{1,6}}\s+(?:[A-Z][a-z]+\s+){{1,3}}(?:{suffixes})\.?(?:\s+(?:Apt\.|Suite|Unit|#)\s*\d+[A-Z]?)?"
     tail = r"(?:,?\s+(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?)?"
@@ -34,9 +34,13 @@ def street_address_regex() -> str:
     word = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u00FF'.-]*"
     prefixes = ("Rua|Via|Viale|Corso|Piazza|Calle|Carrer|Camino|Paseo|Avenida|Avda\\.|Rue|Boulevard|Chemin|Place|"
                 "Pra\u00e7a|Largo|Travessa|Estrada|Ulica|ul\\.|Utca|Strada|Straat|Laan|Plein")
+    street_words = ("vei|veien|veg|vegen|gate|gata|gaten|tee|utca|\u00fat|\u00fatja|u\\.|kapu|ulica|cesta|tie|katu|"
+                    "gade|vej|v\u00e4g|v\u00e4gen|gr\u00e4nd|str\u00e6de|all\u00e9|sokak|sokağı")
     european = (rf"\b(?:(?i:{prefixes})\s+(?:(?:{word}|{CONNECTOR})\s+){{0,4}}\d{{1,5}}[A-Za-z]?"
                 rf"|{word}(?:stra(?:ss|\u00df)e|str\\.|weg|gasse|platz|allee|ring|damm|straat|gade|vej|v\u00e4gen|gatan)"
-                rf"\s+\d{{1,5}}[A-Za-z]?)")
+                rf"\s+\d{{1,5}}[A-Za-z]?"
+                # a lower-case street word after the name: "Pernilles vei 115", "Csabai kapu 60.", "Luite tee 87"
+                rf"|{word}(?:\s{word}){{0,2}}\s(?:{street_words})\s+\d{{1,5}}[A-Za-z]?\b\.?)")
     # house number, street words, building number: "637 Strojírenská 1006", "788 Fitjabraut 87"
     # particles only, not CONNECTOR's "on"/"an": "logged in from 203.0.113.45 on March 3" is no street
     numbered = rf"(?<![\d.,:/-])\b\d{{1,6}}\s+(?:(?:{word}|{PARTICLE})\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
@@ -50,6 +54,11 @@ _COMPANY_WORDS = rf"\b{_COMPANY_WORD}(?:[\s-](?:(?:&|and|of)\s)?{_COMPANY_WORD})
 _COMPANY_SUFFIXES = ("Inc|INC|LLC|Ltd|LTD|Limited|LIMITED|PLC|Plc|plc|Group|GROUP|Corp|CORP|Corporation|CORPORATION|"
                      "Holdings|HOLDINGS|GmbH|AG|SA|SpA|SPA|ASA|AB|Oyj|NV|BV|LLP|LP|Co|CO|and Sons|Trust|Fund|ETF|REIT|"
                      "Bank|Bancorp|Bancorporation|Company|Partners|Capital|Technologies")
+# a word in Greek or Cyrillic script (the "∆" some exports write for Δ): spaCy's English pipeline labels none
+_SCRIPT_WORD = r"[\p{Greek}\p{Cyrillic}\u2206][\p{Greek}\p{Cyrillic}\u2206'.-]*"
+# one to three capitalised name words (Latin letters with diacritics), an initial may come between; not a unit word
+_NAME_WORD = r"(?!(?:Suite|Apt|Apartment|Unit|Room|Floor|Box|And|Of|The)\b)[A-Z\u00C0-\u00DE\u0100-\u017F][\w'\u2019-]+"
+_NAME_WORDS = rf"{_NAME_WORD}(?:\s(?:[A-Z]\.?\s)?{_NAME_WORD}){{0,2}}"
 # entity type -> [(pattern name, regex, score)], context words; switched by pii.recognizers.<key>.
 # A score above spaCy's 0.85 makes the whole multi-word name win over a shorter NER span inside it.
 PATTERNS = {
@@ -88,6 +97,18 @@ PATTERNS = {
         ["age", "old", "born", "turned"]),
     "titles": ("TITLE", [
         ("honorific", r"(?-i:\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Sir|Dame|Rev|Hon|Sr|Sra|Herr|Frau|Mme|Mlle)\.?(?=\s+[A-Z]))", 0.8)],
+        []),
+    "other_scripts": ("STREET_ADDRESS", [  # "668 Λεωφόρος Συγγρού 119", "Τιμολέοντος Βάσσου 154"
+        ("script_street", rf"(?:\b\d{{1,6}}\s)?(?:{_SCRIPT_WORD}\s){{1,4}}\d{{1,5}}\b", 0.9)],
+        ["address", "street", "live", "lives", "located"]),
+    "other_script_names": ("LOCATION", [  # in English text a Greek or Cyrillic phrase is a place or a name
+        ("script_phrase", rf"{_SCRIPT_WORD}(?:\s{_SCRIPT_WORD}){{0,3}}", 0.5)],
+        []),
+    "name_cues": ("PERSON", [
+        # the honorific is part of the name ("Mr. Felix Sørensen" is one value, replaced once)
+        ("after_honorific", rf"(?-i:\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof)\.?\s{_NAME_WORDS})", 0.87),
+        ("after_name_cue", rf"(?<=\b(?i:name is|name's|name:|surname:?|calls me|call me|last name\?|first name\?)\s)"
+                           rf"(?-i:{_NAME_WORDS})", 0.87)],
         []),
     "card_last4": ("CARD_LAST4", [
         ("card_ending_in", r"(?i)(?<=\bending in\s)\d{4}\b|(?<=\bending with\s)\d{4}\b|(?<=\blast four digits\s)\d{4}\b",
@@ -172,10 +193,55 @@ class TrainedNerRecognizer(EntityRecognizer):
 
     def confirms(self, text: str, start: int, end: int) -> bool:
         """Whether the model labels some word of ``text[start:end]`` as an entity (any type, OTHER included,
-        any confidence): the check ``pii.detector.confirm`` asks of other recognizers' name spans."""
+        any confidence): the check ``ConfirmedRecognizer`` asks of another recognizer's caseless spans."""
         return any(s < end and start < e for s, e, _, _ in self._spans(text))
 
     def analyze(self, text, entities, nlp_artifacts=None):
         spans = self._spans(text)
         return [RecognizerResult(kind, start, end, self.score) for start, end, kind, confidence in spans
                 if kind in entities and confidence >= self.min_confidence]
+
+
+def confirmed_by_trained_ner(recognizers: list, names) -> list:
+    """``recognizers`` with those named in ``names`` (``pii.detector.confirm_caseless``) wrapped in a
+    ``ConfirmedRecognizer``; unchanged without the trained NER."""
+    model = next((r for r in recognizers if isinstance(r, TrainedNerRecognizer)), None)
+    if model is None:
+        return recognizers
+    return [ConfirmedRecognizer(r, model) if r.name in set(names) else r for r in recognizers]
+
+
+class ConfirmedRecognizer(EntityRecognizer):
+    """``inner``'s PERSON / ORGANIZATION / LOCATION results whose letter case says nothing (all lower-case,
+    or one upper-case word: "lol", "FREE") kept only when the trained NER labels a word of them as an entity.
+    spaCy's small NER leans on case and misfires on informal text; filtering inside the recognizer keeps
+    another recognizer's equal span (a city the gazetteer knows) from being dropped with it."""
+
+    TYPES = frozenset(TrainedNerRecognizer.ENTITIES)
+
+    def __init__(self, inner, model: TrainedNerRecognizer):
+        super().__init__(supported_entities=inner.supported_entities, name=inner.name,
+                         supported_language=inner.supported_language, context=inner.context)
+        self.inner, self.model = inner, model
+
+    def load(self) -> None:
+        pass
+
+    def enhance_using_context(self, *args, **kwargs):
+        return self.inner.enhance_using_context(*args, **kwargs)
+
+    def analyze(self, text, entities, nlp_artifacts=None):
+        kept = [r for r in self.inner.analyze(text, entities, nlp_artifacts)
+                if r.entity_type not in self.TYPES or not caseless(text[r.start:r.end])
+                or self.model.confirms(text, r.start, r.end)]
+        for r in kept:  # Presidio keeps only results whose recognizer id is a registered recognizer's
+            if r.recognition_metadata is not None:
+                r.recognition_metadata[RecognizerResult.RECOGNIZER_IDENTIFIER_KEY] = self.id
+        return kept
+
+
+def caseless(value: str) -> bool:
+    """Letter case says nothing: all letters lower-case, or one word all upper-case (a several-word
+    upper-case name such as "ETFS FORE/SHORT AUD" is cased enough)."""
+    letters = [c for c in value if c.isalpha()]
+    return all(c.islower() for c in letters) or (len(value.split()) == 1 and all(c.isupper() for c in letters))

@@ -54,7 +54,8 @@ CONNECTOR = rf"(?:{_PARTICLES}|u|e|im|am|an|sur|upon|on)"  # also between place 
 _PLACE = rf"{_PLACE_WORD}(?:[ \t]+(?:{CONNECTOR}[ \t]+)?{_PLACE_WORD}){{0,3}}"  # "Teixeira de Freitas"
 _UNIT = r"(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|Floor)\s?#?\d{1,5}[A-Z]?"
 _POSTCODE = r"(?:\d{3,6}(?:[- ]\d{2,4})?|[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2})"
-_ELEMENT = rf"(?:{_UNIT}|{_POSTCODE}|[A-Z]{{2}}|{_PLACE})(?![\w\u00C0-\u024F:])"
+_MISSING = r"(?:nan|NaN|None|null|N/A)"  # an export's empty field inside an address block ("Egg, nan 78051")
+_ELEMENT = rf"(?:{_UNIT}|{_POSTCODE}|[A-Z]{{2}}|{_MISSING}|{_PLACE})(?![\w\u00C0-\u024F:])"
 _ADDRESS_NEXT = re.compile(
     rf"(?P<sep>[ \t]*[,\n][^\S\n]*(?:[^\w\s]{{1,4}}[ \t]+)?|[ \t]+)"  # a comma or a line break (a bullet), or blanks
     rf"(?P<element>{_ELEMENT})")
@@ -74,9 +75,9 @@ _MAX_ADDRESS_PARTS = 6
 _TOWN_LINE = re.compile(r"(?:^|\n)[^\S\n]*(?:[^\w\s]{1,4}[^\S\n]*)?(?P<town>[^\W\d_][^\W\d_'’.-]*"
                         r"(?:[ -](?:[^\W\d_][^\W\d_'’.-]*))?(?:[ -][^\W\d_][^\W\d_'’.-]*){0,2})[^\S\n]*\Z")
 _LINE_CONTENT = re.compile(r"\S(?:[^\n]*\S)?")  # a line's text without its leading and trailing blanks
+_UNIT_WORDS = frozenset({"Suite", "Apt", "Apartment", "Unit", "Room", "Floor", "Flat", "Box"})
 _ONE_LINE_TYPES = frozenset({"PERSON", "ORGANIZATION", "LOCATION", "NRP", "TITLE"})
 _POSTAL_PARTS = frozenset({"LOCATION", "ZIP_CODE"})  # joined to an address across commas and line breaks
-_NAMED_PARTS = frozenset({"PERSON", "ORGANIZATION"})  # streets named after people or firms, on the address's line
 
 
 def plain_text(text: str) -> str:
@@ -104,9 +105,9 @@ def refine(spans: list, text: str, settings) -> list:
 def join_adjacent(spans: list, text: str, addresses: bool = True) -> list:
     """Sorted, non-overlapping ``spans`` with neighbours merged into one span at the higher score: two
     names, organisations, places, groups or titles of one type separated by blanks only (two phone numbers
-    stay two values); two address parts across any whitespace; and a street address with a
-    place or postcode after whitespace or commas, or with a name on the same line ("Nina and Tom" +
-    "Wilhelmsens vei 83"), which become part of the address (``addresses``: ``pii.widen_addresses``)."""
+    stay two values); and, with ``addresses`` (``pii.widen_addresses``), two address parts across any
+    whitespace and a street address with a place or postcode across whitespace or commas, which become
+    part of the address."""
     out: list = []
     for span in spans:
         last = out[-1] if out else None
@@ -127,9 +128,7 @@ def _joined_type(left: str, right: str, gap: str, addresses: bool) -> str | None
     if left == right:
         return left if gap.isspace() else None
     part = right if left == "STREET_ADDRESS" else left
-    if part in _POSTAL_PARTS and gap.strip(" \t\n,") == "":
-        return "STREET_ADDRESS"
-    return "STREET_ADDRESS" if part in _NAMED_PARTS and gap and gap.strip(" \t") == "" else None
+    return "STREET_ADDRESS" if part in _POSTAL_PARTS and gap.strip(" \t\n,") == "" else None
 
 
 def _lines_of(span, text: str) -> list:
@@ -164,7 +163,7 @@ def _widen_name(span, text: str):
     start, end = span.start, span.end
     while True:  # to the right: " Mcclain"
         m = _NAME_TOKEN.match(text, end + 1) if text[end:end + 1] == " " else None
-        if not m or m.group() in _NOT_NAMES:
+        if not m or m.group() in _NOT_NAMES or m.group() in _UNIT_WORDS:  # "Dr. Tiina Käyhkö Suite 595"
             break
         end = m.end()
     while start >= 2 and text[start - 1] == " ":  # to the left: "Russell "
@@ -176,10 +175,10 @@ def _widen_name(span, text: str):
 
 
 def _widen_address(span, text: str):
-    """House numbers before, and "the corner of" before a crossing; after it, the rest of its line when that is address elements only, then up
-    to ``_MAX_ADDRESS_PARTS`` block elements; a street it crosses ("X and Y"). Capitalised words join
-    only after a comma or line break, at the end of an all-address line, or after a unit/postcode, so
-    "12 Main St Thanks a lot" keeps "Thanks"."""
+    """House numbers before, and "the corner of" before a crossing; after it, the rest of its line when
+    that is address elements only, then up to ``_MAX_ADDRESS_PARTS`` block elements; a street it crosses
+    ("X and Y"). Capitalised words join only after a comma or line break, at the end of an all-address
+    line, or after a unit/postcode, so "12 Main St Thanks a lot" keeps "Thanks"."""
     start, end = span.start, span.end
     for _ in range(2):
         m = _HOUSE_NUMBER_BEFORE.search(text, 0, start)

@@ -82,6 +82,9 @@ class RecognizerSwitches(StrictModel):
     company_shapes: bool = True  # "Clements, Pena and Singh", "Smith-Jones", "Acme Inc" -> ORGANIZATION
     postal_codes: bool = True  # US ZIP after a state, UK postcodes, 5 digits near "zip" -> ZIP_CODE
     titles: bool = True  # Mr./Mrs./Dr. ... before a name -> TITLE
+    other_scripts: bool = True  # Greek or Cyrillic words then a house number -> STREET_ADDRESS
+    other_script_names: bool = True  # other Greek or Cyrillic phrases -> LOCATION (a place or a name; spaCy labels none)
+    name_cues: bool = True  # "Mr. Felix Sørensen", "her maiden name is Meza", "everyone calls me Longin" -> PERSON
     timestamps: bool = True  # 2018-04-29 14:33:14.970560 -> DATE_TIME (whole, not just the date)
     ages: bool = True  # "a 63 year old", "aged 48", "just turned 29" -> AGE
     places: bool = True  # country and US-state names, cities (GeoNames) -> LOCATION
@@ -96,7 +99,7 @@ class DetectorSettings(StrictModel):
     """The trained token-classification NER (``privtext train detector``, ``privtext.pii.tagger``).
 
     Training fields are hashed into the cache key of the weights (with the training data itself); the
-    inference fields (``score``, ``min_confidence``, ``confirm``, ``confirm_caseless``, ``quantize``,
+    inference fields (``score``, ``min_confidence``, ``confirm_caseless``, ``quantize``,
     ``inference_threads``) are not.
     """
 
@@ -113,18 +116,15 @@ class DetectorSettings(StrictModel):
     cache_dir: str = "cache/detector"  # weights under <cache_dir>/<key>/ with manifest.json
     score: float = Field(0.7, ge=0.0, le=1.0)  # Presidio score of its spans (spaCy's NER scores 0.85)
     min_confidence: float = Field(0.4, ge=0.0, le=1.0)  # a span's mean token probability below this is dropped
-    # recognizers whose PERSON / ORGANIZATION / LOCATION spans the trained NER must confirm (label some word of
-    # the span as any entity, OTHER included); unconfirmed ones are dropped. spaCy's small NER and the
-    # proper-noun gazetteers misfire on informal text ("LOL", "FREE", "Sat &amp") where casing says nothing.
-    confirm: list[str] = []
-    # the same, only for spans whose letter case says nothing (all lower-case, or one upper-case word: "lol",
-    # "FREE"); spaCy's small NER leans on case (WNUT held-out: precision 0.458 -> 0.554, recall 0.840 -> 0.821)
+    # recognizers whose PERSON / ORGANIZATION / LOCATION spans without letter case (all lower-case, or one
+    # upper-case word: "lol", "FREE") the trained NER must confirm (``recognizers.ConfirmedRecognizer``);
+    # spaCy's small NER leans on case (WNUT held-out: precision 0.458 -> 0.554, recall 0.840 -> 0.821)
     confirm_caseless: list[str] = ["SpacyRecognizer"]
     quantize: bool = False  # int8 dynamic quantization of the linear layers (about 2x faster on CPU; costs accuracy)
     inference_threads: int = Field(1, ge=1)  # torch threads per Python worker (one Spark core each)
 
     def training_fields(self) -> dict:
-        return self.model_dump(exclude={"train_data", "cache_dir", "score", "min_confidence", "confirm", "confirm_caseless",
+        return self.model_dump(exclude={"train_data", "cache_dir", "score", "min_confidence", "confirm_caseless",
                                         "quantize", "inference_threads"})
 
 

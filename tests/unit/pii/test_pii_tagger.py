@@ -130,25 +130,32 @@ def test_training_is_reproducible(tmp_path):
 
 def test_caseless_spacy_spans_need_the_trained_ner_to_confirm_them():
     """spaCy's "FREE" (one upper-case word) and "nice pizza" (lower-case) are dropped unless the model labels a
-    word of them; a cased span, or the same spans without the setting, are kept as they are."""
+    word of them; cased spans and types the model does not label are kept; the gazetteer's equal span of a
+    caseless city survives (the filter runs inside spaCy's recognizer, before Presidio's deduplication)."""
     from presidio_analyzer import RecognizerResult
 
-    from privtext.pii.detect import _confirmation
+    from privtext.pii.recognizers import ConfirmedRecognizer, confirmed_by_trained_ner
 
-    settings = PiiSettings(recognizers={"trained_ner": False}, detector={"confirm_caseless": ["SpacyRecognizer"]})
+    text = "FREE nice pizza at Mario Rossi in TAMPERE"
+
+    class Spacy:  # stands in for spaCy's recognizer: reports fixed spans
+        name, supported_entities, supported_language, context = "SpacyRecognizer", ["PERSON"], "en", []
+
+        def analyze(self, text, entities, nlp_artifacts=None):
+            return [RecognizerResult(kind, text.index(v), text.index(v) + len(v), 0.85) for v, kind in (
+                ("FREE", "ORGANIZATION"), ("nice pizza", "ORGANIZATION"), ("Mario Rossi", "PERSON"),
+                ("TAMPERE", "LOCATION"), ("FREE", "DATE_TIME"))]
+
+    model = TrainedNerRecognizer(FakeModel({"pizza": ("OTHER", 0.2)}), 0.7, 0.5)
+    wrapped = confirmed_by_trained_ner([Spacy(), model], ["SpacyRecognizer"])
+    assert isinstance(wrapped[0], ConfirmedRecognizer) and wrapped[1] is model
+    kept = [(text[r.start:r.end], r.entity_type) for r in wrapped[0].analyze(text, ["PERSON"])]
+    assert kept == [("nice pizza", "ORGANIZATION"), ("Mario Rossi", "PERSON"), ("FREE", "DATE_TIME")]
+    assert confirmed_by_trained_ner([Spacy()], ["SpacyRecognizer"])[0].name == "SpacyRecognizer"  # no model: as is
+    assert not isinstance(confirmed_by_trained_ner([Spacy(), model], [])[0], ConfirmedRecognizer)
+    # on the real analyzer the gazetteer's city is kept although spaCy's equal caseless span is not confirmed
+    settings = PiiSettings(recognizers={"trained_ner": False})
     analyzer = _build_analyzer(settings)
-    analyzer.registry.add_recognizer(TrainedNerRecognizer(FakeModel({"pizza": ("OTHER", 0.2)}), 0.7, 0.5))
-    keep = _confirmation(analyzer, settings)
-    text = "FREE nice pizza at Mario Rossi"
-
-    def result(value, kind="ORGANIZATION", name="SpacyRecognizer"):
-        start = text.index(value)
-        return RecognizerResult(kind, start, start + len(value), 0.85, recognition_metadata={"recognizer_name": name})
-
-    assert not keep(text, result("FREE"))
-    assert keep(text, result("nice pizza"))  # the model labels "pizza" (OTHER counts, confidence does not)
-    assert keep(text, result("Mario Rossi", "PERSON"))  # letter case is informative: no confirmation asked
-    assert keep(text, result("FREE", name="census_first_last"))  # another recognizer: not asked either
-    assert keep(text, result("FREE", "DATE_TIME"))  # a type the model does not label
-    lenient = PiiSettings(recognizers={"trained_ner": False}, detector={"confirm_caseless": []})
-    assert _confirmation(analyzer, lenient)(text, result("FREE"))
+    analyzer.registry.recognizers = confirmed_by_trained_ner(analyzer.registry.recognizers + [model], ["SpacyRecognizer"])
+    found = detect_many(analyzer, ["My friend lives in TAMPERE"], settings)[0]
+    assert [(s.entity_type, s.start, s.end) for s in found] == [("LOCATION", 19, 26)]
