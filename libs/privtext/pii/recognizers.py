@@ -45,7 +45,10 @@ def street_address_regex() -> str:
     # particles only, not CONNECTOR's "on"/"an": "logged in from 203.0.113.45 on March 3" is no street
     numbered = rf"(?<![\d.,:/-])\b\d{{1,6}}\s+(?:(?:{word}|{PARTICLE})\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
     secondary = r"\b(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|P\.O\.\s?Box|PO\s?Box)\s?#?\d{1,5}[A-Z]?\b"
-    return rf"(?-i:{street}{tail}|{military}|{european}|{numbered}|{secondary})"  # case-sensitive: Presidio uses IGNORECASE
+    # a crossing named by "the corner of": "the corner of 491 St. Clair Ave and Maslow Well"
+    crossing = (rf"\b(?i:the[ \t]+)?(?i:corner)[ \t]+of[ \t]+(?:[\w'./-]+[ \t]+){{1,5}}?and[ \t]+"
+                rf"[\p{{Lu}}\d][\w'./-]*(?:[ \t]+(?:[\p{{Lu}}\d][\w'./-]*|{PARTICLE})){{0,4}}")
+    return rf"(?-i:{street}{tail}|{military}|{european}|{numbered}|{secondary}|{crossing})"  # case-sensitive: Presidio uses IGNORECASE
 
 
 # company names: capitalised words ("iShares", "&", "and", "of" may join them), then a legal or fund suffix

@@ -103,6 +103,8 @@ INTERNATIONAL = [
     ("2836 96 Belfast Crescent Suite 408\nEgg, nan 78051", "2836 96 Belfast Crescent Suite 408\nEgg, nan 78051",
      "STREET_ADDRESS"),  # an export's empty state field inside the block
     ("My friend lives in TAMPERE", "TAMPERE", "LOCATION"),
+    ("The restaurant is at the corner of Aqqusinersuaq 23 and Maslow Well. It serves great food",
+     "the corner of Aqqusinersuaq 23 and Maslow Well", "STREET_ADDRESS"),
     ("He lives on the north side of Λεωφόρος Πανεπιστημίου 219.", "Λεωφόρος Πανεπιστημίου 219", "STREET_ADDRESS"),
     ("I am in ΛΕΥΚΩΣΙΑ for a business trip", "ΛΕΥΚΩΣΙΑ", "LOCATION"),
     ("Shares of Petco Animal Supplies Inc. fell.", "Petco Animal Supplies Inc.", "ORGANIZATION"),
