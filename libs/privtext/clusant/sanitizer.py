@@ -12,7 +12,9 @@ placeholder ``[TYPE]``: a deterministic mask that releases only the type and pos
 the spans is kept character for character (offsets are Python string indices, i.e. code points).
 ``sanitize_documents`` does both for a batch, with one draw per distinct (document, type, value): the
 value key is ``pii.hashing.normalize_value``, the key of the secret_id the ledger charges, so one
-charged occurrence is exactly one draw.
+charged occurrence is exactly one draw. Each occurrence's draw is written in that occurrence's surface
+format (``surface_format.py``: a date keeps its layout, a card its length): post-processing, so the bound
+holds for inputs of the same type and format, and the format is published as the type is (``ADJACENCY``).
 """
 from __future__ import annotations
 
@@ -26,7 +28,13 @@ from privtext.pii.hashing import normalize_value
 from .clustering import cluster_vocabulary
 from .mechanism import METRIC, CluSanT, build_mechanism
 from .settings import ClusantSettings
+from .surface_format import render, surface_format
 from .vocabulary import Encode, Generate, NoVocabulary, cached_vocabulary, embed_vocabulary, normalize
+
+
+ADJACENCY = ("any two values of one occurrence of the same entity type and surface format (local model; the type "
+             "and the format class, e.g. a date layout or a card's length and grouping, are published); a value "
+             "in n documents: n * eps")
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,8 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         chosen = dict(zip(groups, picks))
     out = SanitizedDocuments([], [], [], [])
     for i, spans in enumerate(docs):
-        picks = [chosen.get((i, t, k)) for t, k in keys[i]]
+        picks = [None if chosen.get((i, t, k)) is None else render(t, chosen[(i, t, k)], surface_format(t, texts[i][s:e]))
+                 for (s, e, _, _), (t, k) in zip(spans, keys[i])]
         out.texts.append(splice(texts[i], [(s, e) for s, e, _, _ in spans],
                                 [r if r is not None else placeholder(t) for r, (_, _, t, _) in zip(picks, spans)]))
         replaced, masked = {}, {}
@@ -218,4 +227,5 @@ def ledger_params(settings: ClusantSettings, mechanisms: Mapping[str, tuple[str,
         "n_clusters_by_type": {t: g["n_clusters"] for t, g in by_type.items()},
         "vocabulary_size_by_type": {t: g["vocabulary_size"] for t, g in by_type.items()},
         "bound_note": first.get("bound_note", ""),
+        "adjacency": ADJACENCY,
     }

@@ -38,11 +38,10 @@ Generate = Callable[[str, Sequence[str], int], list[str]]
 class NoVocabulary(PrivtextError, ValueError):
     """No public source yields (at least two) replacement candidates for an entity type."""
 
-_DATE_PATTERNS = ("%B %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%B %Y", "%d.%m.%Y", "%b %d")
+# full dates only: a drawn date renders into any layout of the input (``surface_format``); weekdays, months or
+# times alone are no date of birth ("born Sunday")
+_DATE_PATTERNS = ("%B %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%d.%m.%Y", "%b %d, %Y")
 _DATE_RANGE = (dt.date(1950, 1, 1), dt.date(2030, 12, 31))  # fixed: the vocabulary must not follow the clock
-_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
 _HONORIFICS = ("Mr.", "Mrs.", "Ms.", "Miss", "Mx.", "Dr.", "Prof.")
 
 
@@ -52,9 +51,7 @@ _FAKER: dict[str, tuple[Callable, ...]] = {
     "ORGANIZATION": (lambda f: f.company(),),
     "EMAIL_ADDRESS": (lambda f: f.safe_email(),),  # reserved example.* domains: never a real mailbox
     "PHONE_NUMBER": (lambda f: f.phone_number(),),
-    "DATE_TIME": tuple((lambda f, p=p: f.date_between_dates(*_DATE_RANGE).strftime(p)) for p in _DATE_PATTERNS)
-    + (lambda f: f.random_element(_DAYS), lambda f: f.random_element(_MONTHS),
-       lambda f: f"{f.random_int(0, 23):02d}:{f.random_int(0, 59):02d}", lambda f: str(f.random_int(1950, 2030))),
+    "DATE_TIME": tuple((lambda f, p=p: f.date_between_dates(*_DATE_RANGE).strftime(p)) for p in _DATE_PATTERNS),
     "CREDIT_CARD": (lambda f: f.credit_card_number(),),
     "IBAN_CODE": (lambda f: f.iban(),),
     "US_SSN": (lambda f: f.ssn(),),

@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
 
-from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies, merge_spans, sanitize_documents
+from privtext.clusant.sanitizer import ADJACENCY, ClusantSanitizer, build_vocabularies, merge_spans, sanitize_documents
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
@@ -240,7 +240,7 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[s
         params = {**g, "entity_type": entity_type, "tier": ts.tier, "target": TARGET, "date": ctx.date.isoformat(),
                   "clustering": ctx.settings.clusant.clustering, "phrase_encoder": ctx.settings.clusant.phrase_encoder,
                   "spans": sum(values.values()),
-                  "adjacency": "any two values of one occurrence (local model); a value in n documents: n * eps",
+                  "adjacency": ADJACENCY,
                   "reserved_values": len(ctx.settings.clusant.reserved_values)}
         if g["guarantee"] == "mldp":
             charge = mldp_charge(ctx.settings.run.dataset, "sanitize", ctx.run_id, g["mechanism"], epsilon=g["eps"],

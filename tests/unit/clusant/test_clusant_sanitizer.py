@@ -135,8 +135,9 @@ def test_missing_vocabulary_types_and_reserved_values_as_subset(tmp_path):
 
 
 def test_one_draw_per_secret_key_per_document_and_counts(tmp_path):
-    """Spellings of one secret (the ledger's normalize_value key: a card with or without separators, a
-    name in other case) get ONE surrogate in a document; other documents draw independently."""
+    """Spellings of one secret (the ledger's normalize_value key: a card with spaces or dashes, a name in
+    other case) get ONE surrogate in a document, each occurrence in its own layout (the same digits, its own
+    separators); other documents draw independently."""
     from privtext.clusant.sanitizer import sanitize_documents
 
     tiers = {"PERSON": "PII", "CREDIT_CARD": "PII"}
@@ -151,8 +152,10 @@ def test_one_draw_per_secret_key_per_document_and_counts(tmp_path):
                              [text] * 40, [spans] * 40)
     assert encoded == [["4111 1111 1111 1111", "Ann Lee"]]  # each distinct (type, key) of the batch encoded once
     for doc in out.texts:
-        card, name = doc[5:].split(", again ")[0], doc.split(". ")[1].split("; ")[0]
-        assert doc.count(card) == 2 and doc.count(name) == 2 and doc.endswith("Passport [US_PASSPORT].")
+        card, again = doc[5:].split(", again ")[0], doc.split(", again ")[1].split(". ")[0]
+        name = doc.split(". ")[1].split("; ")[0]
+        assert card.count(" ") == 3 and again.count("-") == 3 and card.replace(" ", "") == again.replace("-", "")
+        assert doc.count(name) == 2 and doc.endswith("Passport [US_PASSPORT].")
     assert len({doc for doc in out.texts}) > 1  # documents draw independently
     assert out.replaced == [{"CREDIT_CARD": 2, "PERSON": 2}] * 40 and out.masked == [{"US_PASSPORT": 1}] * 40
     assert all(n in (0, 2, 4) for n in out.same_as_input)

@@ -1,0 +1,112 @@
+"""Surface formats: the mechanism's public draw written in the input span's format (post-processing).
+
+CluSanT (``mechanism.py``) draws a public candidate y for an input x. ``render(type, y, fmt)`` writes y in
+the surface format ``fmt = surface_format(type, x)`` of the input: a date in the input's layout ("born
+1971-04-04" stays an ISO date, "March 3, 2024" a spelled-out one), a card number with the input's length and
+grouping and a valid Luhn digit, a phone number, SSN or postcode in the input's digit layout (extensions and
+separators kept), an order number in its letter/digit shape.
+
+Guarantee. ``render`` is a deterministic function of (y, fmt) only. For two inputs x, x' of the same entity
+type AND the same surface format, the rendered output is a post-processing of the same mechanism, so the
+bound of ``mechanism.py`` (eps-metric-LDP in D_k, the recorded eps) holds unchanged. The format class (a date
+layout, a card's length and grouping, a phone layout) is published, as the span's type already is:
+adjacency is "values of the same entity type and surface format". Inputs of different formats give
+disjoint rendered outputs (a test shows it), which is exactly what publishing the format means.
+Sensitivity: nothing here adds noise; the format class is a deterministic function of x.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from itertools import chain, count
+
+_DATE_LAYOUTS = ("%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%d %B %Y", "%d %b %Y", "%A, %B %d, %Y", "%Y-%m-%d",
+                 "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%m-%d-%Y", "%Y/%m/%d", "%m/%d/%y", "%B %Y", "%b %Y",
+                 "%B %d", "%b %d", "%d %B", "%Y")
+_TIME_LAYOUTS = ("%H:%M", "%H:%M:%S", "%I:%M %p", "%I:%M%p", "%I %p", "%I%p")
+# digits are drawn; every other character (separators, "x" of an extension, "+") is kept as written
+DIGIT_TYPES = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "CARD_LAST4", "US_BANK_NUMBER"})
+# digits and letters are drawn (letters keep their case); other characters are kept
+CODE_TYPES = frozenset({"ZIP_CODE", "ORDER_NUMBER"})
+_MAX_SHAPE = 40
+
+
+def surface_format(entity_type: str, value: str) -> str | None:
+    """The surface format class of ``value`` (None: no format of its own, the draw is used as it is)."""
+    value = value.strip()
+    if entity_type == "DATE_TIME":
+        layout = next((f for f in (*_DATE_LAYOUTS, *_TIME_LAYOUTS) if _parses(value, f)), None)
+        if layout is None:
+            return None
+        if "%B" in layout or "%b" in layout:  # "March 3, 2024": a spelled-out month takes an unpadded day
+            return layout.replace("%d", "%-d")
+        unpadded = re.search(r"(?<!\d)\d(?!\d)", value) is not None and layout not in _TIME_LAYOUTS  # "3/4/2024"
+        return layout.replace("%d", "%-d").replace("%m", "%-m") if unpadded else layout
+    if entity_type in DIGIT_TYPES | CODE_TYPES and len(value) <= _MAX_SHAPE and sum(c.isdigit() for c in value) >= 2:
+        letters = entity_type in CODE_TYPES
+        return "".join("9" if c.isdigit() else ("A" if c.isupper() else "a") if letters and c.isascii() and c.isalpha()
+                       else c for c in value)
+    return None
+
+
+def render(entity_type: str, candidate: str, fmt: str | None) -> str:
+    """``candidate`` (a public phrase the mechanism drew) written in surface format ``fmt``."""
+    if fmt is None:
+        return candidate
+    if entity_type == "DATE_TIME":
+        return _render_date(candidate, fmt)
+    digits, letters = _streams(candidate)
+    out = [next(digits) if c == "9" else next(letters).upper() if c == "A" else next(letters) if c == "a" else c
+           for c in fmt]
+    if entity_type == "CREDIT_CARD":
+        last = max(i for i, c in enumerate(out) if c.isdigit() and fmt[i] == "9")
+        out[last] = luhn_digit("".join(c for c in out[:last] if c.isdigit()))
+    return "".join(out)
+
+
+def luhn_digit(payload: str) -> str:
+    """The check digit that makes ``payload`` + digit pass the Luhn test."""
+    total = sum(d if i % 2 else (2 * d - 9 if d > 4 else 2 * d) for i, d in enumerate(map(int, reversed(payload))))
+    return str(-total % 10)
+
+
+def _parses(value: str, layout: str) -> bool:
+    try:
+        dt.datetime.strptime(value, layout)
+    except ValueError:
+        return False
+    return True
+
+
+def _candidate_date(candidate: str) -> dt.datetime:
+    """The date a DATE_TIME candidate spells (candidates are full dates), else one derived from its hash."""
+    for layout in _DATE_LAYOUTS:
+        if "%Y" in layout and "%d" in layout and _parses(candidate, layout):
+            return dt.datetime.strptime(candidate, layout)
+    return dt.datetime(1970, 1, 1) + dt.timedelta(days=_hash_int(candidate) % 40000)
+
+
+def _render_date(candidate: str, fmt: str) -> str:
+    when = _candidate_date(candidate)
+    if fmt.replace("%-", "%") in _TIME_LAYOUTS:  # a time of day: derived from the drawn candidate
+        when = when.replace(hour=0, minute=0, second=0) + dt.timedelta(minutes=_hash_int(candidate) % 1440)
+    return when.strftime(fmt)
+
+
+def _hash_int(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def _streams(candidate: str):
+    """The candidate's own digits and letters, continued by ones derived from its hash (deterministic)."""
+    seed = hashlib.sha256(candidate.encode("utf-8")).digest()
+
+    def derived(alphabet: str):
+        for i in count():
+            block = hashlib.sha256(seed + i.to_bytes(4, "big")).digest()
+            yield from (alphabet[b % len(alphabet)] for b in block)
+
+    digits = chain((c for c in candidate if c.isdigit()), derived("0123456789"))
+    letters = chain((c.lower() for c in candidate if c.isascii() and c.isalpha()), derived("abcdefghijklmnopqrstuvwxyz"))
+    return digits, letters

@@ -1,0 +1,105 @@
+"""Surface formats: a drawn candidate written in the input's format, and the privacy claim of doing so.
+
+The exact test pushes the mechanism's full output distribution through ``render``: for inputs of the same
+type and format every rendered output stays within the mechanism's bound; inputs of different formats have
+disjoint rendered supports (the format is published, as the ledger's adjacency says); and a render that
+also looks at the private value beyond its format fails the same check (the check is not vacuous)."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from privtext.clusant.clustering import cluster_vocabulary
+from privtext.clusant.mechanism import build_mechanism
+from privtext.clusant.settings import VocabularySettings
+from privtext.clusant.surface_format import luhn_digit, render, surface_format
+from privtext.clusant.vocabulary import build_vocabulary
+
+DRAWN_DATE = "July 12, 1989"
+
+
+def luhn_valid(number: str) -> bool:
+    digits = [int(c) for c in number if c.isdigit()]
+    total = sum(d if i % 2 == 0 else (2 * d - 9 if d > 4 else 2 * d) for i, d in enumerate(reversed(digits)))
+    return total % 10 == 0
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("March 3, 2024", "July 12, 1989"), ("2024-03-03", "1989-07-12"), ("03/04/2024", "07/12/1989"),
+    ("3/4/2024", "7/12/1989"), ("04.03.2024", "12.07.1989"), ("April 2024", "July 1989"), ("2022", "1989"),
+    ("3 March 2024", "12 July 1989"), ("Monday, March 3, 2024", "Wednesday, July 12, 1989")])
+def test_a_date_keeps_its_layout(value, expected):
+    assert render("DATE_TIME", DRAWN_DATE, surface_format("DATE_TIME", value)) == expected
+
+
+def test_a_time_stays_a_time_and_unknown_formats_keep_the_draw():
+    assert dt.datetime.strptime(render("DATE_TIME", DRAWN_DATE, surface_format("DATE_TIME", "14:30")), "%H:%M")
+    assert dt.datetime.strptime(render("DATE_TIME", DRAWN_DATE, surface_format("DATE_TIME", "9:15 AM")), "%I:%M %p")
+    assert surface_format("DATE_TIME", "the spring of last year") is None
+    assert render("DATE_TIME", DRAWN_DATE, None) == DRAWN_DATE
+    assert surface_format("PERSON", "Maria Lopez") is None and surface_format("EMAIL_ADDRESS", "a@b.org") is None
+
+
+@pytest.mark.parametrize("card", ["3763 514788 19751", "4111-1111-1111-1111", "4111111111111111",
+                                  "6011 0009 9013 9424 123"])
+def test_a_card_keeps_its_length_and_grouping_and_is_luhn_valid(card):
+    out = render("CREDIT_CARD", "4654731069083242330", surface_format("CREDIT_CARD", card))
+    assert len(out) == len(card) and [c for c in out if not c.isdigit()] == [c for c in card if not c.isdigit()]
+    assert luhn_valid(out) and out != card
+    assert luhn_digit("7992739871") == "3"  # the textbook example: 79927398713
+
+
+@pytest.mark.parametrize("entity_type,value", [("PHONE_NUMBER", "+1-204-645-9461x86670"), ("PHONE_NUMBER", "(990)818-3554"),
+                                               ("ZIP_CODE", "77219"), ("ZIP_CODE", "77219-1234"), ("US_SSN", "123-45-6789"),
+                                               ("ORDER_NUMBER", "#414939"), ("ORDER_NUMBER", "AB-1234567")])
+def test_codes_keep_their_shape(entity_type, value):
+    out = render(entity_type, "#4390735", surface_format(entity_type, value))
+    shape = lambda s: "".join("9" if c.isdigit() else "A" if c.isupper() else "a" if c.isalpha() else c for c in s)  # noqa: E731
+    assert len(out) == len(value) and (shape(out) == shape(value) or entity_type == "PHONE_NUMBER")
+    assert [c for c in out if not c.isdigit()] == [c for c in value if not c.isdigit()] or entity_type == "ORDER_NUMBER"
+
+
+def test_the_date_vocabulary_holds_full_dates_only():
+    phrases = build_vocabulary("DATE_TIME", VocabularySettings(size=300))
+    assert len(phrases) == 300
+    for p in phrases:  # every candidate renders into every layout: it spells a day, a month and a year
+        assert surface_format("DATE_TIME", p) in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%d.%m.%Y",
+                                                  "%B %-d, %Y", "%b %-d, %Y", "%-d %B %Y", "%-m/%-d/%Y"), p
+
+
+def _rendered_distribution(mech, embedding, phrases, fmt, leak: str = "") -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for phrase, p in zip(phrases, mech.probabilities(embedding)):
+        out[render("DATE_TIME", phrase, fmt) + leak] += p
+    return out
+
+
+def test_rendering_keeps_the_mechanisms_bound_within_a_format_and_publishes_the_format():
+    """Exact: the full rendered output distributions of same-format inputs stay within log_ratio_bound for
+    every output; different formats: disjoint supports; a render that leaks one more character of the input
+    fails the check for same-format inputs (negative control)."""
+    phrases = build_vocabulary("DATE_TIME", VocabularySettings(size=120))
+    rng = np.random.default_rng(3)
+    emb = rng.normal(size=(len(phrases) + 3, 12))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    vocab, inputs = emb[:len(phrases)], emb[len(phrases):]
+    labels = cluster_vocabulary(vocab, "kmeans", 6, np.random.default_rng(0))
+    mech = build_mechanism("clusant", vocab, labels, 2.0, 8.0)
+    x, x_same, x_other = "March 3, 2024", "October 19, 1961", "2024-03-03"
+    fmt = surface_format("DATE_TIME", x)
+    assert fmt == surface_format("DATE_TIME", x_same) != surface_format("DATE_TIME", x_other)
+    p = _rendered_distribution(mech, inputs[0], phrases, fmt)
+    q = _rendered_distribution(mech, inputs[1], phrases, fmt)
+    assert set(p) == set(q) and len(p) > 100 and math.isclose(sum(p.values()), 1.0)
+    bound = float(mech.log_ratio_bound(inputs[0], inputs[1])[0])
+    worst = max(abs(math.log(p[o]) - math.log(q[o])) for o in p)
+    assert worst <= bound + 1e-9 and worst > 0.1 * bound  # held, and not trivially
+    other = _rendered_distribution(mech, inputs[2], phrases, surface_format("DATE_TIME", x_other))
+    assert not set(other) & set(p)  # a different format: nothing in common, the format is what is published
+    leaky_p = _rendered_distribution(mech, inputs[0], phrases, fmt, leak=x[4])
+    leaky_q = _rendered_distribution(mech, inputs[1], phrases, fmt, leak=x_same[4])
+    assert not set(leaky_p) & set(leaky_q)  # depending on the value itself: an unbounded ratio, caught
