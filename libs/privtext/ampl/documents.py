@@ -104,16 +104,20 @@ class DocumentBatch:
 
     secrets: the original side (secret index into ``candidates`` and tier level per position);
     release: what the sanitizer published, paired with the originals; candidates [K, d]: one
-    embedding per distinct secret; candidate_types [K]: its entity type."""
+    embedding per distinct secret; candidate_types [K]: its entity type; candidate_groups [K]: its
+    adjacency group (the secrets an audit may pair it with: by default its type)."""
 
     secrets: SecretSequences
     release: ReleasedSequences
     candidates: np.ndarray
     candidate_types: tuple[str, ...]
+    candidate_groups: tuple[str, ...]
 
 
-def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.ndarray]) -> DocumentBatch:
-    """Encode every distinct token once and lay the documents out (``encode`` returns [n, d] rows)."""
+def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.ndarray],
+                    group_of: Callable[[str, str], str] | None = None) -> DocumentBatch:
+    """Encode every distinct token once and lay the documents out (``encode`` returns [n, d] rows);
+    ``group_of(entity_type, original value)``: a secret's adjacency group (default: its type)."""
     docs = [d for d in docs if any(k is not None for k in d.spans)]
     if not docs:
         raise ValueError("no document with a sensitive token to audit")
@@ -123,12 +127,14 @@ def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.
     secret_index: dict[str, int] = {}
     secret_token: list[int] = []
     secret_type: list[str] = []
+    secret_group: list[str] = []
     for d in docs:
         for token, span in zip(d.original, d.spans):
             if span is not None and span.secret_id not in secret_index:
                 secret_index[span.secret_id] = len(secret_token)
                 secret_token.append(index[token])
                 secret_type.append(span.entity_type)
+                secret_group.append(group_of(span.entity_type, token) if group_of else span.entity_type)
     candidates = table[secret_token]
     n, length, dim = len(docs), max(len(d.original) for d in docs), table.shape[1]
     original = np.zeros((n, length, dim), dtype=np.float32)
@@ -146,4 +152,4 @@ def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.
     lengths = np.array([len(d.original) for d in docs], dtype=np.int64)
     secrets = SecretSequences(original, ids, tiers, lengths)
     release = ReleasedSequences(released, ids >= 0, original, lengths)
-    return DocumentBatch(secrets, release, candidates.astype(np.float64), tuple(secret_type))
+    return DocumentBatch(secrets, release, candidates.astype(np.float64), tuple(secret_type), tuple(secret_group))

@@ -25,11 +25,12 @@ _DATE_LAYOUTS = ("%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%d %B %Y", "%d %b %Y", "
                  "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%m-%d-%Y", "%Y/%m/%d", "%m/%d/%y", "%B %Y", "%b %Y",
                  "%B %d", "%b %d", "%d %B", "%Y")
 _TIME_LAYOUTS = ("%H:%M", "%H:%M:%S", "%I:%M %p", "%I:%M%p", "%I %p", "%I%p")
-# digits are drawn; every other character (separators, "x" of an extension, "+") is kept as written
+# digits (and letters, as digits: "1-800-FLOWERS") are drawn; separators, "+" and an extension's marker are kept
 DIGIT_TYPES = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "CARD_LAST4", "US_BANK_NUMBER"})
 # digits and letters are drawn (letters keep their case); other characters are kept
 CODE_TYPES = frozenset({"ZIP_CODE", "ORDER_NUMBER"})
 _MAX_SHAPE = 40
+_EXTENSION = re.compile(r"(?i)(?:ext(?:ension)?\.?|x)(?=\s*\d+$)")  # a phone extension's marker, kept as written
 
 
 def surface_format(entity_type: str, value: str) -> str | None:
@@ -39,15 +40,20 @@ def surface_format(entity_type: str, value: str) -> str | None:
         layout = next((f for f in (*_DATE_LAYOUTS, *_TIME_LAYOUTS) if _parses(value, f)), None)
         if layout is None:
             return None
-        if "%B" in layout or "%b" in layout:  # "March 3, 2024": a spelled-out month takes an unpadded day
-            return layout.replace("%d", "%-d")
-        unpadded = re.search(r"(?<!\d)\d(?!\d)", value) is not None and layout not in _TIME_LAYOUTS  # "3/4/2024"
-        return layout.replace("%d", "%-d").replace("%m", "%-m") if unpadded else layout
+        # the layout alone is the class (never whether a day is under 10): a spelled-out month takes an
+        # unpadded day ("March 3, 2024"), numbers are padded ("03/04/2024")
+        return layout.replace("%d", "%-d") if "%B" in layout or "%b" in layout else layout
     if entity_type in DIGIT_TYPES | CODE_TYPES and len(value) <= _MAX_SHAPE and sum(c.isdigit() for c in value) >= 2:
-        letters = entity_type in CODE_TYPES
-        return "".join("9" if c.isdigit() else ("A" if c.isupper() else "a") if letters and c.isascii() and c.isalpha()
-                       else c for c in value)
+        kept = {i for m in _EXTENSION.finditer(value) for i in range(m.start(), m.end())}
+        return "".join(c if i in kept or not c.isalnum() or not c.isascii()
+                       else "9" if c.isdigit() or entity_type in DIGIT_TYPES else "A" if c.isupper() else "a"
+                       for i, c in enumerate(value))
     return None
+
+
+def adjacency_group(entity_type: str, value: str) -> str:
+    """The values CluSanT's recorded guarantee compares ``value`` with: its type and surface format."""
+    return f"{entity_type}|{surface_format(entity_type, value) or ''}"
 
 
 def render(entity_type: str, candidate: str, fmt: str | None) -> str:

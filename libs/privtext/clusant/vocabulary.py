@@ -31,6 +31,7 @@ from privtext.pii.gazetteers import NRP_LIST, readable_job
 
 from .settings import VocabularySettings
 
+VOCABULARY_VERSION = 2  # in the phrase cache key: bump when a source's candidates change (2: full dates only)
 Encode = Callable[[list[str]], np.ndarray]
 Generate = Callable[[str, Sequence[str], int], list[str]]
 
@@ -178,12 +179,13 @@ def _source_versions() -> list[str]:
 
 def cached_vocabulary(entity_type: str, settings: VocabularySettings, cache_dir: str | Path | None,
                       generate: Generate | None = None) -> list[str]:
-    """``build_vocabulary``, its phrases kept as JSON in ``cache_dir`` under a key of (type, settings,
-    versions of the source packages), so a process builds each vocabulary once (Faker alone costs ~1 s a
+    """``build_vocabulary``, its phrases kept as JSON in ``cache_dir`` under a key of (type,
+    ``VOCABULARY_VERSION``, settings, versions of the source packages), so a process builds each vocabulary once (Faker alone costs ~1 s a
     type). Not cached when the generator augments it: its output is not a function of that key."""
     if cache_dir is None or ("generator" in settings.sources and generate is not None):
         return build_vocabulary(entity_type, settings, generate=generate)
-    key = json.dumps([entity_type, settings.model_dump(mode="json"), _source_versions()], sort_keys=True)
+    key = json.dumps([entity_type, VOCABULARY_VERSION, settings.model_dump(mode="json"), _source_versions()],
+                     sort_keys=True)
     path = Path(cache_dir) / f"{entity_type}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.phrases.json"
     if path.exists():
         return json.loads(path.read_text(encoding="utf-8"))

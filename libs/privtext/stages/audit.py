@@ -8,8 +8,10 @@ align each sanitized text to its spans and cut it into tokens (``ampl.documents`
 at most ``ampl.max_documents`` documents (chosen by a hash of doc_id) is then collected to the driver,
 O(max_documents * max_tokens) tokens, because training needs the data in one process; it stays in
 memory and is never written. Every distinct token is encoded once with the configured encoder; the
-candidate set is the sample's distinct secrets. Per adversary: 80/20 document split, adversary trained
-on the actual (original, sanitized) pairs of the train split, mPL measured on the held-out documents
+candidate set is the sample's distinct secrets, each paired only with secrets of its type and surface
+format (``clusant.surface_format.adjacency_group``: the adjacency CluSanT's charge records). Per
+adversary: 80/20 document split, adversary trained on the actual (original, sanitized) pairs of the
+train split, mPL measured on the held-out documents
 (``ampl.audit``). The sanitizer's output distribution is not needed here: the audit measures the
 release that was written, and the adversary learns its posterior from it; ``privtext tune sanitize``
 uses CluSanT's exact probabilities to tune the eps.
@@ -43,6 +45,7 @@ from privtext.ampl.audit import CONTROLS, audit_with_diagnostics, control_releas
 from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
+from privtext.clusant.surface_format import adjacency_group
 from privtext.platform.context import RunContext
 from privtext.errors import PrivtextError
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
@@ -165,7 +168,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     if len(docs) < ampl.min_documents:
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
-    batch = embed_documents(docs, encoder(ctx))
+    batch = embed_documents(docs, encoder(ctx), adjacency_group)
     clusant = ctx.settings.clusant
     audited = (np.full(len(batch.candidates), float(eps)) if eps else
                np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))
@@ -179,7 +182,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
         for name, kind, release in releases:
             result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), batch.candidates,
                                                   truth, adversary=kind, eps=audited, settings=ampl,
-                                                  groups=np.asarray(batch.candidate_types, dtype=object),
+                                                  groups=np.asarray(batch.candidate_groups, dtype=object),
                                                   rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
             results[name if name != "candidate" else kind] = result
             rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,

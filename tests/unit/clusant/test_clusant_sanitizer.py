@@ -51,6 +51,7 @@ def test_tier_eps_and_ledger_params(tmp_path):
     assert params["vocabulary_size_by_type"] == {t: 60 for t in TIERS}
     assert all(n <= 6 for n in params["n_clusters_by_type"].values())
     assert "growing linearly with k" in params["bound_note"]
+    assert "same entity type and surface format" in params["adjacency"]  # the format is published (surface_format)
     custext = ClusantSanitizer.build(_settings(method="custext"), TIERS.get, hash_encode, "hash", cache_dir=str(tmp_path))
     assert custext.ledger_params()["guarantee"] == "none"
 
