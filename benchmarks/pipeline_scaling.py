@@ -1,25 +1,32 @@
 """The nightly sanitized export at growing sizes: per-stage time fitted as fixed + per-document cost,
 driver and worker peak memory.
 
-For each size (bundled sample corpus, synthetic, never printed) a fresh local lakehouse on local[2]
-runs ``nightly_sanitized_export`` exactly as ``privtext pipeline run`` does (MLflow off), each stage
-timed; ``publish`` may refuse by its gate (that is a result, timed too). A sampler thread records the
+For each size (bundled sample corpus, synthetic, never printed) a fresh process (its own JVM, as a
+nightly run starts) and a fresh local lakehouse on local[2] run ``nightly_sanitized_export`` exactly
+as ``privtext pipeline run`` does with the same conf file (``--conf``, default ``conf/local.yaml``, the
+embedded default; MLflow off; ``publish.require_audit: false`` so that the export is written and timed
+whatever the gate would decide), each stage timed, the JVM's start inside the first. A sampler thread records the
 peak RSS of the driver (this Python process + its JVM) and of the largest Python worker. Then per stage
 and for the whole pipeline a least-squares line time = fixed + per_doc * docs, and the hours
 1,000,000 documents would take at that rate on this machine.
 
-    .venv/bin/python benchmarks/pipeline_scaling.py [--sizes 500 2000 8000 32000]
+    .venv/bin/python benchmarks/pipeline_scaling.py [--sizes 500 2000 8000 32000] [--conf conf/local.yaml]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import secrets
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+os.environ.setdefault("PRIVTEXT_HMAC_KEY", secrets.token_hex(32))  # a throwaway run key, as the demo makes one
 
 DATE = "2026-01-15"
 PIPELINE = "nightly_sanitized_export"
@@ -61,7 +68,7 @@ class PeakRss:
         self._thread.join()
 
 
-def run_size(n: int, root: Path) -> tuple[dict[str, float], dict[str, float]]:
+def run_size(n: int, root: Path, conf: str | None) -> tuple[dict[str, float], dict[str, float]]:
     import contextlib
 
     from pyspark.sql import SparkSession
@@ -71,11 +78,12 @@ def run_size(n: int, root: Path) -> tuple[dict[str, float], dict[str, float]]:
     from privtext.errors import Refused
     from privtext.settings import load_settings
 
-    settings = load_settings(None, environ={}, overrides={
+    settings = load_settings(conf, environ={}, overrides={
         "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}},
         "lakehouse": {"root": str(root / f"lake{n}")}, "tracking": {"enabled": False},
         "clusant": {"cache_dir": str(Path(__file__).resolve().parents[1] / "cache" / "clusant")},
-        "publish": {"export_path": str(root / f"exports{n}"), "report_path": str(root / f"reports{n}")}})
+        "publish": {"export_path": str(root / f"exports{n}"), "report_path": str(root / f"reports{n}"),
+                    "require_audit": False}})
     source = sample_data.write_jsonl(sample_data.generate(n, seed=7), root / f"docs{n}.jsonl")
     times: dict[str, float] = {}
 
@@ -90,8 +98,8 @@ def run_size(n: int, root: Path) -> tuple[dict[str, float], dict[str, float]]:
     with PeakRss() as rss:
         try:
             run_pipeline(PIPELINE, settings, DATE, input_path=str(source), progress=timed)
-        except Refused as refused:  # the gate's decision; the stage ran and is timed
-            print(f"docs{n}_refused: {type(refused).__name__}")
+        except Refused as refused:  # a gate's decision; the stage ran and is timed
+            print(f"docs{n}_refused: {type(refused).__name__}", file=sys.stderr)
         SparkSession.getActiveSession().stop()
     return times, rss.peak
 
@@ -106,16 +114,25 @@ def fit(sizes: list[int], seconds: list[float]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000, 32000])
+    parser.add_argument("--conf", default="conf/local.yaml", help="the environment file (none: base.yaml only)")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size in this process (a JSON line)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        times, peak = run_size(args.one, Path(args.root), None if args.conf.lower() == "none" else args.conf)
+        print(json.dumps({"times": times, "peak": peak}))
+        return
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
-            times, peak = run_size(n, Path(tmp))
-            results[n] = times
-            print(f"docs{n}_total_seconds: {sum(times.values()):.1f}")
-            for stage, seconds in times.items():
+            out = subprocess.run([sys.executable, __file__, "--one", str(n), "--conf", args.conf, "--root", tmp],
+                                 check=True, stdout=subprocess.PIPE, text=True).stdout
+            one = json.loads(out.strip().splitlines()[-1])
+            results[n] = one["times"]
+            print(f"docs{n}_total_seconds: {sum(one['times'].values()):.1f}")
+            for stage, seconds in one["times"].items():
                 print(f"docs{n}_{stage}_seconds: {seconds:.1f}")
-            for kind, mib in peak.items():
+            for kind, mib in one["peak"].items():
                 print(f"docs{n}_peak_rss_{kind}_mib: {mib:.0f}")
     if len(args.sizes) < 2:
         return

@@ -8,6 +8,12 @@ hold row data), and always its catalog warehouse, go to a private folder of the 
 ``<tmp>/privtext-spark-<pid>-*`` (mode 0700), removed at exit after the session is stopped; folders left
 by a process that died (kill -9) are removed by the next session on the host. ``spark.local.dir`` /
 ``spark.sql.warehouse.dir`` in ``spark.conf`` take precedence.
+
+Python workers load their models once (``privtext.worker_cache``), so an idle worker holding them is
+worth keeping and an extra one costs a full load: the idle pool is capped at the task slots of a local
+master (``spark.python.factory.idleWorkerMaxPoolSize``). Without the cap, a stage whose tasks once
+held two workers each (a Python UDF beside ``mapInPandas``) leaves twice the slots idle, and the next
+stage's tasks, served round-robin, load the Presidio analyzer in every one of them.
 """
 from __future__ import annotations
 
@@ -66,6 +72,16 @@ def _stop_and_remove(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def local_slots(master: str) -> int | None:
+    """Task slots of a local master (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``); None otherwise."""
+    if master == "local":
+        return 1
+    if not (master.startswith("local[") and master.endswith("]")):
+        return None
+    threads = master[len("local["):-1].split(",")[0].strip()
+    return os.cpu_count() or 1 if threads == "*" else int(threads) if threads.isdigit() else None
+
+
 def get_spark(settings: Settings) -> SparkSession:
     """Return the process's SparkSession built from ``settings.spark`` (reused if one is active).
 
@@ -89,6 +105,8 @@ def get_spark(settings: Settings) -> SparkSession:
     scratch = {"spark.sql.warehouse.dir": f"{private}/warehouse"}
     if master.startswith("local"):  # executors elsewhere use their cluster manager's local dirs
         scratch["spark.local.dir"] = f"{private}/local"
+    if local_slots(master):  # idle workers keep their models: as many as the slots, not more
+        scratch["spark.python.factory.idleWorkerMaxPoolSize"] = str(local_slots(master))
     for key, value in {**DEFAULT_CONF, **scratch, **settings.spark.conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
