@@ -16,3 +16,34 @@ def test_documents_are_spread_over_task_slots_by_doc_id(spark, settings):
     assert owner == again  # a document's partition depends on its doc_id only
     one = settings.model_copy(update={"spark": settings.spark.model_copy(update={"partitions_per_slot": 1})})
     assert by_document(df, one).rdd.getNumPartitions() == slots
+
+
+def _partition_sizes(frames):
+    import pandas as pd
+    from pyspark import TaskContext
+
+    rows = sum(len(frame) for frame in frames)
+    yield pd.DataFrame({"partition": [TaskContext.get().partitionId()], "rows": [rows]})
+
+
+def test_spread_survives_a_join_on_doc_id_and_adaptive_coalescing(spark, settings, tmp_path):
+    """A sort-merge join on doc_id already hash-partitions by doc_id, so a plain repartition(n, doc_id) over
+    it is dropped as redundant, and adaptive execution then coalesces the join's small shuffle into one
+    task (embed's first night: its table is empty; sanitize: documents joined with their spans)."""
+    spark.createDataFrame([(f"d{i}", "x") for i in range(200)], "doc_id string, text string").write.parquet(str(tmp_path / "d"))
+    docs = spark.read.parquet(str(tmp_path / "d"))
+    # RDD-backed sides have no size estimate: sort-merge joins, as over a lakehouse table read by tasks
+    spans = spark.createDataFrame(spark.sparkContext.parallelize([(f"d{i}", i) for i in range(0, 200, 3)]),
+                                  "doc_id string, start int")
+    empty = spark.createDataFrame([], "doc_id string")
+    spread = spark.sparkContext.defaultParallelism * settings.spark.partitions_per_slot
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(spread))  # the join's exchange then matches the spread
+    try:
+        for joined in (docs.join(spans.groupBy("doc_id").count(), "doc_id", "left"),
+                       docs.join(empty, "doc_id", "left_anti")):
+            sizes = by_document(joined, settings).mapInPandas(_partition_sizes, "partition int, rows long").collect()
+            busy = [r.rows for r in sizes if r.rows > 0]
+            assert sum(busy) == 200 and len(busy) == spread
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from privtext.platform.leases import pid_alive
@@ -117,9 +118,13 @@ def get_spark(settings: Settings) -> SparkSession:
 
 def by_document(df: DataFrame, settings: Settings) -> DataFrame:
     """``df`` hashed by ``doc_id`` into (task slots x ``spark.partitions_per_slot``) partitions, so a
-    per-document stage keeps every core busy: a date's table is one file, read back as one split."""
+    per-document stage keeps every core busy: a date's table is one file, read back as one split.
+
+    The key is ``xxhash64(doc_id)``, not ``doc_id``: over a sort-merge join on doc_id (already hashed by
+    doc_id into ``spark.sql.shuffle.partitions``) a repartition by doc_id into as many partitions is
+    dropped as redundant, and adaptive execution then coalesces the join's small shuffle into one task."""
     slots = df.sparkSession.sparkContext.defaultParallelism
-    return df.repartition(max(1, slots * settings.spark.partitions_per_slot), "doc_id")
+    return df.repartition(max(1, slots * settings.spark.partitions_per_slot), F.xxhash64("doc_id"))
 
 
 STATS_SCHEMA = StructType([StructField("stats", BinaryType())])
