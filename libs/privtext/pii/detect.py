@@ -21,7 +21,6 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from privtext.pii.hashing import normalize_value, secret_id
-from privtext.pii.recognizers import build as extra_recognizers, confirmed_by_trained_ner
 from privtext.pii.refine import join_adjacent, plain_text, refine
 from privtext.pii.settings import PiiSettings
 from privtext.worker_cache import per_process
@@ -91,7 +90,11 @@ def _offline_email_recognizer():
 
 
 def _build_analyzer(settings: PiiSettings):
+    # Presidio (and the transformers pipelines it imports, ~4 s) loads here, in the Python workers only:
+    # the driver imports this module (pii.secrets) but never builds an analyzer
     from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
+
+    from privtext.pii.recognizers import build as extra_recognizers, confirmed_by_trained_ner
     from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
     from presidio_analyzer.predefined_recognizers import (
         CreditCardRecognizer, DateRecognizer, IbanRecognizer, IpRecognizer, PhoneRecognizer,
