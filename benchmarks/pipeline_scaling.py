@@ -5,8 +5,8 @@ For each size (bundled sample corpus, synthetic, never printed) a fresh process 
 nightly run starts) and a fresh local lakehouse on local[2] run ``nightly_sanitized_export`` exactly
 as ``privtext pipeline run`` does with the same conf file (``--conf``, default ``conf/local.yaml``, the
 embedded default; MLflow off; ``publish.require_audit: false`` and no per-value mLDP cap, so that the
-export is written and timed whatever the gate and the budget would decide), each stage timed, the JVM's start inside the first. A sampler thread records the
-peak RSS of the driver (this Python process + its JVM) and of the largest Python worker. Then per stage
+export is written and timed whatever the gate and the budget would decide), each stage timed, the
+JVM's start inside the first. A sampler thread records the peak RSS of the driver (this Python process + its JVM) and of the largest Python worker. Then per stage
 and for the whole pipeline a least-squares line time = fixed + per_doc * docs, and the hours
 1,000,000 documents would take at that rate on this machine.
 

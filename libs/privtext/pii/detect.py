@@ -93,12 +93,12 @@ def _build_analyzer(settings: PiiSettings):
     # Presidio (and the transformers pipelines it imports, ~4 s) loads here, in the Python workers only:
     # the driver imports this module (pii.secrets) but never builds an analyzer
     from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
-
-    from privtext.pii.recognizers import build as extra_recognizers, confirmed_by_trained_ner
     from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
     from presidio_analyzer.predefined_recognizers import (
         CreditCardRecognizer, DateRecognizer, IbanRecognizer, IpRecognizer, PhoneRecognizer,
         SpacyRecognizer, UrlRecognizer, UsSsnRecognizer)
+
+    from privtext.pii.recognizers import build as extra_recognizers, confirmed_by_trained_ner
 
     nlp = _load_spacy(settings.spacy_model)
     ner_labels = set(nlp.get_pipe("ner").labels) if nlp.has_pipe("ner") else set()

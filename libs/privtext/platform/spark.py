@@ -80,7 +80,9 @@ def local_slots(master: str) -> int | None:
     if not (master.startswith("local[") and master.endswith("]")):
         return None
     threads = master[len("local["):-1].split(",")[0].strip()
-    return os.cpu_count() or 1 if threads == "*" else int(threads) if threads.isdigit() else None
+    if threads == "*":
+        return os.cpu_count() or 1
+    return int(threads) if threads.isdigit() else None
 
 
 def get_spark(settings: Settings) -> SparkSession:
@@ -106,8 +108,9 @@ def get_spark(settings: Settings) -> SparkSession:
     scratch = {"spark.sql.warehouse.dir": f"{private}/warehouse"}
     if master.startswith("local"):  # executors elsewhere use their cluster manager's local dirs
         scratch["spark.local.dir"] = f"{private}/local"
-    if local_slots(master):  # idle workers keep their models: as many as the slots, not more
-        scratch["spark.python.factory.idleWorkerMaxPoolSize"] = str(local_slots(master))
+    slots = local_slots(master)
+    if slots:  # idle workers keep their models: as many as the slots, not more
+        scratch["spark.python.factory.idleWorkerMaxPoolSize"] = str(slots)
     for key, value in {**DEFAULT_CONF, **scratch, **settings.spark.conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

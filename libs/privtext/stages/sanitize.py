@@ -215,8 +215,8 @@ def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | Non
     sample = (out.where(F.col("n_spans") > 0).select("doc_id", "sanitized_text")
               .orderBy(F.sha2("doc_id", 256)).limit(metrics.max_documents))
     texts = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
-    slots = ctx.spark.sparkContext.defaultParallelism  # the LM's ~0.2 s per document is shared by every core
-    row = (sample.join(texts, "doc_id").repartition(slots).mapInPandas(_quality_batches(ctx.settings), QUALITY_SCHEMA)
+    # spread over every slot: the LM costs ~0.2 s of a core per document
+    row = (by_document(sample.join(texts, "doc_id"), ctx.settings).mapInPandas(_quality_batches(ctx.settings), QUALITY_SCHEMA)
            .agg(F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity")).first())
     return row["similarity"], row["perplexity"]
 
