@@ -1,6 +1,8 @@
 """Stage synthesize: Spark private statistics, secret groups, charge-before-write, budget refusal."""
 import datetime as dt
+import hashlib
 import importlib
+import json
 
 import numpy as np
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -39,7 +41,32 @@ def _write_corpus(ctx):
     return rows, emb
 
 
-def test_split_groups_and_spark_statistics_match_numpy(ctx):
+def _held_out_ids(rows, fraction):
+    """The held-out split computed here, independently of Spark: SHA-256 of the salted doc_id, 52 bits."""
+    share = lambda d: int(hashlib.sha256(f"privtext-holdout:{d}".encode()).hexdigest()[:13], 16) / 16**13  # noqa: E731
+    return {r["doc_id"] for r in rows if share(r["doc_id"]) < fraction}
+
+
+@pytest.fixture
+def ctx_all(tmp_path, spark):
+    """A context whose synthesize sees every document (no held-out split)."""
+    from conftest import make_settings
+    from privtext.platform.context import RunContext
+
+    return RunContext.create(make_settings(tmp_path / "lake", secpe={"holdout_fraction": 0.0}), date=str(DATE))
+
+
+def test_synthesize_never_reads_the_held_out_split(ctx):
+    rows, _ = _write_corpus(ctx)
+    held = _held_out_ids(rows, ctx.settings.secpe.holdout_fraction)
+    assert 0 < len(held) < N_DOCS  # 36 ids at 0.2: the check below has both sides to tell apart
+    corpus, _ = synthesize.load_corpus(ctx, use_labels=True)
+    seen = {r.doc_id for r in corpus.select("doc_id").collect()}
+    assert seen == {r["doc_id"] for r in rows} - held
+
+
+def test_split_groups_and_spark_statistics_match_numpy(ctx_all):
+    ctx = ctx_all
     rows, emb = _write_corpus(ctx)
     corpus, labels = synthesize.load_corpus(ctx, use_labels=True)
     assert labels == sorted({r["label"] for i, r in enumerate(rows) if i % 3})
@@ -135,10 +162,13 @@ def test_evaluate_reports_fid_lengths_and_accuracy(ctx):
     ctx.lakehouse.replace_partitions(STAGED_SYNTHETIC_DOCUMENTS, ctx.spark.createDataFrame(
         synth, from_arrow_schema(STAGED_SYNTHETIC_DOCUMENTS.schema)), {"date": [DATE]})
     result = evaluate.run(ctx)
-    assert result.real == N_DOCS and result.synthetic == 12
+    held = _held_out_ids(rows, ctx.settings.secpe.holdout_fraction)  # scored: the held-out split only
+    assert result.split == "held_out" and result.real == len(held) and result.synthetic == 12
     assert result.downstream_accuracy > 0.5 and np.isfinite(result.fid) and 0 <= result.length_ks <= 1
-    labels = [r["label"] for r in rows if r["label"] is not None]  # the baseline: always the most frequent label
+    labels = [r["label"] for r in rows if r["label"] is not None and r["doc_id"] in held]  # always the most frequent
     assert result.majority_accuracy == pytest.approx(max(map(labels.count, set(labels))) / len(labels))
     report = ctx.lakehouse.read(UTILITY_REPORTS).toPandas()
     assert set(report.metric) >= {"fid", "downstream_accuracy", "majority_label_accuracy", "length_ks"}
     assert report.loc[report.metric == "fid", "value"].item() == pytest.approx(result.fid)
+    details = json.loads(report.details.iloc[0])
+    assert details["split"] == "held_out" and details["real"] == len(held) and details["holdout_fraction"] == 0.2

@@ -130,6 +130,14 @@ def by_document(df: DataFrame, settings: Settings) -> DataFrame:
     return df.repartition(max(1, slots * settings.spark.partitions_per_slot), F.xxhash64("doc_id"))
 
 
+def held_out(fraction: float):
+    """True for the documents of the held-out split: a ``fraction`` of ``doc_id``s chosen by SHA-256 of the
+    id alone (52 bits as a number in [0, 1)), so every stage, night and Spark version agrees on it and a
+    document never changes side. Training uses ``~held_out(f)``, evaluation ``held_out(f)``."""
+    share = F.conv(F.substring(F.sha2(F.concat(F.lit("privtext-holdout:"), F.col("doc_id")), 256), 1, 13), 16, 10)
+    return share.cast("double") / float(16**13) < F.lit(float(fraction))
+
+
 STATS_SCHEMA = StructType([StructField("stats", BinaryType())])
 
 

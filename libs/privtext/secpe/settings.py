@@ -20,6 +20,9 @@ class SecpeSettings(StrictModel):
     clip_radius: float = Field(1.0, gt=0)  # R (Remark 3.4: 1 for L2-normalised embeddings)
     use_labels: bool = True  # per-label evolution when documents carry labels
     kmeans_max_iter: int = Field(30, ge=1)
+    # share of documents (by a hash of doc_id, ``platform.spark.held_out``) that synthesize never sees and
+    # evaluate scores; 0: evaluate scores the corpus synthesize voted with (the report says so)
+    holdout_fraction: float = Field(0.2, ge=0, lt=1)
 
     @property
     def r(self) -> float:

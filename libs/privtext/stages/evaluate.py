@@ -3,15 +3,16 @@
 Metrics (SecPE Sec. 4): Fréchet distance between the real and synthetic sentence-embedding sets
 (FID on ``embed.model`` embeddings), word-length distributions (summary + KS distance), and
 downstream accuracy of a classifier fitted on the synthetic texts' embeddings and labels, tested on
-the real labeled documents (``metrics.utility``). The real side is computed in the executors as
+the held-out real documents (``metrics.utility``). The real side is computed in the executors as
 summable aggregates (n, sum, Gram matrix for FID; length histogram; correct/total counts with the
 broadcast classifier), so the driver holds O(d^2), never real rows. Synthetic texts are a DP release,
 collected (N_syn rows). The report holds aggregates of private data that are not noised: it stays in
 the protected zone (not a release). The length plot goes to MLflow as an artifact.
 
-Held-out caveat: the real documents scored are those up to the run's date, the same corpus the
-synthesis voted with (the paper tests on a separate split); keep a date range out of ``synthesize``
-to evaluate on unseen documents.
+Held-out split (SecPE Sec. 4 tests on a separate split): the real documents scored are those up to the
+run's date in the held-out split (``secpe.holdout_fraction`` of doc_ids by hash, ``platform.spark.held_out``),
+which ``synthesize`` never reads; the report's details record the split (fraction, rule, documents scored).
+With ``holdout_fraction: 0`` the corpus synthesize voted with is scored, and the details say ``training``.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from privtext.metrics.fid import fit_from_moments, frechet_distance, gaussian_fit
 from privtext.metrics.utility import fit_classifier, histogram_summary, length_histogram, length_ks, length_plot
 from privtext.platform.context import RunContext
-from privtext.platform.spark import tree_sum
+from privtext.platform.spark import held_out, tree_sum
 from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS
 
 
@@ -43,6 +44,7 @@ class EvaluateResult:
     real_length_mean: float
     synthetic_length_mean: float
     majority_accuracy: float  # the baseline: always guessing the real documents' most frequent label
+    split: str  # the real documents scored: "held_out" (never seen by synthesize) or "training"
 
 
 def _real_aggregates(real, clf, dim: int, spark) -> tuple:
@@ -108,16 +110,23 @@ def run(ctx: RunContext) -> EvaluateResult:
 
     emb = ctx.lakehouse.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
     docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text", "label")
+    fraction = ctx.settings.secpe.holdout_fraction
+    split = "held_out" if fraction > 0 else "training"
     real = emb.select("doc_id", "embedding").join(docs, "doc_id")
+    if fraction > 0:
+        real = real.where(held_out(fraction))
     n, total, gram, correct, scored, real_hist = _real_aggregates(real, clf, syn_emb.shape[1], ctx.spark)
     n_real = int(n[0])
     if n_real < 2:
-        raise ValueError("evaluate needs >= 2 embedded real documents")
+        raise ValueError(f"evaluate needs >= 2 embedded real documents in its split ({split}, "
+                         f"secpe.holdout_fraction = {fraction}), found {n_real}")
     label_counts = [r["count"] for r in real.where(F.col("label").isNotNull()).groupBy("label").count().collect()]
     metrics, syn_hist = utility_metrics(n_real, total, gram, correct[0], scored[0], real_hist, syn_emb,
                                         synth["text"].tolist(), label_counts)
     _write(ctx, method, metrics, {"synthetic": len(synth), "real": n_real, "scored": int(scored[0]),
-                                  "classifier": "logistic_regression", "embedding": ctx.settings.embed.model})
+                                  "classifier": "logistic_regression", "embedding": ctx.settings.embed.model,
+                                  "split": split, "holdout_fraction": fraction,
+                                  "holdout_rule": "sha256('privtext-holdout:' + doc_id)[:13 hex] / 16^13 < fraction"})
     if ctx.tracked is not None:
         ctx.tracked.log_metrics({f"utility.{k}": v for k, v in metrics.items()})
         with tempfile.TemporaryDirectory() as tmp:
@@ -125,4 +134,4 @@ def run(ctx: RunContext) -> EvaluateResult:
                                                  f"{method}: words per text"), "evaluate")
     return EvaluateResult(method, len(synth), n_real, metrics["fid"], metrics["downstream_accuracy"],
                           metrics["length_ks"], metrics["real_length_mean"], metrics["synthetic_length_mean"],
-                          metrics["majority_label_accuracy"])
+                          metrics["majority_label_accuracy"], split)

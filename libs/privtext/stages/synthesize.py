@@ -1,7 +1,7 @@
 """Stage ``synthesize``: SecPE (or the Aug-PE baseline) synthetic text -> staged ``synthetic_documents``.
 
 Data: ``restricted.doc_embeddings`` (``embed.model``) and ``restricted.documents`` (labels) up to the
-run's date; a document is private when ``restricted.pii_spans`` holds a secret of it (the entity types
+run's date, less the held-out split that ``evaluate`` scores (``secpe.holdout_fraction``); a document is private when ``restricted.pii_spans`` holds a secret of it (the entity types
 of ``pii.secrets.mode``), public otherwise (SecPE's split).
 
 Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from privtext.pii.secrets import secret_types
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
-from privtext.platform.spark import tree_sum
+from privtext.platform.spark import held_out, tree_sum
 from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, NOISY_CENTERS, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
 from privtext.privacy.accounting import gaussian_event
@@ -79,7 +79,8 @@ def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
     """(doc_id, embedding, label_code, secrets, is_private) per embedded document; label names from public docs."""
 
     lh = ctx.lakehouse
-    emb = lh.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
+    emb = (lh.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
+           .where(~held_out(ctx.settings.secpe.holdout_fraction)))  # evaluate's split is never seen here
     docs = lh.read(DOCUMENTS, upto=ctx.date).select("doc_id", "label")
     spans = (lh.read(PII_SPANS, upto=ctx.date).where(F.col("entity_type").isin(secret_types(ctx.settings.pii)))
              .select("doc_id", "secret_id").distinct())
