@@ -1,152 +1,204 @@
-"""SecPE vs Aug-PE side by side on the labeled sample corpus, same generator, N_syn, L, T.
+"""The governed synthetic refresh on real labelled text: SecPE against Aug-PE and three baselines, through
+the platform's own stages (Spark, the lakehouse, the ledger), side by side in one run.
 
-Corpus: ``privtext.sample_data.generate`` (labels billing/delivery/account/product), 20% held out
-(test set for downstream accuracy and FID). Secrets: the random-word task of SecPE Sec. 4.2
-(``pii.secrets``: words near the 20% document-frequency quantile); a document with a chosen word is
-private, the rest public. For each r/p in {2, 10, inf} both methods run Alg. 3 with the local LLM
-(``privtext.generate``, calls cached so both methods and all budgets share identical generations for
-identical inputs) and report: downstream accuracy (logistic regression on the synthetic embeddings,
-tested on the held-out real texts), FID (synthetic vs held-out), the private histogram step's time
-(SecPE: the rho-sampled assignment pass + Eq. 7 + centre votes; Aug-PE: every row votes) and sigma.
+Data: ``../shared/data/reviews/movie_snippets.tsv`` (10,605 review sentences; label = score > 0),
+ingested, secrets detected (``--secrets random_words``: SecPE Sec. 4.2's words near the 20% document
+frequency quantile; ``pii``: detected PII) and embedded by the ``ingest``, ``detect_pii`` and ``embed``
+stages. ``secpe.holdout_fraction`` (0.2) of doc_ids is the held-out split: ``synthesize`` never reads it
+and ``evaluate`` scores only it. Per seed and r/p (``inf``: r = 1, no protection), ``synthesize`` runs
+SecPE and Aug-PE (the stage refuses Aug-PE at inf: no noise, no guarantee), then ``evaluate``. Baselines,
+staged as the synthetic table and scored by the same ``evaluate``: ``round0`` (N_syn of the generator's
+random samples, no private signal; per seed), ``public_only`` (the training documents without a secret,
+as they are: SecPE treats them as public), ``real`` (every training document: the non-private upper
+bound). Generations are not cached across runs: the same seed gives the same round-0 pool (llama.cpp
+with fixed seeds), later rounds differ by method since the survivors do.
 
-Usage: python benchmarks/secpe_vs_augpe.py [--docs 400] [--n-syn 8] [--variations 2] [--rounds 2]
-       [--clusters 20] (runtime is dominated by the local LLM on CPU)
+Printed (``name: value``): per method and r/p, the mean over seeds of downstream accuracy, FID, length
+KS and mean length, with a 95% t interval; the vote (histogram) step's seconds and the ratio
+Aug-PE / SecPE inside this run; the wall time of every stage and of the run.
+
+    .venv/bin/python benchmarks/secpe_vs_augpe.py [--docs 0 (all)] [--n-syn 200] [--variations 2]
+        [--rounds 3] [--clusters 40] [--r-over-p 2 10 50 inf] [--seeds 0 1 2] [--secrets random_words]
+        [--secret-words 700]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
+import secrets
+import tempfile
 import time
-from functools import lru_cache
+from collections import defaultdict
+from pathlib import Path
 
-import numpy as np
-from sklearn.cluster import KMeans
+os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+os.environ.setdefault("PRIVTEXT_HMAC_KEY", secrets.token_hex(32))  # a throwaway run key, as the demo makes one
 
-from privtext.embed.encoder import encode_texts
-from privtext.embed.settings import EmbedSettings
-from privtext.generate import GenerateSettings, get_generator
-from privtext.metrics.fid import fid
-from privtext.metrics.utility import fit_classifier
-from privtext.pii.secrets import doc_frequencies, select_random_words, word_set
-from privtext.privacy.mechanisms import make_rng
-from privtext.sample_data import generate
-from privtext.secpe.aug_pe import augpe_secret_sigma, augpe_vote, private_votes
-from privtext.secpe.evolution import evolve, secpe_vote
-from privtext.secpe.secret_clustering import PublicClusters, group_secret_noise, private_cluster_stats
-
-P = 1e-4
+DATE = "2026-01-15"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reviews" / "movie_snippets.tsv"
+METRICS = ("downstream_accuracy", "fid", "length_ks", "synthetic_length_mean")
 
 
-class CachedGenerator:
-    """Memoises generator calls so every method/budget sees the same text for the same request."""
+def write_corpus(path: Path, docs: int, out: Path) -> int:
+    import pandas as pd
 
-    def __init__(self, gen):
-        self.random = lru_cache(maxsize=None)(lambda n, label, seed=None: tuple(gen.random(n, label, seed=seed)))
-        self._variation = lru_cache(maxsize=None)(
-            lambda texts, L, label, seed: tuple(tuple(v) for v in gen.variation(list(texts), L, label=label, seed=seed)))
+    frame = pd.read_csv(path, sep="\t")
+    if docs:
+        frame = frame.sample(n=min(docs, len(frame)), random_state=0)
+    frame = pd.DataFrame({"doc_id": "m" + frame["id"].astype(str), "text": frame["text"],
+                          "label": (frame["score"] > 0).map({True: "positive", False: "negative"})})
+    frame.to_json(out, orient="records", lines=True)
+    return len(frame)
 
-    def variation(self, texts, L, label=None, seed=None):
-        return [list(v) for v in self._variation(tuple(texts), L, label, seed)]
+
+def load(root: Path, args, seed: int):
+    from privtext.settings import load_settings
+
+    huge = {"r_over_p_max": 1e300, "eps_max": 1e300, "delta_max": 0.5, "mldp_eps_max": 1e300}
+    return load_settings(None, environ={}, overrides={
+        "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}},
+        "lakehouse": {"root": str(root / "lake")}, "tracking": {"enabled": False},
+        "run": {"dataset": "movie_reviews", "seed": seed, "deterministic": True},
+        "generate": {"seed": seed},
+        "pii": {"secrets": {"mode": args.secrets, "random_words": {"n_words": args.secret_words}}},
+        # every run composes on the same secrets: the benchmark measures utility, not the budget's decision
+        "privacy": {"budgets": {"default": huge, "movie_reviews": huge}},
+        "secpe": {"n_syn": args.n_syn, "variations": args.variations, "rounds": args.rounds, "clusters": args.clusters}})
+
+
+def stage_baseline(ctx, name: str, texts=None, labels=None, private=None) -> None:
+    """Stage a baseline as the date's synthetic table: given texts, or the training documents (``private``:
+    False = only those without a secret, None = all)."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from privtext.platform.tables import DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
+    from privtext.stages.synthesize import load_corpus
+
+    schema = from_arrow_schema(STAGED_SYNTHETIC_DOCUMENTS.schema)
+    if texts is not None:
+        df = ctx.spark.createDataFrame(pd.DataFrame({
+            "synthetic_id": [f"{name}{i}" for i in range(len(texts))], "text": texts, "label": labels,
+            "method": name, "round": 0, "run_id": ctx.run_id, "date": ctx.date}), schema)
+    else:
+        corpus, _ = load_corpus(ctx, use_labels=True)  # the training split, as synthesize reads it
+        if private is not None:
+            corpus = corpus.where(F.col("is_private") == F.lit(private))
+        df = (corpus.select("doc_id").join(ctx.lakehouse.read(DOCUMENTS).select("doc_id", "text", "label"), "doc_id")
+              .select(F.col("doc_id").alias("synthetic_id"), "text", "label", F.lit(name).alias("method"),
+                      F.lit(0).alias("round"), F.lit(ctx.run_id).alias("run_id"), F.lit(ctx.date).cast("date").alias("date")))
+    ctx.lakehouse.replace_partitions(STAGED_SYNTHETIC_DOCUMENTS, df.select(*schema.names), {"date": [ctx.date]})
+
+
+def round0(ctx, n_syn: int, labels: list) -> tuple[list, list]:
+    """N_syn of the generator's random samples, split over labels as Alg. 3's first pool is."""
+    from privtext.stages.synthesize import SparkGenerator
+
+    gen, texts, names = SparkGenerator(ctx), [], []
+    for i, label in enumerate(labels):
+        n = math.ceil(n_syn / len(labels))
+        texts += gen.random(n, label, seed=ctx.settings.run.seed * 1000 + i)
+        names += [label] * n
+    return texts, names
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t interval over seeds (0 for one seed)."""
+    import numpy as np
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        return float(v.mean()), 0.0
+    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--docs", type=int, default=400)
-    ap.add_argument("--n-syn", type=int, default=8)
+    ap.add_argument("--docs", type=int, default=0, help="documents sampled from the file (0: all)")
+    ap.add_argument("--n-syn", type=int, default=200)
     ap.add_argument("--variations", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--clusters", type=int, default=20)
-    ap.add_argument("--r-over-p", type=float, nargs="+", default=[2.0, 10.0, math.inf])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--clusters", type=int, default=40)
+    ap.add_argument("--r-over-p", type=float, nargs="+", default=[2.0, 10.0, 50.0, math.inf])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--secrets", choices=["random_words", "pii"], default="random_words")
+    ap.add_argument("--secret-words", type=int, default=700,
+                    help="random_words: words near the 20%% quantile (700: ~30%% of the reviews hold one, >= 2,000 private)")
     args = ap.parse_args()
 
-    rows = generate(args.docs, seed=11)
-    rng_split = np.random.default_rng(0)
-    test_mask = rng_split.random(len(rows)) < 0.2
-    train = [r for r, t in zip(rows, test_mask) if not t]
-    test = [r for r, t in zip(rows, test_mask) if t]
-    label_names = sorted({r["label"] for r in train})
-    code = {name: i for i, name in enumerate(label_names)}
-    embed_settings = EmbedSettings()
-    emb = encode_texts([r["text"] for r in train], embed_settings)
-    test_emb = encode_texts([r["text"] for r in test], embed_settings)
-    labels = np.array([code[r["label"]] for r in train])
+    from privtext.errors import Refused
+    from privtext.platform.context import RunContext
+    from privtext.stages.runner import run_stage
+    from privtext.stages.synthesize import load_corpus
 
-    chosen = set(select_random_words(doc_frequencies(r["text"] for r in train)))
-    secret_sets = [sorted(word_set(r["text"]) & chosen) for r in train]
-    private = np.array([bool(s) for s in secret_sets])
-    print(f"documents_train: {len(train)}")
-    print(f"documents_private: {int(private.sum())}")
-    print(f"documents_test: {len(test)}")
+    started = time.perf_counter()
+    results: dict[str, list[dict]] = defaultdict(list)
+    seconds: dict[str, list[float]] = defaultdict(list)
 
-    # public KMeans per label (K split by public label sizes), as the stage does with MLlib
-    centers, sizes, codes = [], [], []
-    pub = ~private
-    for c in range(len(label_names)):
-        x = emb[pub & (labels == c)]
-        k = max(1, min(len(x), round(args.clusters * len(x) / pub.sum())))
-        km = KMeans(n_clusters=k, n_init=3, random_state=0).fit(x)
-        centers.append(km.cluster_centers_)
-        sizes += np.bincount(km.labels_, minlength=k).tolist()
-        codes += [c] * k
-    clusters = PublicClusters.create(np.vstack(centers), sizes, codes)
-
-    # secret groups of the private records (distinct secret sets)
-    groups: dict[tuple, list[int]] = {}
-    for i in np.flatnonzero(private):
-        groups.setdefault(tuple(secret_sets[i]), []).append(i)
-    keys = list(groups)
-    word_index = {w: j for j, w in enumerate(sorted(chosen))}
-    group_secrets = [[word_index[w] for w in key] for key in keys]
-    group_sizes = [len(groups[k]) for k in keys]
-    rows_per_secret = max(sum(1 for s in secret_sets if w in s) for w in chosen)
-    priv_idx = np.concatenate([groups[k] for k in keys])
-    priv_group = np.concatenate([[g] * len(groups[k]) for g, k in enumerate(keys)])
-
-    gen = CachedGenerator(get_generator(GenerateSettings(), "default"))
-    embed = lambda texts: encode_texts(list(texts), embed_settings)  # noqa: E731
-    results = {}
-    for ratio in args.r_over_p:
-        r = 1.0 if math.isinf(ratio) else ratio * P
+    def timed(name, call):
         t0 = time.perf_counter()
-        noise = group_secret_noise(group_secrets, group_sizes, len(chosen), P, r, args.rounds)
-        calib_s = time.perf_counter() - t0
-        sigmas = {"secpe": noise.sigma, "aug_pe": augpe_secret_sigma(P, r, args.rounds, rows_per_secret)}
-        for method in ("secpe", "aug_pe"):
-            rng = make_rng(True, 1)
-            hist_s = []
+        out = call()
+        seconds[name].append(time.perf_counter() - t0)
+        return out
 
-            if method == "secpe":
-                def stats(t, rng=rng):
-                    keep = rng.random(priv_idx.size) < noise.rho[priv_group]
-                    return private_cluster_stats(emb[priv_idx], clusters, 1.0, keep, labels[priv_idx])
-                vote = secpe_vote(stats, clusters, sigmas[method], rng, 1.0)
-            else:
-                vote = augpe_vote(lambda t, ce, cl: private_votes(emb, ce, 1.0, labels, cl), sigmas[method], rng)
+    def evaluate(settings, name):
+        r = timed(f"evaluate[{name}]", lambda: run_stage("evaluate", settings, date=DATE))
+        assert r.split == "held_out"
+        results[name].append({m: getattr(r, m) for m in METRICS} | {"real": r.real, "majority": r.majority_accuracy})
 
-            def timed_vote(t, ce, cl, vote=vote, hist_s=hist_s):
-                t1 = time.perf_counter()
-                out = vote(t, ce, cl)
-                hist_s.append(time.perf_counter() - t1)
-                return out
-
-            t1 = time.perf_counter()
-            out = evolve(gen, embed, timed_vote, label_names, args.n_syn, args.variations, args.rounds, seed=0)
-            total_s = time.perf_counter() - t1
-            syn_emb = embed(out.texts)
-            clf = fit_classifier(syn_emb, out.labels)
-            correct, n = clf.correct(test_emb, [r["label"] for r in test])
-            tag = f"{method} r/p={ratio:g}"
-            results[(method, ratio)] = (correct / n, fid(test_emb, syn_emb), sum(hist_s))
-            print(f"sigma[{tag}]: {sigmas[method]:.4g}")
-            print(f"downstream_accuracy[{tag}]: {correct / n:.3f}")
-            print(f"fid[{tag}]: {results[(method, ratio)][1]:.4f}")
-            print(f"histogram_seconds[{tag}]: {sum(hist_s):.4f}")
-            print(f"run_seconds[{tag}]: {total_s:.1f}")
-        print(f"secret_noise_calibration_seconds[r/p={ratio:g}]: {calib_s:.2f}")
-        a, s = results[("aug_pe", ratio)], results[("secpe", ratio)]
-        print(f"ratio_histogram_seconds_augpe_over_secpe[r/p={ratio:g}]: {a[2] / s[2]:.2f}")
-        print(f"accuracy_secpe_minus_augpe[r/p={ratio:g}]: {s[0] - a[0]:+.3f}")
-        print(f"fid_augpe_minus_secpe[r/p={ratio:g}]: {a[1] - s[1]:+.4f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        n_docs = write_corpus(DATA, args.docs, root / "reviews.jsonl")
+        settings = load(root, args, args.seeds[0])
+        for stage in ("ingest", "detect_pii", "embed"):
+            options = {"input_path": str(root / "reviews.jsonl")} if stage == "ingest" else {}
+            timed(stage, lambda: run_stage(stage, settings, date=DATE, **options))
+        ctx = RunContext.create(settings, date=DATE)
+        corpus, labels = load_corpus(ctx, use_labels=True)
+        counts = {r["is_private"]: r["count"] for r in corpus.groupBy("is_private").count().collect()}
+        print(f"documents: {n_docs}")
+        print(f"training_private_documents: {counts.get(True, 0)}")
+        print(f"training_public_documents: {counts.get(False, 0)}")
+        print(f"labels: {json.dumps(labels)}")
+        for name, private in (("public_only", False), ("real", None)):
+            stage_baseline(ctx, name, private=private)
+            evaluate(settings, name)
+        print(f"held_out_documents: {results['real'][0]['real']}")
+        print(f"majority_label_accuracy: {results['real'][0]['majority']:.3f}")
+        for seed in args.seeds:
+            settings = load(root, args, seed)
+            ctx = RunContext.create(settings, date=DATE)
+            texts, names = timed("round0_generate", lambda: round0(ctx, args.n_syn, labels))
+            stage_baseline(ctx, "round0", texts, names)
+            evaluate(settings, "round0")
+            for ratio in args.r_over_p:
+                for method in ("secpe", "aug_pe"):
+                    name = f"{method}[r/p={ratio:g}]"
+                    try:
+                        r = timed(f"synthesize[{name}]", lambda: run_stage(
+                            "synthesize", settings, date=DATE, method=method, r_over_p=ratio))
+                    except (Refused, ValueError) as refused:  # Aug-PE without noise: no guarantee, refused
+                        print(f"refused[{name}]: {type(refused).__name__}: {str(refused)[:120]}")
+                        continue
+                    seconds[f"vote[{name}]"].append(r.vote_seconds)
+                    seconds[f"generate[{name}]"].append(r.generate_seconds)
+                    print(f"sigma[{name},seed={seed}]: {r.sigma:.4g}")
+                    evaluate(settings, name)
+        for name, rows in results.items():
+            for metric in METRICS:
+                mean, half = interval([row[metric] for row in rows])
+                print(f"{metric}[{name}]: {mean:.4f} +- {half:.4f} (n={len(rows)})")
+        for name, values in seconds.items():
+            print(f"seconds[{name}]: {sum(values) / len(values):.2f}")
+        for ratio in args.r_over_p:
+            a, s = seconds.get(f"vote[aug_pe[r/p={ratio:g}]]"), seconds.get(f"vote[secpe[r/p={ratio:g}]]")
+            if a and s:
+                print(f"vote_seconds_ratio_augpe_over_secpe[r/p={ratio:g}]: {sum(a) / sum(s):.2f}")
+    print(f"run_wall_seconds: {time.perf_counter() - started:.0f}")
 
 
 if __name__ == "__main__":
