@@ -31,11 +31,15 @@ def _build(settings: GenerateSettings) -> Backend:
 
 
 def get_generator(settings: GenerateSettings, dataset: str = "default") -> Generator:
-    """The generator of ``dataset``'s prompts (``generate.prompts``) on the configured backend."""
+    """The generator of ``dataset``'s prompts (``generate.prompts``) on the configured backend, its
+    replies capped at the prompt set's ``max_new_tokens`` where it sets one."""
     if dataset not in settings.prompts:
         raise KeyError(f"no prompts for dataset {dataset!r} in generate.prompts; configured: "
                        f"{', '.join(sorted(settings.prompts))}")
-    return Generator(backend_for(settings), settings.prompts[dataset], settings.seed)
+    prompts = settings.prompts[dataset]
+    if prompts.max_new_tokens is not None:
+        settings = settings.model_copy(update={"max_new_tokens": prompts.max_new_tokens})
+    return Generator(backend_for(settings), prompts, settings.seed)
 
 
 def perplexity(texts: Sequence[str], settings: GenerateSettings) -> list[float]:

@@ -17,11 +17,13 @@ from privtext.strict import StrictModel
 class PromptSet(StrictModel):
     """Aug-PE style prompts of one dataset. ``random`` must use ``{label}``; ``variation`` must use
     ``{text}`` and may use ``{label}``. ``labels`` maps a stored label to its wording in prompts
-    (e.g. ``"1": positive``); labels not listed are used as they are."""
+    (e.g. ``"1": positive``); labels not listed are used as they are. ``max_new_tokens`` caps this
+    dataset's replies (SecPE Table 1 sets max tokens per dataset); None: ``generate.max_new_tokens``."""
 
     random: str
     variation: str
     labels: dict[str, str] = Field(default_factory=dict)
+    max_new_tokens: int | None = Field(None, gt=0)
 
     @field_validator("random")
     @classmethod
@@ -52,6 +54,7 @@ DEFAULT_PROMPTS = {
         variation="Rephrase this {label} movie review with small changes, keeping its sentiment. "
                   "Reply with the new review only.\n\nReview: {text}",
         labels={"true": "positive", "false": "negative", "1": "positive", "0": "negative"},
+        max_new_tokens=32,  # the sentences average 18.8 words (~25 tokens); 64 doubled them
     ),
 }
 

@@ -46,9 +46,22 @@ def test_variation_returns_L_per_input(generator):
 
 def test_one_model_per_process(generator):
     assert backend_for(SETTINGS) is generator.backend
-    assert get_generator(SETTINGS, "movie_reviews").backend is generator.backend
+    assert get_generator(SETTINGS, "default").backend is generator.backend
     with pytest.raises(KeyError, match="configured: default, movie_reviews"):
         get_generator(SETTINGS, "no_such_dataset")
+
+
+def test_a_prompt_set_caps_its_own_replies(generator):
+    """A prompt set's max_new_tokens replaces generate.max_new_tokens for its dataset only: the same
+    seeded draw stops earlier (a prefix of the uncapped reply), other datasets keep the global cap."""
+    movie = get_generator(SETTINGS, "movie_reviews")
+    assert movie.backend.settings.max_new_tokens == SETTINGS.prompts["movie_reviews"].max_new_tokens == 32
+    short = SETTINGS.prompts["default"].model_copy(update={"max_new_tokens": 4})
+    capped = get_generator(SETTINGS.model_copy(update={"prompts": {"default": short}}), "default")
+    assert capped.backend.settings.max_new_tokens == 4 and generator.backend.settings.max_new_tokens == 16
+    full, cut = generator.random(3, "billing", seed=11), capped.random(3, "billing", seed=11)
+    for whole, prefix in zip(full, cut):
+        assert whole.startswith(prefix) and len(prefix) < len(whole)
 
 
 def test_perplexity_is_lower_for_fluent_text(generator):
