@@ -149,6 +149,8 @@ def main() -> None:
         r = timed(f"evaluate[{name}]", lambda: run_stage("evaluate", settings, date=DATE))
         assert r.split == "held_out"
         results[name].append({m: getattr(r, m) for m in METRICS} | {"real": r.real, "majority": r.majority_accuracy})
+        print(f"run[{name},seed={settings.run.seed}]: " + " ".join(f"{m}={getattr(r, m):.4f}" for m in METRICS),
+              flush=True)  # each run as it ends: a long run cut short still reports what it measured
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -175,19 +177,25 @@ def main() -> None:
             texts, names = timed("round0_generate", lambda: round0(ctx, args.n_syn, labels))
             stage_baseline(ctx, "round0", texts, names)
             evaluate(settings, "round0")
+        try:  # every seed of a budget before the next budget; Ctrl-C ends early and reports what ran
             for ratio in args.r_over_p:
                 for method in ("secpe", "aug_pe"):
                     name = f"{method}[r/p={ratio:g}]"
-                    try:
-                        r = timed(f"synthesize[{name}]", lambda: run_stage(
-                            "synthesize", settings, date=DATE, method=method, r_over_p=ratio))
-                    except (Refused, ValueError) as refused:  # Aug-PE without noise: no guarantee, refused
-                        print(f"refused[{name}]: {type(refused).__name__}: {str(refused)[:120]}")
-                        continue
-                    seconds[f"vote[{name}]"].append(r.vote_seconds)
-                    seconds[f"generate[{name}]"].append(r.generate_seconds)
-                    print(f"sigma[{name},seed={seed}]: {r.sigma:.4g}")
-                    evaluate(settings, name)
+                    for seed in args.seeds:
+                        settings = load(root, args, seed)
+                        try:
+                            r = timed(f"synthesize[{name}]", lambda: run_stage(
+                                "synthesize", settings, date=DATE, method=method, r_over_p=ratio))
+                        except (Refused, ValueError) as refused:  # Aug-PE without noise: no guarantee, refused
+                            print(f"refused[{name}]: {type(refused).__name__}: {str(refused)[:120]}")
+                            break
+                        seconds[f"vote[{name}]"].append(r.vote_seconds)
+                        seconds[f"generate[{name}]"].append(r.generate_seconds)
+                        print(f"sigma[{name},seed={seed}]: {r.sigma:.4g} (generate {r.generate_seconds:.0f} s, "
+                              f"vote {r.vote_seconds:.2f} s)", flush=True)
+                        evaluate(settings, name)
+        except KeyboardInterrupt:
+            print("interrupted: the summary covers the runs that ended")
         for name, rows in results.items():
             for metric in METRICS:
                 mean, half = interval([row[metric] for row in rows])
