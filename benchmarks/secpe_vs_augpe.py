@@ -5,8 +5,10 @@ Data: ``../shared/data/reviews/movie_snippets.tsv`` (10,605 review sentences; la
 ingested, secrets detected (``--secrets random_words``: SecPE Sec. 4.2's words near the 20% document
 frequency quantile; ``pii``: detected PII) and embedded by the ``ingest``, ``detect_pii`` and ``embed``
 stages. ``secpe.holdout_fraction`` (0.2) of doc_ids is the held-out split: ``synthesize`` never reads it
-and ``evaluate`` scores only it. Per seed and r/p (``inf``: r = 1, no protection), ``synthesize`` runs
-SecPE and Aug-PE (the stage refuses Aug-PE at inf: no noise, no guarantee), then ``evaluate``. Baselines,
+and ``evaluate`` scores only it. Per r/p (``inf``: r = 1, no protection), in the order given, and per
+seed, ``synthesize`` runs SecPE and Aug-PE (the stage refuses Aug-PE at inf: no noise, no guarantee),
+then ``evaluate``; each run's figures print as it ends, and Ctrl-C stops with the summary of the runs
+that ended. Baselines,
 staged as the synthetic table and scored by the same ``evaluate``: ``round0`` (N_syn of the generator's
 random samples, no private signal; per seed), ``public_only`` (the training documents without a secret,
 as they are: SecPE treats them as public), ``real`` (every training document: the non-private upper
