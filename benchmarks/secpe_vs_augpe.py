@@ -16,7 +16,9 @@ bound). Generations are not cached across runs: the same seed gives the same rou
 with fixed seeds), later rounds differ by method since the survivors do.
 
 Printed (``name: value``): per method and r/p, the mean over seeds of downstream accuracy, FID, length
-KS and mean length, with a 95% t interval; the vote (histogram) step's seconds and the ratio
+KS, mean length and label agreement (the share of synthetic texts that a classifier fitted on the real
+training documents assigns the label they were generated for; on ``real``/``public_only`` it is that
+classifier's training accuracy), with a 95% t interval; the vote (histogram) step's seconds and the ratio
 Aug-PE / SecPE inside this run; the wall time of every stage and of the run.
 
     .venv/bin/python benchmarks/secpe_vs_augpe.py [--docs 0 (all)] [--n-syn 200] [--variations 2]
@@ -40,7 +42,7 @@ os.environ.setdefault("PRIVTEXT_HMAC_KEY", secrets.token_hex(32))  # a throwaway
 
 DATE = "2026-01-15"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reviews" / "movie_snippets.tsv"
-METRICS = ("downstream_accuracy", "fid", "length_ks", "synthetic_length_mean")
+METRICS = ("downstream_accuracy", "fid", "length_ks", "synthetic_length_mean", "label_agreement")
 
 
 def write_corpus(path: Path, docs: int, out: Path) -> int:
@@ -107,6 +109,31 @@ def round0(ctx, n_syn: int, labels: list) -> tuple[list, list]:
     return texts, names
 
 
+def label_judge(ctx, labels: list):
+    """A classifier fitted on the real training documents' embeddings and labels (this benchmark's
+    restricted-zone view; the driver holds them): it tells whether a synthetic text reads as its label."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    from privtext.metrics.utility import fit_classifier
+    from privtext.stages.synthesize import load_corpus
+
+    corpus, _ = load_corpus(ctx, use_labels=True)
+    rows = corpus.where(F.col("label_code") >= 0).select("embedding", "label_code").toPandas()
+    return fit_classifier(np.vstack(rows["embedding"]), [labels[c] for c in rows["label_code"]], seed=0)
+
+
+def label_agreement(ctx, judge) -> float:
+    """Share of the date's staged synthetic texts whose label the real-data judge agrees with: low means
+    the generator does not write what the label asks, whatever the selection does."""
+    from privtext.embed.encoder import encode_texts
+    from privtext.platform.tables import STAGED_SYNTHETIC_DOCUMENTS
+
+    synth = ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS, date=ctx.date).select("text", "label").toPandas()
+    correct, total = judge.correct(encode_texts(synth["text"].tolist(), ctx.settings.embed), synth["label"])
+    return correct / total
+
+
 def interval(values: list[float]) -> tuple[float, float]:
     """Mean and the half-width of its 95% t interval over seeds (0 for one seed)."""
     import numpy as np
@@ -150,8 +177,10 @@ def main() -> None:
     def evaluate(settings, name):
         r = timed(f"evaluate[{name}]", lambda: run_stage("evaluate", settings, date=DATE))
         assert r.split == "held_out"
-        results[name].append({m: getattr(r, m) for m in METRICS} | {"real": r.real, "majority": r.majority_accuracy})
-        print(f"run[{name},seed={settings.run.seed}]: " + " ".join(f"{m}={getattr(r, m):.4f}" for m in METRICS),
+        row = {m: getattr(r, m) for m in METRICS[:-1]} | {
+            "label_agreement": label_agreement(RunContext.create(settings, date=DATE), judge)}
+        results[name].append(row | {"real": r.real, "majority": r.majority_accuracy})
+        print(f"run[{name},seed={settings.run.seed}]: " + " ".join(f"{m}={v:.4f}" for m, v in row.items()),
               flush=True)  # each run as it ends: a long run cut short still reports what it measured
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -168,6 +197,7 @@ def main() -> None:
         print(f"training_private_documents: {counts.get(True, 0)}")
         print(f"training_public_documents: {counts.get(False, 0)}")
         print(f"labels: {json.dumps(labels)}")
+        judge = label_judge(ctx, labels)
         for name, private in (("public_only", False), ("real", None)):
             stage_baseline(ctx, name, private=private)
             evaluate(settings, name)
