@@ -12,7 +12,8 @@ that ended. Baselines,
 staged as the synthetic table and scored by the same ``evaluate``: ``round0`` (N_syn of the generator's
 random samples, no private signal; per seed), ``public_only`` (the training documents without a secret,
 as they are: SecPE treats them as public), ``real`` (every training document: the non-private upper
-bound). Generations are not cached across runs: the same seed gives the same round-0 pool (llama.cpp
+bound), ``real_n_syn`` (N_syn training documents drawn per seed: the real data at the synthetic table's
+size, the ceiling of a perfect generator). Generations are not cached across runs: the same seed gives the same round-0 pool (llama.cpp
 with fixed seeds), later rounds differ by method since the survivors do.
 
 Printed (``name: value``): per method and r/p, the mean over seeds of downstream accuracy, FID, length
@@ -72,9 +73,9 @@ def load(root: Path, args, seed: int):
         "secpe": {"n_syn": args.n_syn, "variations": args.variations, "rounds": args.rounds, "clusters": args.clusters}})
 
 
-def stage_baseline(ctx, name: str, texts=None, labels=None, private=None) -> None:
+def stage_baseline(ctx, name: str, texts=None, labels=None, private=None, sample: int = 0) -> None:
     """Stage a baseline as the date's synthetic table: given texts, or the training documents (``private``:
-    False = only those without a secret, None = all)."""
+    False = only those without a secret, None = all; ``sample``: that many of them, seeded by run.seed)."""
     import pandas as pd
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -91,6 +92,8 @@ def stage_baseline(ctx, name: str, texts=None, labels=None, private=None) -> Non
         corpus, _ = load_corpus(ctx, use_labels=True)  # the training split, as synthesize reads it
         if private is not None:
             corpus = corpus.where(F.col("is_private") == F.lit(private))
+        if sample:
+            corpus = corpus.orderBy(F.xxhash64("doc_id", F.lit(ctx.settings.run.seed))).limit(sample)
         df = (corpus.select("doc_id").join(ctx.lakehouse.read(DOCUMENTS).select("doc_id", "text", "label"), "doc_id")
               .select(F.col("doc_id").alias("synthetic_id"), "text", "label", F.lit(name).alias("method"),
                       F.lit(0).alias("round"), F.lit(ctx.run_id).alias("run_id"), F.lit(ctx.date).cast("date").alias("date")))
@@ -209,6 +212,8 @@ def main() -> None:
             texts, names = timed("round0_generate", lambda: round0(ctx, args.n_syn, labels))
             stage_baseline(ctx, "round0", texts, names)
             evaluate(settings, "round0")
+            stage_baseline(ctx, "real_n_syn", sample=args.n_syn)
+            evaluate(settings, "real_n_syn")
         try:  # every seed of a budget before the next budget; Ctrl-C ends early and reports what ran
             for ratio in args.r_over_p:
                 for method in ("secpe", "aug_pe"):
