@@ -94,6 +94,19 @@ def test_split_groups_and_spark_statistics_match_numpy(ctx_all):
     assert pub.sizes.sum() == N_DOCS - 12 and set(pub.labels.tolist()) == set(range(len(labels)))
 
 
+def test_public_kmeans_caps_k_at_the_labels_distinct_points(spark):
+    """Spark's KMeans fails (index out of bounds) when a label has fewer distinct points than k: duplicated
+    public texts (templates, copies) must give fewer centres, not a failed stage."""
+    from privtext.secpe.settings import SecpeSettings
+
+    rows = [([1.0, 0.0], 0)] * 3 + [([0.0, 1.0], 1)] * 2 + [([1.0, 1.0], 1), ([0.5, 0.5], 1)]
+    public = spark.createDataFrame(rows, "embedding array<float>, label_code int")
+    pub = synthesize.public_kmeans(public, ["a", "b"], 8, SecpeSettings(), 0)  # asks 3 and 5 centres
+    assert pub.sizes[pub.labels == 0].tolist() == [3]
+    np.testing.assert_allclose(pub.centers[pub.labels == 0], [[1.0, 0.0]])
+    assert (pub.labels == 1).sum() == 3 and pub.sizes[pub.labels == 1].sum() == 4
+
+
 def test_budget_refused_run_writes_nothing(ctx):
     _write_corpus(ctx)
     lh = ctx.lakehouse

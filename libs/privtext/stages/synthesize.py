@@ -101,8 +101,8 @@ def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
 
 
 def public_kmeans(public: DataFrame, labels: list, k_total: int, settings: SecpeSettings, seed: int) -> PublicClusters:
-    """KMEANS(D_pub, K) on Spark MLlib, per label (K split in proportion to public label sizes, >= 2;
-    MLlib may return fewer centres than asked when points coincide)."""
+    """KMEANS(D_pub, K) on Spark MLlib, per label (K split in proportion to public label sizes, >= 2,
+    at most the label's distinct embeddings: MLlib's training fails when fewer distinct points than k)."""
     from pyspark.ml.clustering import KMeans
     from pyspark.ml.functions import array_to_vector
 
@@ -114,10 +114,11 @@ def public_kmeans(public: DataFrame, labels: list, k_total: int, settings: Secpe
         if n == 0:
             continue
         part = public.where(F.col("label_code") == c)
-        if n == 1:  # MLlib needs k >= 2; a single public document is its own centre
-            found, found_sizes = [np.asarray(part.first().embedding, dtype=np.float32)], [1]
+        distinct = part.select("embedding").distinct().count() if n > 1 else 1
+        if distinct == 1:  # MLlib needs k >= 2; one distinct public point is its own centre
+            found, found_sizes = [np.asarray(part.first().embedding, dtype=np.float32)], [n]
         else:
-            k = int(min(n, max(2, round(k_total * n / n_pub))))
+            k = int(min(distinct, max(2, round(k_total * n / n_pub))))
             model = KMeans(k=k, seed=seed, maxIter=settings.kmeans_max_iter).fit(
                 part.select(array_to_vector("embedding").alias("features")))
             found, found_sizes = model.clusterCenters(), list(model.summary.clusterSizes)
