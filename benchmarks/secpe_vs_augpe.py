@@ -23,8 +23,8 @@ classifier's training accuracy), with a 95% t interval; the vote (histogram) ste
 Aug-PE / SecPE inside this run; the wall time of every stage and of the run.
 
     .venv/bin/python benchmarks/secpe_vs_augpe.py [--docs 0 (all)] [--n-syn 200] [--variations 2]
-        [--rounds 3] [--clusters 40] [--r-over-p 2 10 50 inf] [--seeds 0 1 2] [--secrets random_words]
-        [--secret-words 700]
+        [--rounds 3] [--clusters 40] [--r-over-p 2 10 50 inf] [--seeds 0 1 2] [--methods secpe aug_pe]
+        [--no-seed-baselines] [--secrets random_words] [--secret-words 700]
 """
 from __future__ import annotations
 
@@ -157,6 +157,9 @@ def main() -> None:
     ap.add_argument("--clusters", type=int, default=40)
     ap.add_argument("--r-over-p", type=float, nargs="+", default=[2.0, 10.0, 50.0, math.inf])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--methods", nargs="+", choices=["secpe", "aug_pe"], default=["secpe", "aug_pe"])
+    ap.add_argument("--no-seed-baselines", action="store_true",
+                    help="skip round0 and real_n_syn (the per-seed baselines), e.g. when rerunning one method")
     ap.add_argument("--secrets", choices=["random_words", "pii"], default="random_words")
     ap.add_argument("--secret-words", type=int, default=700,
                     help="random_words: words near the 20%% quantile (700: ~30%% of the reviews hold one, >= 2,000 private)")
@@ -206,7 +209,7 @@ def main() -> None:
             evaluate(settings, name)
         print(f"held_out_documents: {results['real'][0]['real']}")
         print(f"majority_label_accuracy: {results['real'][0]['majority']:.3f}")
-        for seed in args.seeds:
+        for seed in [] if args.no_seed_baselines else args.seeds:
             settings = load(root, args, seed)
             ctx = RunContext.create(settings, date=DATE)
             texts, names = timed("round0_generate", lambda: round0(ctx, args.n_syn, labels))
@@ -216,7 +219,7 @@ def main() -> None:
             evaluate(settings, "real_n_syn")
         try:  # every seed of a budget before the next budget; Ctrl-C ends early and reports what ran
             for ratio in args.r_over_p:
-                for method in ("secpe", "aug_pe"):
+                for method in args.methods:
                     name = f"{method}[r/p={ratio:g}]"
                     for seed in args.seeds:
                         settings = load(root, args, seed)
