@@ -49,8 +49,8 @@ def augpe_vote(votes: Callable[[int, np.ndarray, np.ndarray], np.ndarray], sigma
                rng: np.random.Generator) -> Vote:
     """The Aug-PE vote: ``votes(round, cand_emb, cand_labels)`` summed over all private rows, plus N(0, sigma^2)."""
 
-    def vote(t: int, cand_emb: np.ndarray, cand_labels: np.ndarray) -> tuple[np.ndarray, None]:
+    def vote(t: int, cand_emb: np.ndarray, cand_labels: np.ndarray) -> np.ndarray:
         hist = np.asarray(votes(t, cand_emb, cand_labels), dtype=np.float64)
-        return gaussian_release(rng, hist, sigma, sensitivity=1.0), None  # one record moves one vote
+        return gaussian_release(rng, hist, sigma, sensitivity=1.0)  # one record moves one vote
 
     return vote

@@ -7,15 +7,8 @@ The loop is shared with the Aug-PE baseline (``aug_pe.py``); only the private vo
   O(K N) similarity work on the driver, no pass over private rows beyond Alg. 2's assignment.
 * Aug-PE (``aug_pe.augpe_vote``): every private row votes for its nearest candidate, plus noise.
 
-Selection (Alg. 3 line 12, "top N_syn according to the histogram"): K noisy centres give at most K
-non-zero bins, so with K < N_syn most of the N_syn picks are histogram ties. Ties are ranked by the
-paper's own criterion, similarity to the secret-protected centres: a candidate's closeness is minus its
-L2 distance to the nearest released centre of its label with a positive noisy size (``center_closeness``).
-Ranking ties by candidate order instead kept mostly round 0's random samples, and SecPE's accuracy
-stayed at round 0's (``benchmarks/secpe_vs_augpe.py``). Aug-PE's noisy histogram has no ties (no secondary key).
-
-``evolve`` is post-processing of the votes (closeness included: it reads only the release): privacy
-is the vote's (see ``secret_clustering`` and ``aug_pe``). Labels: candidates are generated per label; a noisy centre votes only for candidates of
+``evolve`` is post-processing of the votes: privacy is the vote's (see ``secret_clustering`` and
+``aug_pe``). Labels: candidates are generated per label; a noisy centre votes only for candidates of
 its label, and the synthetic label mix follows the noisy histogram (each label gets N_syn times its
 share of the positive histogram mass). Alg. 3 line 4 draws N_syn * L random samples; with labels
 they are split evenly (ceil(N_syn / #labels) * L per label), as the label mix is unknown before the
@@ -41,9 +34,8 @@ class Generator(Protocol):
                   seed: int | None = None) -> list[list[str]]: ...
 
 
-# (round, clipped candidate embeddings [N, d], candidate label codes [N]) -> (histogram [N], closeness [N]
-# ranking histogram ties, higher first; None: ties keep candidate order)
-Vote = Callable[[int, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]
+# (round, clipped candidate embeddings [N, d], candidate label codes [N]) -> histogram [N]
+Vote = Callable[[int, np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -81,15 +73,12 @@ def label_quotas(hist: np.ndarray, cand_labels: np.ndarray, n_labels: int, n_syn
     return quota
 
 
-def select_top(hist: np.ndarray, cand_labels: np.ndarray, quotas: np.ndarray,
-               closeness: np.ndarray | None = None) -> np.ndarray:
-    """Indices of the top ``quotas[c]`` candidates of each label c by histogram; ties by ``closeness``
-    (higher first), then lower index."""
+def select_top(hist: np.ndarray, cand_labels: np.ndarray, quotas: np.ndarray) -> np.ndarray:
+    """Indices of the top ``quotas[c]`` candidates of each label c by histogram (ties: lower index)."""
     chosen = []
     for c, q in enumerate(quotas):
         idx = np.flatnonzero(cand_labels == c)
-        keys = (-hist[idx],) if closeness is None else (-closeness[idx], -hist[idx])
-        order = idx[np.lexsort(keys)]  # the last key is the primary one; stable
+        order = idx[np.argsort(-hist[idx], kind="stable")]
         chosen.append(order[:q])
     return np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
 
@@ -102,34 +91,18 @@ def center_votes(noisy: NoisyCenters, cand_emb: np.ndarray, cand_labels: np.ndar
     return np.bincount(idx[ok], weights=noisy.counts[ok], minlength=cand_emb.shape[0])
 
 
-def center_closeness(noisy: NoisyCenters, cand_emb: np.ndarray, cand_labels: np.ndarray) -> np.ndarray:
-    """Minus the L2 distance of each candidate to its nearest released centre of its label with a positive
-    noisy size (-inf where there is none): the tie-break of line 12, a function of the release only."""
-    out = np.full(cand_emb.shape[0], -np.inf)
-    keep = noisy.counts > 0
-    if not keep.any():
-        return out
-    centers, labels = noisy.centers[keep], noisy.labels[keep]
-    labelled = bool(np.any(labels != NO_LABEL))
-    idx = nearest(cand_emb, centers, cand_labels if labelled else None, labels if labelled else None)
-    ok = idx >= 0
-    out[ok] = -np.linalg.norm(np.asarray(cand_emb, dtype=np.float64)[ok] - centers[idx[ok]], axis=1)
-    return out
-
-
 def secpe_vote(private_stats: Callable[[int], tuple], clusters: PublicClusters, sigma: float,
                rng: np.random.Generator, radius: float,
                on_release: Callable[[int, NoisyCenters], None] | None = None) -> Vote:
     """The SecPE vote: ``private_stats(round) -> (counts[K], sums[K, d])`` (Alg. 2's assignment pass
-    with a fresh rho-sample, e.g. summed over Spark partitions), Eq. 7's release, centre votes and the
-    candidates' closeness to the released centres."""
+    with a fresh rho-sample, e.g. summed over Spark partitions), Eq. 7's release, centre votes."""
 
-    def vote(t: int, cand_emb: np.ndarray, cand_labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def vote(t: int, cand_emb: np.ndarray, cand_labels: np.ndarray) -> np.ndarray:
         counts, sums = private_stats(t)
         noisy = release(counts, sums, clusters, sigma, rng, radius)
         if on_release is not None:
             on_release(t, noisy)
-        return center_votes(noisy, cand_emb, cand_labels), center_closeness(noisy, cand_emb, cand_labels)
+        return center_votes(noisy, cand_emb, cand_labels)
 
     return vote
 
@@ -155,10 +128,9 @@ def evolve(generator: Generator, embed: Callable[[list[str]], np.ndarray], vote:
     stats = []
     for t in range(rounds):
         t0 = time.perf_counter()
-        hist, closeness = vote(t, emb, codes_arr)
-        hist = np.asarray(hist, dtype=np.float64)
+        hist = np.asarray(vote(t, emb, codes_arr), dtype=np.float64)
         quotas = label_quotas(hist, codes_arr, n_labels, n_syn)
-        keep = select_top(hist, codes_arr, quotas, closeness)
+        keep = select_top(hist, codes_arr, quotas)
         vote_s = time.perf_counter() - t0
         positive = np.clip(hist, 0, None)
         summary = dict(round=t, candidates=len(texts), hist_sum=float(hist.sum()), hist_max=float(hist.max()),

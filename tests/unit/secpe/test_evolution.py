@@ -3,7 +3,7 @@ import hashlib
 import numpy as np
 
 from privtext.secpe.aug_pe import augpe_secret_sigma, augpe_vote, private_votes
-from privtext.secpe.evolution import center_closeness, center_votes, evolve, label_quotas, secpe_vote, select_top
+from privtext.secpe.evolution import center_votes, evolve, label_quotas, secpe_vote, select_top
 from privtext.secpe.secret_clustering import NoisyCenters, PublicClusters, private_cluster_stats
 
 D = 16
@@ -40,37 +40,6 @@ def test_center_votes_add_noisy_counts_to_nearest_same_label_candidate():
     cand = np.array([[1, 0], [0, 1], [1, 0]], dtype=np.float32)
     noisy = NoisyCenters(np.array([[0.9, 0.1], [0.1, 0.9]]), np.array([5.0, 2.0]), np.array([1, 0]))
     np.testing.assert_allclose(center_votes(noisy, cand, np.array([0, 0, 1])), [0, 2, 5])
-
-
-def test_histogram_ties_are_ranked_by_closeness_to_the_released_centres():
-    hist = np.array([0.0, 5.0, 0.0, 0.0, 0.0])
-    labels = np.zeros(5, dtype=np.int64)
-    closeness = np.array([-3.0, -9.0, -1.0, -np.inf, -2.0])
-    assert select_top(hist, labels, np.array([3]), closeness).tolist() == [1, 2, 4]  # histogram first
-    assert select_top(hist, labels, np.array([3])).tolist() == [1, 0, 2]  # no closeness: candidate order
-
-
-def test_center_closeness_reads_positive_centres_of_the_candidates_label():
-    cand = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8]], dtype=np.float32)
-    noisy = NoisyCenters(np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]), np.array([4.0, 2.0, -1.0]),
-                         np.array([0, 0, 1]))
-    got = center_closeness(noisy, cand, np.array([0, 0, 1, 0]))
-    np.testing.assert_allclose(got[[0, 1, 3]], [0.0, 0.0, -np.hypot(0.6, 0.2)], atol=1e-6)
-    assert got[2] == -np.inf  # label 1's only centre has a negative noisy size
-
-
-def test_secpe_fills_the_picks_beyond_K_with_the_candidates_nearest_a_centre():
-    """K = 1 < N_syn = 3: one candidate gets the vote, the other two picks are the candidates nearest the
-    released centre (computed here with numpy), not the first ones generated."""
-    gen = FakeGenerator()
-    first = gen.random(6, None, seed=np.random.default_rng(0).integers(2**31))  # evolve's first draw
-    emb = fake_embed(first)
-    centre = emb[5] * 0.6 + emb[4] * 0.4
-    noisy = NoisyCenters(centre[None, :], np.array([7.0]), np.array([-1]))
-    out = evolve(gen, fake_embed, lambda t, e, c: (center_votes(noisy, e, c), center_closeness(noisy, e, c)),
-                 [None], n_syn=3, variations=2, rounds=1, seed=0)
-    expected = {first[i] for i in np.argsort(np.linalg.norm(emb - centre, axis=1))[:3]}
-    assert set(out.texts) == expected and expected != set(first[:3])
 
 
 def _target_clusters(target_emb):
