@@ -13,8 +13,8 @@ staged as the synthetic table and scored by the same ``evaluate``: ``round0`` (N
 random samples, no private signal; per seed), ``public_only`` (the training documents without a secret,
 as they are: SecPE treats them as public), ``real`` (every training document: the non-private upper
 bound), ``real_n_syn`` (N_syn training documents drawn per seed: the real data at the synthetic table's
-size, the ceiling of a perfect generator). Generations are not cached across runs: the same seed gives the same round-0 pool (llama.cpp
-with fixed seeds), later rounds differ by method since the survivors do.
+size, the ceiling of a perfect generator). Generations are not cached across runs: the same seed gives
+the same round-0 pool (llama.cpp with fixed seeds), later rounds differ by method since the survivors do.
 
 Printed (``name: value``): per method and r/p, the mean over seeds of downstream accuracy, FID, length
 KS, mean length and label agreement (the share of synthetic texts that a classifier fitted on the real
@@ -43,7 +43,8 @@ os.environ.setdefault("PRIVTEXT_HMAC_KEY", secrets.token_hex(32))  # a throwaway
 
 DATE = "2026-01-15"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reviews" / "movie_snippets.tsv"
-METRICS = ("downstream_accuracy", "fid", "length_ks", "synthetic_length_mean", "label_agreement")
+EVALUATED = ("downstream_accuracy", "fid", "length_ks", "synthetic_length_mean")  # the evaluate stage's
+METRICS = EVALUATED + ("label_agreement",)
 
 
 def write_corpus(path: Path, docs: int, out: Path) -> int:
@@ -183,7 +184,7 @@ def main() -> None:
     def evaluate(settings, name):
         r = timed(f"evaluate[{name}]", lambda: run_stage("evaluate", settings, date=DATE))
         assert r.split == "held_out"
-        row = {m: getattr(r, m) for m in METRICS[:-1]} | {
+        row = {m: getattr(r, m) for m in EVALUATED} | {
             "label_agreement": label_agreement(RunContext.create(settings, date=DATE), judge)}
         results[name].append(row | {"real": r.real, "majority": r.majority_accuracy})
         print(f"run[{name},seed={settings.run.seed}]: " + " ".join(f"{m}={v:.4f}" for m, v in row.items()),
