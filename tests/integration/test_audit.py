@@ -118,6 +118,21 @@ def test_identity_release_fails_constant_release_passes_and_no_value_leaves(audi
         assert all(value.encode() not in blob and value.lower().encode() not in blob for blob in blobs)
 
 
+def test_phrases_encoded_in_the_workers_equal_the_drivers_encoding(settings):
+    """The audit encodes its tokens in the Python workers (which hold the model): same vectors, same order
+    as the driver's ``encode_phrases``, duplicates, spacing and the empty phrase included."""
+    from privtext.embed.encoder import encode_phrases
+    from privtext.stages.audit import encoder
+
+    ctx = RunContext.create(settings, date=DATE.isoformat())
+    phrases = [*NAMES, "  Chen   Wei ", *reversed(CITIES), "Lisbon", ""]
+    workers = encoder(ctx)(phrases)
+    driver = encode_phrases(phrases, settings.embed)
+    assert workers.dtype == np.float32 and workers.shape == driver.shape == (len(phrases), 384)
+    np.testing.assert_allclose(workers, driver, atol=1e-5)  # a shuffled row would differ by ~0.5
+    np.testing.assert_allclose(workers[2], workers[len(NAMES)], atol=1e-5)  # "Chen Wei", respaced
+
+
 def test_too_few_documents_refuses_and_writes_nothing(settings):
     from conftest import make_settings
     from privtext.stages.audit import AuditError

@@ -1,5 +1,6 @@
 """Idle Python workers are capped at the local master's task slots, so a model loaded once per worker
-(``privtext.worker_cache``) is loaded in at most that many processes, whatever the stage before left."""
+(``privtext.worker_cache``) is loaded in at most that many processes, whatever the stage before left.
+The driver JVM that privtext starts compiles with C1 only."""
 import os
 
 import pandas as pd
@@ -28,3 +29,9 @@ def test_a_stage_after_a_two_worker_stage_runs_in_at_most_slots_workers(spark):
     # the next stage: twice the slots in tasks, served from the idle pool
     pids = {r.pid for r in spark.range(0, 400, numPartitions=4 * slots).mapInPandas(_pids, "pid long").collect()}
     assert len(pids) <= slots
+
+
+def test_the_driver_jvm_it_starts_compiles_with_c1_only(spark):
+    """``DEFAULT_CONF``'s JIT flag reaches the JVM that ``get_spark`` launches (given before it starts)."""
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert "-XX:TieredStopAtLevel=1" in list(runtime.getInputArguments())

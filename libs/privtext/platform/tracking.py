@@ -41,6 +41,10 @@ class StageRun:
         self._mlflow = mlflow_module
 
     @property
+    def enabled(self) -> bool:
+        return self._mlflow is not None
+
+    @property
     def run_id(self) -> str | None:
         if self._mlflow is None:
             return None

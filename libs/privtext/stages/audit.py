@@ -7,7 +7,8 @@ documents are joined with their original text and detected spans; Spark executor
 align each sanitized text to its spans and cut it into tokens (``ampl.documents``). A bounded sample of
 at most ``ampl.max_documents`` documents (chosen by a hash of doc_id) is then collected to the driver,
 O(max_documents * max_tokens) tokens, because training needs the data in one process; it stays in
-memory and is never written. Every distinct token is encoded once with the configured encoder; the
+memory and is never written. Every distinct token is encoded once with the configured encoder (in the
+Python workers, which hold it from the embed stage); the
 candidate set is the sample's distinct secrets, each paired only with secrets of its type and surface
 format (``clusant.surface_format.adjacency_group``: the adjacency CluSanT's charge records). Per
 adversary: 80/20 document split, adversary trained on the actual (original, sanitized) pairs of the
@@ -39,7 +40,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, BooleanType, FloatType, LongType, StringType, StructField, StructType
 
 from privtext.ampl.audit import CONTROLS, audit_with_diagnostics, control_release, controls_valid
 from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
@@ -146,10 +147,32 @@ def _tier(ctx: RunContext, entity_type: str) -> str:
         return "PII"  # an unknown type: the stricter tier
 
 
-def encoder(ctx: RunContext):
-    from privtext.embed.encoder import encode_phrases
+PHRASE_VECTORS = StructType([StructField("i", LongType()), StructField("embedding", ArrayType(FloatType()))])
 
-    return lambda phrases: encode_phrases(phrases, ctx.settings.embed)
+
+def _encode_task(settings):
+    def run(frames):
+        from privtext.embed.encoder import encode_phrases
+
+        for frame in frames:
+            yield pd.DataFrame({"i": frame["i"], "embedding": list(encode_phrases(list(frame["phrase"]), settings))})
+    return run
+
+
+def encoder(ctx: RunContext):
+    """``encode_phrases`` run in the Python workers, which hold the embed stage's model already; on the
+    driver it would first import and load sentence-transformers (~4 s of every nightly run). The phrases
+    are private tokens: they go to the executors and come back as vectors, in memory only."""
+    settings = ctx.settings.embed
+
+    def encode(phrases: list[str]) -> np.ndarray:
+        frame = pd.DataFrame({"i": np.arange(len(phrases), dtype=np.int64), "phrase": list(phrases)})
+        out = (ctx.spark.createDataFrame(frame, "i long, phrase string")
+               .mapInPandas(_encode_task(settings), PHRASE_VECTORS).toPandas().sort_values("i"))
+        if len(out) != len(phrases):
+            raise AuditError(f"phrase encoding returned {len(out)} vectors for {len(phrases)} phrases")
+        return np.stack(out["embedding"].to_numpy()).astype(np.float32)
+    return encode
 
 
 def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[str] | None = None,
@@ -203,7 +226,8 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     ctx.tracked.log_params({"target": target, "eps": eps, "adversaries": ",".join(kinds),
                             "window_days": ampl.window_days, "max_documents": ampl.max_documents})
     ctx.tracked.log_dict({"rows": rows}, "audit/leakage_audits.json")
-    _log_plot(ctx, curves, eps, ampl.delta_target, target)
+    if ctx.tracked.enabled:  # a figure nobody stores is not drawn
+        _log_plot(ctx, curves, eps, ampl.delta_target, target)
     return AuditStageResult(target=target, eps=eps, documents=batch.release.n, unaligned=unaligned,
                             sensitive_tokens=int(batch.release.mask.sum()), candidates=len(batch.candidates),
                             adversaries=len(candidates),
