@@ -11,6 +11,12 @@ and for the whole pipeline a least-squares line time = fixed + per_doc * docs, a
 1,000,000 documents would take at that rate on this machine.
 
     .venv/bin/python benchmarks/pipeline_scaling.py [--sizes 500 2000 8000 32000] [--conf conf/local.yaml]
+
+On the standalone cluster (master + 2 one-core workers, separate JVMs; the peak RSS then covers the driver
+only, the executors are not this process's children):
+
+    .venv/bin/python -m privtext.platform.local_cluster --conf-out build/cluster/cluster.yaml -- \\
+        .venv/bin/python benchmarks/pipeline_scaling.py --conf build/cluster/cluster.yaml --master conf
 """
 from __future__ import annotations
 
@@ -68,7 +74,7 @@ class PeakRss:
         self._thread.join()
 
 
-def run_size(n: int, root: Path, conf: str | None) -> tuple[dict[str, float], dict[str, float]]:
+def run_size(n: int, root: Path, conf: str | None, master: str) -> tuple[dict[str, float], dict[str, float]]:
     import contextlib
 
     from pyspark.sql import SparkSession
@@ -79,7 +85,7 @@ def run_size(n: int, root: Path, conf: str | None) -> tuple[dict[str, float], di
     from privtext.settings import load_settings
 
     settings = load_settings(conf, environ={}, overrides={
-        "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}},
+        "spark": {**({} if master == "conf" else {"master": master}), "conf": {"spark.ui.enabled": "false"}},
         "lakehouse": {"root": str(root / f"lake{n}")}, "tracking": {"enabled": False},
         "clusant": {"cache_dir": str(Path(__file__).resolve().parents[1] / "cache" / "clusant")},
         "publish": {"export_path": str(root / f"exports{n}"), "report_path": str(root / f"reports{n}"),
@@ -119,17 +125,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000, 32000])
     parser.add_argument("--conf", default="conf/local.yaml", help="the environment file (none: base.yaml only)")
+    parser.add_argument("--master", default="local[2]", help="the Spark master ('conf': the conf file's)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size in this process (a JSON line)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        times, peak = run_size(args.one, Path(args.root), None if args.conf.lower() == "none" else args.conf)
+        times, peak = run_size(args.one, Path(args.root), None if args.conf.lower() == "none" else args.conf,
+                               args.master)
         print(json.dumps({"times": times, "peak": peak}))
         return
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
-            out = subprocess.run([sys.executable, __file__, "--one", str(n), "--conf", args.conf, "--root", tmp],
+            out = subprocess.run([sys.executable, __file__, "--one", str(n), "--conf", args.conf, "--root", tmp,
+                                  "--master", args.master],
                                  check=True, stdout=subprocess.PIPE, text=True).stdout
             one = json.loads(out.strip().splitlines()[-1])
             results[n] = one["times"]
