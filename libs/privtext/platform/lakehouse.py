@@ -316,23 +316,7 @@ class Lakehouse:
         table = snapshot if snapshot is not None else self.delta_table(spec)
         data = pa.Table.from_pylist(rows, schema=spec.schema)
         files = [m for batch in self._writer(spec, "rows")(iter(data.to_batches())) for m in batch.to_pylist()]
-        result = self._commit(spec, table, files, "append", operation="APPEND", guard=guard)
-        self._compact_rows(spec)
-        return result
-
-    def _compact_rows(self, spec: TableSpec) -> None:
-        """Once a driver-side table holds ``lakehouse.compact_files`` files (one per commit), rewrite them into
-        one (Delta OPTIMIZE: the same rows, no data change) and checkpoint the log, so that reading it (the
-        ledger: before every charge) costs a few files however many nights it has seen, not one per commit.
-        A concurrent commit makes the compaction give way; a later append compacts."""
-        table = self.delta_table(spec)
-        if len(delta_commit.files_matching(table, None)) < self.settings.compact_files:
-            return
-        try:
-            table.optimize.compact()
-        except CommitFailedError:
-            return
-        self.delta_table(spec).create_checkpoint()
+        return self._commit(spec, table, files, "append", operation="APPEND", guard=guard)
 
     def read_rows(self, spec: TableSpec, snapshot: DeltaTable | None = None) -> pa.Table:
         """All rows of a small unpartitioned table, read from the snapshot's files with pyarrow."""
