@@ -100,6 +100,27 @@ def test_charge_many_is_all_or_nothing(tmp_path):
     assert ledger.entries("reviews") == []
 
 
+def test_the_ledger_is_compacted_and_keeps_every_entry(tmp_path):
+    """Once the ledger holds ``lakehouse.compact_files`` files (one per commit) they are rewritten into one: a
+    charge reads a few files, not one per past commit; entries, composed spend and refusals unchanged."""
+    settings = make_budget_settings(tmp_path / "a")
+    ledgers = {}
+    for name, every in (("compacted", 4), ("plain", 32)):
+        lake = Lakehouse(None, settings.lakehouse.model_copy(update={"root": str(tmp_path / name), "compact_files": every}))
+        lake.create(PRIVACY_LEDGER)
+        ledgers[name] = Ledger(lake, settings)
+        for i in range(10):
+            ledgers[name].charge(mk_mldp(eps=1.0, run=f"r{i}"), {f"v{i % 3}": 1})
+    tables = {name: DeltaTable(led.lakehouse.table_uri(PRIVACY_LEDGER)) for name, led in ledgers.items()}
+    assert tables["plain"].get_add_actions().num_rows == 10 and tables["compacted"].get_add_actions().num_rows < 4
+    assert [h.get("privtext.operation") for h in tables["compacted"].history()].count("COMPACT") == 3  # 4th, 7th, 10th
+    entries = {name: [(e["run_id"], e["spend"]) for e in led.entries("reviews")] for name, led in ledgers.items()}
+    assert entries["compacted"] == entries["plain"] and len(entries["plain"]) == 10
+    assert ledgers["compacted"].spent("reviews") == ledgers["plain"].spent("reviews")
+    with pytest.raises(BudgetExceeded):  # v0 holds 4 x eps 1: 17 more passes mldp_eps_max 20
+        ledgers["compacted"].charge(mk_mldp(eps=17.0, run="over"), {"v0": 1})
+
+
 def test_guarantees_meet_on_one_secret(tmp_path):
     """A secret replaced by sanitize and released by SecPE composes both: its pure-LDP occurrences
     make the (p, r) check fail where SecPE alone would pass."""

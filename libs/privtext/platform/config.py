@@ -64,6 +64,7 @@ class LakehouseSettings(StrictModel):
     lock_dir: str | None = None  # stage leases; default <root>/_locks (required for an object-store root)
     lease_seconds: float = Field(600, gt=0, allow_inf_nan=False)  # renewed every third while the stage runs
     vacuum_retention_hours: int = Field(168, ge=0)  # privtext vacuum: removed files kept this long (time travel)
+    compact_files: int = Field(16, ge=2)  # a driver-side table (the ledger) with this many files is compacted
 
     def zone_root(self, zone: str) -> str:
         if zone not in ZONES:
