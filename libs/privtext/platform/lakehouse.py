@@ -316,19 +316,19 @@ class Lakehouse:
         table = snapshot if snapshot is not None else self.delta_table(spec)
         data = pa.Table.from_pylist(rows, schema=spec.schema)
         result = self._commit(spec, table, self._write_rows(spec, data), "append", operation="APPEND", guard=guard)
-        self._compact_rows(spec)
+        self._compact_rows(spec, table)  # the commit brought ``table`` to its own version
         return result
 
     def _write_rows(self, spec: TableSpec, data: pa.Table) -> list[dict]:
         return [m for batch in self._writer(spec, "rows")(iter(data.to_batches())) for m in batch.to_pylist()]
 
-    def _compact_rows(self, spec: TableSpec) -> None:
+    def _compact_rows(self, spec: TableSpec, table: DeltaTable) -> None:
         """Once a driver-side table holds ``lakehouse.compact_files`` files (one per commit), rewrite its rows
-        into one file and checkpoint the log, so that reading it (the ledger: before every charge) costs a few
-        files however many nights it has seen. The rewrite replaces exactly the files of the snapshot it read (an append committed
-        meanwhile stays) and carries its own application transaction, so of two compactions of one snapshot
-        the later fails and gives way. (delta-rs's OPTIMIZE let both land and doubled rows in a two-writer run.)"""
-        table = self.delta_table(spec)
+        into one file and checkpoint the log, so that reading it (the ledger: before every charge) costs a
+        few files however many nights it has seen. The rewrite replaces exactly the files of the snapshot it
+        read (an append committed meanwhile stays) and carries its own application transaction, so of two
+        compactions of one snapshot the later fails and gives way. (delta-rs's OPTIMIZE let both land and
+        doubled rows in a two-writer run.)"""
         if len(delta_commit.files_matching(table, None)) < self.settings.compact_files:
             return
         files = self._write_rows(spec, self.read_rows(spec, table))
@@ -336,7 +336,7 @@ class Lakehouse:
             self._commit(spec, table, files, "overwrite", operation="COMPACT", guard=f"privtext.compact.{spec.qualified_name}")
         except CommitFailedError:
             return
-        self.delta_table(spec).create_checkpoint()  # the log is then read from here, not replayed from version 0
+        table.create_checkpoint()  # at the compaction's version: the log is read from here, not from version 0
 
     def read_rows(self, spec: TableSpec, snapshot: DeltaTable | None = None) -> pa.Table:
         """All rows of a small unpartitioned table, read from the snapshot's files with pyarrow."""
