@@ -2,8 +2,8 @@
 
 Same documents (real movie-review snippets, never printed), same code path, one thread per core:
 * ``plain``: one Python process calling ``pii.detect.detect_many`` / ``embed.encoder.encode_texts``;
-* ``spark_local1`` / ``spark_local2``: the whole stage (Delta read, mapInPandas, Delta commit,
-  registry merge) through ``run_stage`` on ``local[1]`` / ``local[2]``, timed on a rerun of the same
+* ``spark_local1`` / ``spark_local2``: the whole stage (Delta read, mapInPandas, Delta commit) through
+  ``run_stage`` on ``local[1]`` / ``local[2]``, timed on a rerun of the same
   date so the per-worker model load (reused Python workers) is excluded as it is for ``plain``.
 Prints docs/second, and ``overhead_per_core`` = plain rate / (Spark rate / cores) - 1 (the aim: <= 0.2).
 

@@ -137,21 +137,6 @@ def test_table_with_different_stored_schema_is_refused(spark, settings, lake):
         Lakehouse(spark, settings.lakehouse).read(other)
 
 
-def test_merge_upserts_inside_touched_partitions(spark, lake):
-    lake.append(SPEC, spark.createDataFrame([("a", 1, {}, D1), ("b", 2, {}, D2)], DDL))
-    lake.merge(SPEC, spark.createDataFrame([("b", 20, {}, D2), ("c", 3, {}, D2)], DDL), keys=["id"], partition_column="day")
-    assert rows(lake) == [("a", 1, D1), ("b", 20, D2), ("c", 3, D2)]
-    # combine: fold the existing value into the update (counters of a registry)
-    from pyspark.sql import functions as F
-
-    def add_counts(existing, updates):
-        joined = updates.alias("u").join(existing.alias("e"), "id", "left")
-        return joined.select("id", (F.col("u.n") + F.coalesce(F.col("e.n"), F.lit(0))).alias("n"), "u.tags", "u.day")
-
-    lake.merge(SPEC, spark.createDataFrame([("c", 4, {}, D2)], DDL), keys=["id"], partition_column="day", combine=add_counts)
-    assert rows(lake) == [("a", 1, D1), ("b", 20, D2), ("c", 7, D2)]
-
-
 def test_views_in_zone_database(spark, lake):
     lake.append(SPEC, spark.createDataFrame([("a", 1, {}, D1), ("b", 2, {}, D2)], DDL))
     lake.replace_partitions(SPEC, spark.createDataFrame([("z", 5, {}, D1)], DDL), {"day": [D1]})

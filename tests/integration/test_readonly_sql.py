@@ -73,6 +73,7 @@ def test_reads_of_published_work_and_operator_reads_every_zone(lake):
     operator = lake.settings.model_copy(update={"sql": lake.settings.sql.model_copy(update={"role": "operator"})})
     assert query(operator, "SELECT text FROM restricted.documents", 10)[1] == [("Hi Alice Smith",)]
     assert query(operator, "SELECT count(*) FROM restricted.document_split", 10)[1] == [(1,)]
+    assert query(operator, "SELECT count(*) FROM restricted.secrets", 10)[1] == [(0,)]  # the registry view: no spans
     with pytest.raises(SqlRefused, match="DropTable is not a read-only statement"):
         query(operator, "DROP TABLE restricted.documents", 10)
 

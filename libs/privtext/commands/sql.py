@@ -135,9 +135,9 @@ def readable_tables(settings: Settings, lakehouse) -> dict[str, set[str]]:
     specs = [spec for spec in ALL_TABLES if spec.zone in zones]
     registered = lakehouse.register_views(specs)
     if {DOCUMENTS.qualified_name, PII_SPANS.qualified_name} <= set(registered):
-        from privtext.stages.detect_pii import register_split_view
+        from privtext.stages.detect_pii import register_registry_view, register_split_view
 
-        registered.append(register_split_view(lakehouse, settings.pii))
+        registered += [register_split_view(lakehouse, settings.pii), register_registry_view(lakehouse)]
     tables: dict[str, set[str]] = {zone: set() for zone in zones}
     for name in registered:
         zone, table = name.split(".")

@@ -252,50 +252,6 @@ class Lakehouse:
         guard = f"privtext.replace.{spec.qualified_name}.{json.dumps(filters, default=str)}"
         return self._commit(spec, table, files, "overwrite", filters, operation="REPLACE", guard=guard, rebase=True)
 
-    def merge(self, spec: TableSpec, updates: DataFrame, keys: list[str], partition_column: str | None = None,
-              combine=None) -> WriteResult:
-        """Upsert ``updates`` by ``keys``: computed in Spark over the touched partitions, committed as one replace.
-
-        The replace is committed from the snapshot that was read, so a concurrent commit to the same
-        partitions makes this commit fail (and the caller's retry re-reads) instead of losing rows.
-        ``combine(existing_matches, updates) -> DataFrame`` may fold existing rows into the updates
-        (e.g. counters); by default an update row replaces the existing row with the same keys.
-        Unpartitioned tables are rewritten whole. Conflicting commits are retried from a fresh
-        snapshot up to ``lakehouse.commit_retries`` times.
-        """
-        for attempt in range(self.settings.commit_retries + 1):
-            try:
-                return self._merge_once(spec, updates, keys, partition_column, combine)
-            except CommitFailedError:
-                if attempt == self.settings.commit_retries:
-                    raise
-
-    def _merge_once(self, spec, updates, keys, partition_column, combine) -> WriteResult:
-        table = self.delta_table(spec)
-        current = self._read_snapshot(spec, table)
-        updates = self._check_frame(spec, updates)
-        if partition_column:
-            touched = [r[0] for r in updates.select(partition_column).distinct().collect()]
-            current = current.where(F.col(partition_column).isin(touched))
-            partition_values = {partition_column: touched}
-        else:
-            partition_values = {}
-        if combine is not None:
-            matches = current.join(updates.select(*keys), on=keys, how="left_semi")
-            updates = self._check_frame(spec, combine(matches, updates))
-        kept = current.join(updates.select(*keys), on=keys, how="left_anti")
-        merged = kept.unionByName(updates)
-        files = self._write_files(spec, merged)
-        filters = partition_filters(spec, partition_values) if partition_values else None
-        if partition_values:
-            try:
-                check_files_inside(spec, files, partition_values)
-            except LakehouseError:
-                self._delete_files(spec, files)
-                raise
-        return self._commit(spec, table, files, "overwrite", filters, operation="MERGE",
-                            guard=f"privtext.merge.{spec.qualified_name}")
-
     # -- retention ----------------------------------------------------------------------------
     def vacuum(self, spec: TableSpec, retention_hours: int, dry_run: bool = False) -> dict[str, int]:
         """Delete the files no current version references: files a commit removed (a replaced partition,

@@ -90,25 +90,6 @@ PII_SPANS = TableSpec(
     "Detected sensitive spans (character offsets into documents.text, keyed hash of the value). Restricted.",
 )
 
-SECRETS = TableSpec(
-    "restricted",
-    "secrets",
-    pa.schema(
-        [
-            ("secret_id", STR),
-            ("entity_type", STR),
-            ("tier", STR),
-            ("doc_count", pa.int64()),
-            ("user_count", pa.int64()),
-            ("first_date", DATE),
-            ("last_date", DATE),
-            ("run_id", STR),
-        ]
-    ),
-    (),
-    "Secret registry: one row per keyed-hash secret id, counts over all nights. Never raw values.",
-)
-
 DOC_EMBEDDINGS = TableSpec(
     "restricted",
     "doc_embeddings",
@@ -259,7 +240,7 @@ WORD_VECTORS = TableSpec(
 )
 
 ALL_TABLES: tuple[TableSpec, ...] = (
-    DOCUMENTS, QUARANTINE, PRIVACY_LEDGER, PII_SPANS, SECRETS, DOC_EMBEDDINGS,
+    DOCUMENTS, QUARANTINE, PRIVACY_LEDGER, PII_SPANS, DOC_EMBEDDINGS,
     STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, LEAKAGE_AUDITS,
     STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, NOISY_CENTERS, UTILITY_REPORTS, STAGED_WORD_VECTORS,
     WORD_VECTORS,

@@ -1,4 +1,5 @@
-"""Stage ``detect_pii``: ``restricted.documents`` -> ``restricted.pii_spans`` + the ``restricted.secrets`` registry.
+"""Stage ``detect_pii``: ``restricted.documents`` -> ``restricted.pii_spans`` (+ the views ``restricted.secrets``,
+``restricted.document_split``).
 
 Presidio (``pii.detect``) runs in ``mapInPandas`` with one analyzer per Python worker; every detected
 span is written with its keyed hash (``secret_id``), never its value. When ``pii.secrets.mode`` is
@@ -10,11 +11,11 @@ Canaries (``pii.canaries``): synthetic documents with known values are mixed int
 in the same tasks, scored (recall and character coverage per type) and dropped before anything is
 written; the scores go to the ledger (``detection_recall``, a measurement), MLflow and the publish gate.
 
-The date's spans replace the date's partition; the registry is then updated by a merge whose rows are
-recomputed from ALL nights' spans for every secret seen tonight or in the replaced partition, so a
-rerun of a date never double counts. ``secret_split`` is SecPE's public/private split (a document is
-private when it holds at least one secret), exposed as a DataFrame and the view
-``restricted.document_split``, never as a copy of the text.
+The date's spans replace the date's partition and nothing else is written: the secret registry is the
+view ``restricted.secrets`` over every night's spans, so the nightly cost does not grow with history and
+a rerun of a date cannot double count (its partition is replaced). ``secret_split`` is SecPE's
+public/private split (a document is private when it holds at least one secret), exposed as a DataFrame
+and the view ``restricted.document_split``, never as a copy of the text.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from privtext.pii.secrets import secret_types, select_random_words, word_set
 from privtext.pii.settings import PiiSettings
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
-from privtext.platform.tables import DOCUMENTS, PII_SPANS, SECRETS
+from privtext.platform.tables import DOCUMENTS, PII_SPANS
 
 SPAN_SCHEMA = StructType(
     [
@@ -52,7 +53,7 @@ SPAN_SCHEMA = StructType(
 class DetectResult:
     documents: int
     spans: int
-    secrets_total: int
+    secrets: int  # distinct secret ids among tonight's spans
     private_documents: int
     spans_by_type: dict[str, int]
     canary_recall: float | None  # measured span recall on tonight's canaries (None: pii.canaries.count 0)
@@ -106,23 +107,34 @@ def secret_split(ctx: RunContext, date=None) -> DataFrame:
     return split if date is None else split.where(F.col("ingest_date") == F.lit(date).cast("date"))
 
 
-def registry_updates(ctx: RunContext, touched: DataFrame) -> DataFrame:
-    """Registry rows recomputed from all nights' spans for the ``touched`` secret ids."""
-    users = ctx.lakehouse.read(DOCUMENTS).select("doc_id", F.col("user_id").alias("user_key"))
-    spans = ctx.lakehouse.read(PII_SPANS).join(touched, "secret_id", "left_semi").join(users, "doc_id", "left")
-    typed = spans.groupBy("secret_id", "entity_type").count()
-    main_type = typed.groupBy("secret_id").agg(
-        F.max_by("entity_type", F.struct("count", "entity_type")).alias("entity_type"))
-    return (spans.groupBy("secret_id").agg(
-        F.when(F.array_contains(F.collect_set("tier"), "PII"), "PII").otherwise("PoII").alias("tier"),
-        F.countDistinct("doc_id").cast("long").alias("doc_count"),
-        # a document without a user_id counts as its own user
-        F.countDistinct(F.coalesce("user_key", F.concat(F.lit("doc:"), "doc_id"))).cast("long").alias("user_count"),
-        F.min("date").alias("first_date"),
-        F.max("date").alias("last_date"))
-        .join(main_type, "secret_id")
-        .withColumn("run_id", F.lit(ctx.run_id))
-        .select(*SECRETS.schema.names))
+def register_registry_view(lakehouse) -> str:
+    """Create the view ``restricted.secrets`` (secret_id, entity_type, tier, doc_count, user_count,
+    first_date, last_date) over the current snapshots of spans and documents; returns its name.
+
+    One row per keyed-hash secret id, counted over all nights: its most frequent entity type, ``PII`` if
+    any span of it is PII, distinct documents and distinct users (a document without a user_id is its
+    own user). Exact distinct users over all nights need every night's (secret, user) pairs, so the view
+    reads them when queried; no stage reads it.
+    """
+    lakehouse.register_views([DOCUMENTS, PII_SPANS])
+    lakehouse.spark.sql("""
+        CREATE OR REPLACE VIEW restricted.secrets AS
+        WITH spans AS (
+            SELECT s.secret_id, s.entity_type, s.tier, s.doc_id, s.date,
+                   COALESCE(d.user_id, CONCAT('doc:', s.doc_id)) AS user_key
+            FROM restricted.pii_spans s LEFT JOIN (SELECT DISTINCT doc_id, user_id FROM restricted.documents) d
+              ON d.doc_id = s.doc_id),
+        typed AS (SELECT secret_id, entity_type, COUNT(*) AS n FROM spans GROUP BY secret_id, entity_type),
+        main AS (SELECT secret_id, MAX_BY(entity_type, STRUCT(n, entity_type)) AS entity_type
+                 FROM typed GROUP BY secret_id)
+        SELECT spans.secret_id, main.entity_type,
+               IF(ARRAY_CONTAINS(COLLECT_SET(tier), 'PII'), 'PII', 'PoII') AS tier,
+               CAST(COUNT(DISTINCT doc_id) AS BIGINT) AS doc_count,
+               CAST(COUNT(DISTINCT user_key) AS BIGINT) AS user_count,
+               MIN(date) AS first_date, MAX(date) AS last_date
+        FROM spans JOIN main ON main.secret_id = spans.secret_id
+        GROUP BY spans.secret_id, main.entity_type""")
+    return "restricted.secrets"
 
 
 def run(ctx: RunContext) -> DetectResult:
@@ -134,7 +146,6 @@ def run(ctx: RunContext) -> DetectResult:
     if settings.secrets.mode == "random_words":
         random_words = choose_random_words(
             ctx.lakehouse.read(DOCUMENTS, upto=ctx.date), settings)
-    previous = ctx.lakehouse.delta_table(PII_SPANS)
     det = ctx.settings.run.deterministic
     canaries = make_canaries(settings.detected_entities(), settings.canaries.count, ctx.settings.run.seed if det else None)
     ids = [c.doc_id for c in canaries]
@@ -155,17 +166,14 @@ def run(ctx: RunContext) -> DetectResult:
         detected.unpersist()
     canary = _record_canaries(ctx, canaries, found) if canaries else None
 
-    replaced = ctx.lakehouse.read(PII_SPANS, version=previous.version(), date=ctx.date)
     tonight = ctx.lakehouse.read(PII_SPANS, date=ctx.date)
-    touched = tonight.select("secret_id").union(replaced.select("secret_id")).distinct()
-    merged = ctx.lakehouse.merge(SECRETS, registry_updates(ctx, touched), keys=["secret_id"])
-
     by_type = {r["entity_type"]: r["count"] for r in tonight.groupBy("entity_type").count().collect()}
+    secrets = tonight.select("secret_id").distinct().count()
     private = secret_split(ctx, ctx.date).where("is_private").count()
     ctx.tracked.log_params({"pii.secrets.mode": settings.secrets.mode, "pii.score_threshold": settings.score_threshold,
                             "pii.entities": ",".join(settings.detected_entities())})
     ctx.tracked.log_metrics({f"spans_{t}": n for t, n in by_type.items()})
-    return DetectResult(documents=documents.count(), spans=written.rows, secrets_total=merged.rows,
+    return DetectResult(documents=documents.count(), spans=written.rows, secrets=secrets,
                         private_documents=private, spans_by_type=by_type,
                         canary_recall=None if canary is None else canary["overall"]["recall"],
                         canary_coverage=None if canary is None else canary["overall"]["coverage"])
