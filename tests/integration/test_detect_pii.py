@@ -89,7 +89,8 @@ def test_registry_counts_across_two_nights_and_rerun(night_settings):
     # the nightly stage writes only its date's spans: one commit per run, no registry table to merge
     assert spans_version == 3 and not (Path(ctx.settings.lakehouse.zone_root("restricted")) / "secrets").exists()
 
-    split = {r["doc_id"]: r["is_private"] for r in detect_pii.secret_split(ctx).collect()}
+    split_view = ctx.spark.table(detect_pii.register_split_view(ctx.lakehouse, night_settings.pii))
+    split = {r["doc_id"]: r["is_private"] for r in split_view.collect()}
     assert split == {"a": True, "b": True, "c": True, "d": True}
 
 

@@ -56,3 +56,15 @@ def test_other_model_embeds_everything_and_keeps_the_first_models_rows(settings,
     assert result.embedded == 2 and result.already_embedded == 0
     models = sorted((r["doc_id"], r["model"] == settings.embed.model) for r in _rows(ctx))
     assert models == [("a", False), ("a", True), ("b", False), ("b", True)]
+
+
+def test_a_missed_night_is_caught_up_from_its_own_texts(settings):
+    """Night 1 was never embedded: night 2's run finds its documents by id and reads that date's texts too."""
+    ctx = RunContext.create(settings, date=NIGHT1)
+    write_rows(ctx, DOCUMENTS, [document("a", "Where is my parcel?", NIGHT1)], {"ingest_date": [NIGHT1]})
+    write_rows(ctx, DOCUMENTS, [document("d", "Please refund my card.", NIGHT2)], {"ingest_date": [NIGHT2]})
+    result = run_stage("embed", settings, date=NIGHT2)
+    assert (result.documents, result.embedded, result.already_embedded) == (2, 2, 0)
+    assert sorted((r["doc_id"], r["date"]) for r in _rows(ctx)) == [("a", NIGHT2), ("d", NIGHT2)]
+    again = run_stage("embed", settings, date="2026-04-03")  # nothing left to encode: no text is read
+    assert (again.embedded, again.already_embedded) == (0, 2)

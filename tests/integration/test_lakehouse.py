@@ -78,6 +78,10 @@ def test_read_by_date_keeps_the_date_partitions(spark, lake):
     assert ids(lake.read(SPEC, since=D2)) == ["b", "c"]
     assert ids(lake.read(SPEC, since=D2, upto=D2)) == ["b"]
     assert ids(lake.read(SPEC, version=0, date=D2)) == []
+    # only the bounded partitions' files are read (chosen from the log), not every file then filtered
+    assert [f.split("/")[-2] for f in lake.read(SPEC, date=D2).inputFiles()] == ["day=2026-01-02"]
+    assert sorted(f.split("/")[-2] for f in lake.read(SPEC, since=D2).inputFiles()) == ["day=2026-01-02", "day=2026-01-03"]
+    assert len(lake.read(SPEC).inputFiles()) == 3
     with pytest.raises(LakehouseError, match="needs a datetime.date, got '2026-01-02'"):
         lake.read(SPEC, date="2026-01-02")
     undated = TableSpec("restricted", "undated", pa.schema([("id", pa.string())]))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import operator
 import os
 import uuid
 
@@ -32,7 +33,6 @@ from deltalake import DeltaTable, Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from privtext.platform import delta_commit, storage
@@ -141,28 +141,32 @@ class Lakehouse:
     def read(self, spec: TableSpec, version: int | None = None, *, date: dt.date | None = None,
              since: dt.date | None = None, upto: dt.date | None = None) -> DataFrame:
         """The table (at ``version``); ``date`` keeps that data date's partition, ``since``/``upto`` the
-        partitions from/up to a date (inclusive), on the spec's ``date_column``."""
-        df = self._read_snapshot(spec, self.delta_table(spec, version))
-        bounds = [(op, d) for op, d in (("==", date), (">=", since), ("<=", upto)) if d is not None]
+        partitions from/up to a date (inclusive), on the spec's ``date_column``. Only those partitions'
+        files are read (chosen from the log), so a read of a few dates costs the same however many
+        dates the table holds, on a local zone and on an object store alike."""
+        bounds = [(op, d) for op, d in ((operator.eq, date), (operator.ge, since), (operator.le, upto)) if d is not None]
         if bounds and spec.date_column is None:
             raise LakehouseError(f"{spec.qualified_name} has no date partition column to read by date")
-        for op, day in bounds:
+        for _, day in bounds:
             if not isinstance(day, dt.date) or isinstance(day, dt.datetime):
                 raise LakehouseError(f"reading {spec.qualified_name} by date needs a datetime.date, got {day!r}")
-            column, value = F.col(spec.date_column), F.lit(day)
-            df = df.where(column == value if op == "==" else column >= value if op == ">=" else column <= value)
-        return df
+        actions = delta_commit.files_matching(self.delta_table(spec, version), None)
+        if bounds:
+            column = f"partition.{spec.date_column}"
+            actions = [a for a in actions if a.get(column) is not None and all(op(a[column], day) for op, day in bounds)]
+        return self._read_files(spec, actions)
 
-    def _read_snapshot(self, spec: TableSpec, table: DeltaTable) -> DataFrame:
-        """The snapshot's rows: local files through Spark's Parquet reader, others through pyarrow.fs tasks."""
+    def _read_files(self, spec: TableSpec, actions: list[dict]) -> DataFrame:
+        """Rows of these files of the snapshot: local files through Spark's Parquet reader, others
+        through pyarrow.fs tasks."""
         spark_schema = from_arrow_schema(spec.schema)
-        uris = table.file_uris()
-        if not uris:
+        if not actions:
             return self.spark.createDataFrame([], spark_schema)
         root = self.table_uri(spec)
         if storage.is_local(root):
+            uris = [f"{root}/{a['path']}" for a in actions]
             return self.spark.read.schema(spark_schema).option("basePath", root).parquet(*uris).select(*spec.schema.names)
-        files = self._file_list(spec, table)
+        files = self._file_list(spec, actions)
         slices = min(len(files), 4 * self.spark.sparkContext.defaultParallelism)
         listing = self.spark.sparkContext.parallelize(files, slices).toDF(from_arrow_schema(READ_SCHEMA))
         return listing.mapInArrow(file_reader_task(self.settings.zone_store(spec.zone), spec), spark_schema)
@@ -320,14 +324,14 @@ class Lakehouse:
             registered.append(spec.qualified_name)
         return registered
 
-    def _file_list(self, spec: TableSpec, table: DeltaTable) -> list[tuple[str, str]]:
-        """(uri, partition values as JSON) of each file of the snapshot."""
+    def _file_list(self, spec: TableSpec, actions: list[dict]) -> list[tuple[str, str]]:
+        """(uri, partition values as JSON) of each file (add action)."""
         root = self.table_uri(spec)
         return [(f"{root}/{a['path']}", json.dumps({c: a.get(f"partition.{c}") for c in spec.partition_by}, default=str))
-                for a in delta_commit.files_matching(table, None)]
+                for a in actions]
 
     def _register_files_table(self, spec: TableSpec) -> None:
-        source = SnapshotFiles.for_snapshot(spec, self._file_list(spec, self.delta_table(spec)),
+        source = SnapshotFiles.for_snapshot(spec, self._file_list(spec, delta_commit.files_matching(self.delta_table(spec), None)),
                                            self.settings.zone_store(spec.zone))
         self.spark.dataSource.register(source)
         self.spark.sql(f"DROP TABLE IF EXISTS {spec.zone}.{spec.name}")

@@ -120,7 +120,8 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
     spans = (ctx.lakehouse.read(PII_SPANS, since=start, upto=ctx.date)
              .groupBy("doc_id", "date")
              .agg(F.collect_list(F.struct("start", "end", "secret_id", "tier", "entity_type")).alias("spans")))
-    texts = ctx.lakehouse.read(DOCUMENTS).select("doc_id", "text").dropDuplicates(["doc_id"])
+    # a span's date is its document's ingest_date (detect_pii reads one date's documents): same window
+    texts = ctx.lakehouse.read(DOCUMENTS, since=start, upto=ctx.date).select("doc_id", "text").dropDuplicates(["doc_id"])
     joined = spans.join(texts, "doc_id")
     if released is None:
         joined = joined.withColumn("sanitized_text", F.col("text"))
@@ -182,7 +183,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     eps = eps or ampl.audit_eps  # one bound for every secret; else each at its own type's eps (below)
     rng = make_rng(ctx.settings.run.deterministic, ctx.settings.run.seed)
     start = ctx.date - dt.timedelta(days=ampl.window_days - 1)
-    staged = ctx.lakehouse.read(TARGETS[target])
+    staged = ctx.lakehouse.read(TARGETS[target], since=start, upto=ctx.date)
     staged_runs = ",".join(sorted(r["run_id"] for r in staged.where(F.col("date") == F.lit(ctx.date))
                                   .select("run_id").distinct().collect()))
     docs, unaligned = sample_tokens(ctx, staged, start, ampl.max_documents, ampl.max_tokens,

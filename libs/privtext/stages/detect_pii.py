@@ -13,9 +13,10 @@ written; the scores go to the ledger (``detection_recall``, a measurement), MLfl
 
 The date's spans replace the date's partition and nothing else is written: the secret registry is the
 view ``restricted.secrets`` over every night's spans, so the nightly cost does not grow with history and
-a rerun of a date cannot double count (its partition is replaced). ``secret_split`` is SecPE's
-public/private split (a document is private when it holds at least one secret), exposed as a DataFrame
-and the view ``restricted.document_split``, never as a copy of the text.
+a rerun of a date cannot double count (its partition is replaced). SecPE's public/private split (a
+document is private when it holds at least one secret) is the view ``restricted.document_split``, never
+a copy of the text. The stage reads only its date's documents and spans (``random_words`` also reads
+every night's texts for the document frequencies its choice is defined on).
 """
 from __future__ import annotations
 
@@ -101,12 +102,6 @@ def register_split_view(lakehouse, pii: PiiSettings) -> str:
     return "restricted.document_split"
 
 
-def secret_split(ctx: RunContext, date=None) -> DataFrame:
-    """SecPE's split of the documents (of ``date`` if given): the ``restricted.document_split`` view."""
-    split = ctx.spark.table(register_split_view(ctx.lakehouse, ctx.settings.pii))
-    return split if date is None else split.where(F.col("ingest_date") == F.lit(date).cast("date"))
-
-
 def register_registry_view(lakehouse) -> str:
     """Create the view ``restricted.secrets`` (secret_id, entity_type, tier, doc_count, user_count,
     first_date, last_date) over the current snapshots of spans and documents; returns its name.
@@ -169,7 +164,8 @@ def run(ctx: RunContext) -> DetectResult:
     tonight = ctx.lakehouse.read(PII_SPANS, date=ctx.date)
     by_type = {r["entity_type"]: r["count"] for r in tonight.groupBy("entity_type").count().collect()}
     secrets = tonight.select("secret_id").distinct().count()
-    private = secret_split(ctx, ctx.date).where("is_private").count()
+    # tonight's private documents from tonight's spans alone (the split view joins every night's spans)
+    private = tonight.where(F.col("entity_type").isin(secret_types(settings))).select("doc_id").distinct().count()
     ctx.tracked.log_params({"pii.secrets.mode": settings.secrets.mode, "pii.score_threshold": settings.score_threshold,
                             "pii.entities": ",".join(settings.detected_entities())})
     ctx.tracked.log_metrics({f"spans_{t}": n for t, n in by_type.items()})

@@ -1,6 +1,7 @@
 """Stage ``embed``: ``restricted.documents`` -> ``restricted.doc_embeddings``, incrementally per model.
 
-Only documents (ingested up to the run's date) without an embedding for ``embed.model`` are encoded;
+Only documents (ingested up to the run's date) without an embedding for ``embed.model`` are encoded
+(found by their ids; texts are read only from the dates holding one, normally the run's own date);
 the new rows are the run's ``date`` partition, together with that partition's rows of other models,
 so a rerun of a date replaces its own rows and never re-encodes what earlier nights did.
 
@@ -63,16 +64,20 @@ def _encode_partition(settings: EmbedSettings):
 def run(ctx: RunContext) -> EmbedResult:
     settings = ctx.settings.embed
     date = F.lit(ctx.date)
-    documents = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text")
+    ids = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "ingest_date")
     existing = ctx.lakehouse.read(DOC_EMBEDDINGS)
     done_before = existing.where((F.col("model") == settings.model) & (F.col("date") != date)).select("doc_id")
-    todo = documents.join(done_before, "doc_id", "left_anti")
+    # the anti-join reads ids only; texts are read from the dates that hold a document to encode (tonight's,
+    # unless a night was missed or the model is new), not from every night
+    pending = [r[0] for r in ids.join(done_before, "doc_id", "left_anti").select("ingest_date").distinct().collect()]
+    texts = ctx.lakehouse.read(DOCUMENTS, since=min(pending, default=ctx.date), upto=ctx.date)
+    todo = texts.select("doc_id", "text").join(done_before, "doc_id", "left_anti")
     new_rows = (by_document(todo, ctx.settings).mapInPandas(_encode_partition(settings), EMBED_SCHEMA)
                 .withColumn("model", F.lit(settings.model))
                 .withColumn("dim", F.size("embedding"))
                 .withColumn("run_id", F.lit(ctx.run_id))
                 .withColumn("date", date))
-    other_models = existing.where((F.col("date") == date) & (F.col("model") != settings.model))
+    other_models = ctx.lakehouse.read(DOC_EMBEDDINGS, date=ctx.date).where(F.col("model") != settings.model)
     ctx.lakehouse.replace_partitions(
         DOC_EMBEDDINGS, other_models.unionByName(new_rows), {"date": [ctx.date]})
     mine = ctx.lakehouse.read(DOC_EMBEDDINGS, date=ctx.date).where(F.col("model") == settings.model)
@@ -80,5 +85,5 @@ def run(ctx: RunContext) -> EmbedResult:
     dims = [r["dim"] for r in mine.select("dim").distinct().collect()]
     ctx.tracked.log_params({"embed.model": settings.model, "embed.batch_size": settings.batch_size,
                             "embed.device": settings.device})
-    return EmbedResult(documents=documents.count(), embedded=embedded,
+    return EmbedResult(documents=ids.count(), embedded=embedded,
                        already_embedded=done_before.count(), dim=dims[0] if dims else 0)
