@@ -12,6 +12,13 @@ and for the whole pipeline a least-squares line time = fixed + per_doc * docs, a
 
     .venv/bin/python benchmarks/pipeline_scaling.py [--sizes 500 2000 8000 32000] [--conf conf/local.yaml]
 
+History (``--history H``): each size also runs as the second night of a lakehouse whose first night (the
+day before, its own process) loaded H other documents; ``docs{n}_after{H}_*`` beside ``docs{n}_*`` and
+``docs{n}_after{H}_{stage}_extra_seconds`` show what a night pays for the nights before it (about 0 when
+no stage's reads grow with history):
+
+    .venv/bin/python benchmarks/pipeline_scaling.py --sizes 500 --history 32000
+
 On the standalone cluster (master + 2 one-core workers, separate JVMs; the peak RSS then covers the driver
 only, the executors are not this process's children):
 
@@ -35,6 +42,7 @@ os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 os.environ.setdefault("PRIVTEXT_HMAC_KEY", secrets.token_hex(32))  # a throwaway run key, as the demo makes one
 
 DATE = "2026-01-15"
+DAY_BEFORE = "2026-01-14"
 PIPELINE = "nightly_sanitized_export"
 
 
@@ -74,7 +82,8 @@ class PeakRss:
         self._thread.join()
 
 
-def run_size(n: int, root: Path, conf: str | None, master: str) -> tuple[dict[str, float], dict[str, float]]:
+def run_size(n: int, root: Path, conf: str | None, master: str, lake: str, date: str,
+             seed: int) -> tuple[dict[str, float], dict[str, float]]:
     import contextlib
 
     from pyspark.sql import SparkSession
@@ -86,15 +95,16 @@ def run_size(n: int, root: Path, conf: str | None, master: str) -> tuple[dict[st
 
     settings = load_settings(conf, environ={}, overrides={
         "spark": {**({} if master == "conf" else {"master": master}), "conf": {"spark.ui.enabled": "false"}},
-        "lakehouse": {"root": str(root / f"lake{n}")}, "tracking": {"enabled": False},
+        "lakehouse": {"root": str(root / lake)}, "tracking": {"enabled": False},
         "clusant": {"cache_dir": str(Path(__file__).resolve().parents[1] / "cache" / "clusant")},
-        "publish": {"export_path": str(root / f"exports{n}"), "report_path": str(root / f"reports{n}"),
+        "publish": {"export_path": str(root / f"exports-{lake}"), "report_path": str(root / f"reports-{lake}"),
                     "require_audit": False},
         # the sample corpus repeats its planted values: at 32k documents a value's composed mLDP spend passes
         # the default per-value cap and sanitize refuses (as it must); the benchmark times the work instead
         "privacy": {"budgets": {"default": {"r_over_p_max": 50.0, "eps_max": 10.0, "delta_max": 1e-5,
                                             "mldp_eps_max": 1e12}}}})
-    source = sample_data.write_jsonl(sample_data.generate(n, seed=7), root / f"docs{n}.jsonl")
+    rows = [{**row, "doc_id": f"{date}-{row['doc_id']}"} for row in sample_data.generate(n, seed=seed)]  # unique per night
+    source = sample_data.write_jsonl(rows, root / f"docs{n}-{date}.jsonl")
     times: dict[str, float] = {}
 
     @contextlib.contextmanager
@@ -107,7 +117,7 @@ def run_size(n: int, root: Path, conf: str | None, master: str) -> tuple[dict[st
 
     with PeakRss() as rss:
         try:
-            run_pipeline(PIPELINE, settings, DATE, input_path=str(source), progress=timed)
+            run_pipeline(PIPELINE, settings, date, input_path=str(source), progress=timed)
         except Refused as refused:  # a gate's decision; the stage ran and is timed
             print(f"docs{n}_refused: {type(refused).__name__}", file=sys.stderr)
         SparkSession.getActiveSession().stop()
@@ -126,27 +136,45 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000, 32000])
     parser.add_argument("--conf", default="conf/local.yaml", help="the environment file (none: base.yaml only)")
     parser.add_argument("--master", default="local[2]", help="the Spark master ('conf': the conf file's)")
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size in this process (a JSON line)
+    parser.add_argument("--history", type=int, default=0, help="documents of a night before (0: none)")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one night in this process (a JSON line)
     parser.add_argument("--root", help=argparse.SUPPRESS)
+    parser.add_argument("--lake", help=argparse.SUPPRESS)
+    parser.add_argument("--date", default=DATE, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         times, peak = run_size(args.one, Path(args.root), None if args.conf.lower() == "none" else args.conf,
-                               args.master)
+                               args.master, args.lake, args.date, args.seed)
         print(json.dumps({"times": times, "peak": peak}))
         return
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for n in args.sizes:
+        def night(n: int, lake: str, date: str = DATE, seed: int = 7) -> dict:
+            """One nightly run in its own process (its own JVM, as a scheduled run starts)."""
             out = subprocess.run([sys.executable, __file__, "--one", str(n), "--conf", args.conf, "--root", tmp,
-                                  "--master", args.master],
+                                  "--master", args.master, "--lake", lake, "--date", date, "--seed", str(seed)],
                                  check=True, stdout=subprocess.PIPE, text=True).stdout
-            one = json.loads(out.strip().splitlines()[-1])
-            results[n] = one["times"]
-            print(f"docs{n}_total_seconds: {sum(one['times'].values()):.1f}")
+            return json.loads(out.strip().splitlines()[-1])
+
+        def show(name: str, one: dict) -> None:
+            print(f"{name}_total_seconds: {sum(one['times'].values()):.1f}")
             for stage, seconds in one["times"].items():
-                print(f"docs{n}_{stage}_seconds: {seconds:.1f}")
+                print(f"{name}_{stage}_seconds: {seconds:.1f}")
             for kind, mib in one["peak"].items():
-                print(f"docs{n}_peak_rss_{kind}_mib: {mib:.0f}")
+                print(f"{name}_peak_rss_{kind}_mib: {mib:.0f}")
+
+        for n in args.sizes:
+            one = night(n, f"lake{n}")
+            results[n] = one["times"]
+            show(f"docs{n}", one)
+            if args.history:
+                night(args.history, f"lake{n}-history", DAY_BEFORE, seed=8)
+                after = night(n, f"lake{n}-history")
+                show(f"docs{n}_after{args.history}", after)
+                for stage, seconds in {**after["times"], "total": sum(after["times"].values())}.items():
+                    fresh = sum(one["times"].values()) if stage == "total" else one["times"].get(stage, 0.0)
+                    print(f"docs{n}_after{args.history}_{stage}_extra_seconds: {seconds - fresh:.1f}")
     if len(args.sizes) < 2:
         return
     stages = list(results[args.sizes[0]])
