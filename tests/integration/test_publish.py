@@ -32,8 +32,9 @@ def make_ctx(tmp_path, run_id, deterministic=False, **publish_conf):
     return RunContext.create(settings, date=DATE.isoformat(), run_id=run_id)
 
 
-def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None):
-    rows = [(doc_ids[i] if doc_ids else f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE) for i, t in enumerate(texts)]
+def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None, verbatim=0):
+    rows = [(doc_ids[i] if doc_ids else f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE, int(i < verbatim))
+            for i, t in enumerate(texts)]
     df = ctx.spark.createDataFrame(rows, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema))
     ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, df, {"date": [DATE]})
     Ledger(ctx.lakehouse, ctx.settings).charge(mldp_charge("default", "sanitize", run_id, method, epsilon=8.0,
@@ -182,6 +183,19 @@ def test_gate_needs_the_dates_measured_detection_recall(tmp_path):
     publish.run(ctx, target=TARGET)
     manifest = json.loads((tmp_path / "exports" / TARGET / DATE.isoformat() / "manifest.json").read_text())
     assert manifest["detection"]["recall"] == 0.95 and manifest["detection"]["by_type"]["PERSON"]["recall"] == 0.95
+
+
+def test_gate_refuses_values_published_as_they_came_in_whatever_the_audit_says(tmp_path):
+    """Negative control: a passed audit does not let a value the sanitizer left unchanged through; the share
+    allowed is publish.max_verbatim_share (default 0)."""
+    ctx = make_ctx(tmp_path, "pub-1")
+    stage(ctx, ["call ０９０－１２３４－５６７８", "Order 7 shipped to Lyon", "x"], verbatim=1)
+    audit(ctx, [("lstm", 0.0, True), ("rnn", 0.0, True)])
+    with pytest.raises(PublishRefused, match=r"1 of 3 replaced values are published as they came in"):
+        publish.run(ctx, target=TARGET)
+    assert published(ctx) == []
+    loose = make_ctx(tmp_path, "pub-2", max_verbatim_share=0.5)
+    assert publish.run(loose, target=TARGET).rows == 3
 
 
 def test_published_doc_ids_are_keyed_pseudonyms_whatever_the_input_supplied(tmp_path):

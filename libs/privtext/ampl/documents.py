@@ -16,12 +16,16 @@ sequence, only their boundary may be off. A document whose sanitized text does n
 
 ``embed_documents`` encodes each distinct token once (context words, span values, replacements) and
 lays the documents out as padded arrays; the candidate set of the audit is the set of distinct
-secrets (keyed-hash ``secret_id``s) of the sample, each with the embedding of its value. Everything
+secrets (keyed-hash ``secret_id``s) of the sample, each with the embedding of its value, plus, for a
+secret alone in its adjacency group, public companions of that group (``companion``: e.g. a public draw
+written in the secret's format), so that every audited secret has another value it must not be told
+apart from and no secret is skipped by the audit. Everything
 here is private (raw tokens): it lives in memory inside the restricted-zone job and is never written.
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -104,38 +108,66 @@ class DocumentBatch:
 
     secrets: the original side (secret index into ``candidates`` and tier level per position);
     release: what the sanitizer published, paired with the originals; candidates [K, d]: one
-    embedding per distinct secret; candidate_types [K]: its entity type; candidate_groups [K]: its
-    adjacency group (the secrets an audit may pair it with: by default its type)."""
+    embedding per distinct secret (then the public companions, which no position holds);
+    candidate_types [K]: its entity type; candidate_groups [K]: its adjacency group (the secrets an
+    audit may pair it with: by default its type); companions: how many candidates are companions."""
 
     secrets: SecretSequences
     release: ReleasedSequences
     candidates: np.ndarray
     candidate_types: tuple[str, ...]
     candidate_groups: tuple[str, ...]
+    companions: int = 0
+
+
+Companion = Callable[[str, str, int], str]  # (entity_type, value, i) -> the i-th public value of value's group
+
+
+def companions_for(first: dict[str, tuple[str, str]], counts: dict[str, int], group_of: Callable[[str, str], str],
+                   companion: Companion, tries: int = 8) -> list[tuple[str, str, str]]:
+    """(group, entity_type, phrase): one public companion for every group holding a single secret
+    (``first``: group -> (type, value) of its secret); a companion must fall in the same group."""
+    out = []
+    for group, (entity_type, value) in sorted(first.items()):
+        if counts[group] > 1:
+            continue
+        phrase = next((p for p in (companion(entity_type, value, i) for i in range(tries))
+                       if p != value and group_of(entity_type, p) == group), None)
+        if phrase is not None:
+            out.append((group, entity_type, phrase))
+    return out
 
 
 def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.ndarray],
-                    group_of: Callable[[str, str], str] | None = None) -> DocumentBatch:
+                    group_of: Callable[[str, str], str] | None = None,
+                    companion: Companion | None = None) -> DocumentBatch:
     """Encode every distinct token once and lay the documents out (``encode`` returns [n, d] rows);
-    ``group_of(entity_type, original value)``: a secret's adjacency group (default: its type)."""
+    ``group_of(entity_type, original value)``: a secret's adjacency group (default: its type);
+    ``companion``: public values of a group, added as candidates for the groups holding one secret."""
     docs = [d for d in docs if any(k is not None for k in d.spans)]
     if not docs:
         raise ValueError("no document with a sensitive token to audit")
-    vocab = sorted({t for d in docs for t in (*d.original, *d.released)})
-    index = {t: i for i, t in enumerate(vocab)}
-    table = np.asarray(encode(vocab), dtype=np.float32)
+    group_of = group_of or (lambda entity_type, _: entity_type)
     secret_index: dict[str, int] = {}
-    secret_token: list[int] = []
+    secret_value: list[str] = []
     secret_type: list[str] = []
     secret_group: list[str] = []
     for d in docs:
         for token, span in zip(d.original, d.spans):
             if span is not None and span.secret_id not in secret_index:
-                secret_index[span.secret_id] = len(secret_token)
-                secret_token.append(index[token])
+                secret_index[span.secret_id] = len(secret_value)
+                secret_value.append(token)
                 secret_type.append(span.entity_type)
-                secret_group.append(group_of(span.entity_type, token) if group_of else span.entity_type)
-    candidates = table[secret_token]
+                secret_group.append(group_of(span.entity_type, token))
+    counts = Counter(secret_group)
+    first = {g: (t, v) for g, t, v in reversed(list(zip(secret_group, secret_type, secret_value)))}
+    extra = companions_for(first, counts, group_of, companion) if companion else []
+    vocab = sorted({t for d in docs for t in (*d.original, *d.released)} | {p for _, _, p in extra})
+    index = {t: i for i, t in enumerate(vocab)}
+    table = np.asarray(encode(vocab), dtype=np.float32)
+    secret_type += [t for _, t, _ in extra]
+    secret_group += [g for g, _, _ in extra]
+    candidates = table[[index[v] for v in secret_value + [p for _, _, p in extra]]]
     n, length, dim = len(docs), max(len(d.original) for d in docs), table.shape[1]
     original = np.zeros((n, length, dim), dtype=np.float32)
     released = np.zeros((n, length, dim), dtype=np.float32)
@@ -152,4 +184,5 @@ def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.
     lengths = np.array([len(d.original) for d in docs], dtype=np.int64)
     secrets = SecretSequences(original, ids, tiers, lengths)
     release = ReleasedSequences(released, ids >= 0, original, lengths)
-    return DocumentBatch(secrets, release, candidates.astype(np.float64), tuple(secret_type), tuple(secret_group))
+    return DocumentBatch(secrets, release, candidates.astype(np.float64), tuple(secret_type), tuple(secret_group),
+                         len(extra))

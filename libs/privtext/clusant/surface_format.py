@@ -13,12 +13,21 @@ layout, a card's length and grouping, a phone layout) is published, as the span'
 adjacency is "values of the same entity type and surface format". Inputs of different formats give
 disjoint rendered outputs (a test shows it), which is exactly what publishing the format means.
 Sensitivity: nothing here adds noise; the format class is a deterministic function of x.
+
+Any script, digit system and width. The format class is computed on the value folded by ``fold`` (NFKC,
+so full-width forms become ASCII, then combining marks dropped): every Unicode digit or other number
+(Arabic-Indic, Devanagari, full-width ...) is the placeholder ``9``, every letter of any script ``A``
+(cased upper) or ``a``; only separators, punctuation and a phone extension's marker stay as written. So a
+format class holds no digit or letter of the value, and ``render`` writes ASCII digits and letters drawn
+from the public candidate only: no character of the input's digits or letters reaches the output.
+``render`` is total (it never raises, whatever the class), so a span is never left unreplaced.
 """
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import re
+import unicodedata
 from itertools import chain, count
 
 _DATE_LAYOUTS = ("%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%d %B %Y", "%d %b %Y", "%A, %B %d, %Y", "%Y-%m-%d",
@@ -33,20 +42,36 @@ _MAX_SHAPE = 40
 _EXTENSION = re.compile(r"(?i)(?:ext(?:ension)?\.?|x)(?=\s*\d+$)")  # a phone extension's marker, kept as written
 
 
+def fold(value: str) -> str:
+    """``value`` in NFKC (full-width and compatibility forms become their plain characters) without
+    combining marks and control, format, private-use, surrogate or unassigned characters, space runs of
+    any kind one ASCII space: what the format class is read from."""
+    text = unicodedata.normalize("NFKC", value)
+    text = "".join(c for c in text if unicodedata.category(c)[0] not in "MC")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _is_number(c: str) -> bool:
+    return unicodedata.category(c).startswith("N")  # Nd digits of every script, Nl, No
+
+
 def surface_format(entity_type: str, value: str) -> str | None:
     """The surface format class of ``value`` (None: no format of its own, the draw is used as it is)."""
-    value = value.strip()
+    value = fold(value)
     if entity_type == "DATE_TIME":
-        layout = next((f for f in (*_DATE_LAYOUTS, *_TIME_LAYOUTS) if _parses(value, f)), None)
+        ascii_value = "".join(str(unicodedata.digit(c)) if c.isdigit() else c for c in value)
+        layout = next((f for f in (*_DATE_LAYOUTS, *_TIME_LAYOUTS) if _parses(ascii_value, f)), None)
         if layout is None:
             return None
         # the layout alone is the class (never whether a day is under 10): a spelled-out month takes an
         # unpadded day ("March 3, 2024"), numbers are padded ("03/04/2024")
         return layout.replace("%d", "%-d") if "%B" in layout or "%b" in layout else layout
-    if entity_type in DIGIT_TYPES | CODE_TYPES and len(value) <= _MAX_SHAPE and sum(c.isdigit() for c in value) >= 2:
-        kept = {i for m in _EXTENSION.finditer(value) for i in range(m.start(), m.end())}
-        return "".join(c if i in kept or not c.isalnum() or not c.isascii()
-                       else "9" if c.isdigit() or entity_type in DIGIT_TYPES else "A" if c.isupper() else "a"
+    if entity_type in DIGIT_TYPES | CODE_TYPES and len(value) <= _MAX_SHAPE and sum(map(_is_number, value)) >= 2:
+        kept = ({i for m in _EXTENSION.finditer(value) for i in range(m.start(), m.end())}
+                if entity_type == "PHONE_NUMBER" else set())
+        return "".join(c if i in kept
+                       else "9" if _is_number(c) or (c.isalpha() and entity_type in DIGIT_TYPES)
+                       else ("A" if c.isupper() else "a") if c.isalpha() else c
                        for i, c in enumerate(value))
     return None
 
@@ -65,9 +90,9 @@ def render(entity_type: str, candidate: str, fmt: str | None) -> str:
     digits, letters = _streams(candidate)
     out = [next(digits) if c == "9" else next(letters).upper() if c == "A" else next(letters) if c == "a" else c
            for c in fmt]
-    if entity_type == "CREDIT_CARD":
-        last = max(i for i, c in enumerate(out) if c.isdigit() and fmt[i] == "9")
-        out[last] = luhn_digit("".join(c for c in out[:last] if c.isdigit()))
+    slots = [i for i, c in enumerate(fmt) if c == "9"]
+    if entity_type == "CREDIT_CARD" and slots:
+        out[slots[-1]] = luhn_digit("".join(out[i] for i in slots[:-1]))
     return "".join(out)
 
 
@@ -113,6 +138,6 @@ def _streams(candidate: str):
             block = hashlib.sha256(seed + i.to_bytes(4, "big")).digest()
             yield from (alphabet[b % len(alphabet)] for b in block)
 
-    digits = chain((c for c in candidate if c.isdigit()), derived("0123456789"))
+    digits = chain((str(unicodedata.digit(c)) for c in candidate if c.isdigit() and c.isascii()), derived("0123456789"))
     letters = chain((c.lower() for c in candidate if c.isascii() and c.isalpha()), derived("abcdefghijklmnopqrstuvwxyz"))
     return digits, letters

@@ -109,6 +109,9 @@ class PublishSettings(StrictModel):
     audit_adversaries: tuple[str, ...] = ("transformer", "lstm", "rnn")  # each must have passed for the date
     # sanitized exports: the date's measured canary span recall (detect_pii) must reach this; 0 disables
     min_canary_recall: float = Field(0.9, ge=0.0, le=1.0)
+    # sanitized exports: the share of replacements whose value equals its input's (the staged ``verbatim``
+    # count) above which the gate refuses; 0: any value published as it came in refuses the date
+    max_verbatim_share: float = Field(0.0, ge=0.0, le=1.0)
 
 
 class SqlSettings(StrictModel):

@@ -121,7 +121,8 @@ SANITIZED_COLUMNS = [
 STAGED_SANITIZED_DOCUMENTS = TableSpec(
     "restricted",
     "sanitized_documents",
-    pa.schema(SANITIZED_COLUMNS),
+    # verbatim: the document's replacements whose value equals its input's (the publish gate reads it)
+    pa.schema(SANITIZED_COLUMNS + [("verbatim", pa.int32())]),
     ("date",),
     "Staged sanitized documents: not yet audited, so they stay restricted until publish.",
 )

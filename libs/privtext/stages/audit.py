@@ -10,7 +10,10 @@ O(max_documents * max_tokens) tokens, because training needs the data in one pro
 memory and is never written. Every distinct token is encoded once with the configured encoder (in the
 Python workers, which hold it from the embed stage); the
 candidate set is the sample's distinct secrets, each paired only with secrets of its type and surface
-format (``clusant.surface_format.adjacency_group``: the adjacency CluSanT's charge records). Per
+format (``clusant.surface_format.adjacency_group``: the adjacency CluSanT's charge records); a secret
+alone in its group in the sample is paired with a public companion of the group (a public phrase
+written in its format, ``companion``), so every secret is audited; if one still has no partner the
+audit refuses to run rather than skip it. Per
 adversary: 80/20 document split, adversary trained on the actual (original, sanitized) pairs of the
 train split, mPL measured on the held-out documents
 (``ampl.audit``). The sanitizer's output distribution is not needed here: the audit measures the
@@ -33,6 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,7 +50,7 @@ from privtext.ampl.audit import CONTROLS, audit_with_diagnostics, control_releas
 from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
-from privtext.clusant.surface_format import adjacency_group
+from privtext.clusant.surface_format import adjacency_group, render, surface_format
 from privtext.platform.context import RunContext
 from privtext.errors import PrivtextError
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
@@ -176,6 +180,17 @@ def encoder(ctx: RunContext):
     return encode
 
 
+def companion(entity_type: str, value: str, i: int) -> str:
+    """The i-th public value of ``value``'s adjacency group: a fixed public phrase written in its format."""
+    return render(entity_type, f"privtext audit companion {i}", surface_format(entity_type, value))
+
+
+def unpaired(groups) -> int:
+    """How many candidates have no other candidate in their adjacency group (the audit cannot pair them)."""
+    counts = Counter(groups)
+    return sum(counts[g] == 1 for g in groups)
+
+
 def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[str] | None = None,
         eps: float | None = None) -> AuditStageResult:
     ampl = ctx.settings.ampl
@@ -192,7 +207,11 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     if len(docs) < ampl.min_documents:
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
-    batch = embed_documents(docs, encoder(ctx), adjacency_group)
+    batch = embed_documents(docs, encoder(ctx), adjacency_group, companion)
+    if unpaired(batch.candidate_groups):
+        raise AuditError(f"audit of {target} for {ctx.date}: {unpaired(batch.candidate_groups)} secret(s) alone in "
+                         "their (type, format) group and no public companion of it: they cannot be audited, so "
+                         "nothing was written (the gate refuses)")
     clusant = ctx.settings.clusant
     audited = (np.full(len(batch.candidates), float(eps)) if eps else
                np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))
@@ -225,7 +244,8 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     candidates = [r for r in rows if r["release"] == "candidate"]
     _write(ctx, target, rows)
     ctx.tracked.log_params({"target": target, "eps": eps, "adversaries": ",".join(kinds),
-                            "window_days": ampl.window_days, "max_documents": ampl.max_documents})
+                            "window_days": ampl.window_days, "max_documents": ampl.max_documents,
+                            "companions": batch.companions})
     ctx.tracked.log_dict({"rows": rows}, "audit/leakage_audits.json")
     if ctx.tracked.enabled:  # a figure nobody stores is not drawn
         _log_plot(ctx, curves, eps, ampl.delta_target, target)

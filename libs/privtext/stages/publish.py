@@ -12,7 +12,9 @@ skips the audit and records that the same way. Never published, override or not:
 without a guarantee (CusText), and a release from a ``run.deterministic`` run (fixed-seed noise: its
 charges say so) or by a deterministic publish run. Sanitized exports also need the date's measured
 detection recall on canaries (``detect_pii``'s ``detection_recall`` ledger record) to reach
-``publish.min_canary_recall``: missed PII is published verbatim. The manifest carries the gate
+``publish.min_canary_recall``: missed PII is published verbatim; and at most ``publish.max_verbatim_share``
+(default 0) of the partition's replacements may equal their input (the staged ``verbatim`` count, every
+document, not a sample: a value the sanitizer left as it came in is refused, whatever the audit says). The manifest carries the gate
 outcome, the ledger entry ids and the measured detection recall; audit figures stay in ``protected``.
 
 Published ``doc_id``s are keyed pseudonyms (``pii.hashing.doc_pseudonym``, HMAC under the run's key) of
@@ -148,6 +150,19 @@ def canary_problem(entries: list[dict], day: dt.date, minimum: float) -> tuple[l
     return [], latest
 
 
+def verbatim_problem(verbatim: int, replaced: int, maximum: float) -> list[str]:
+    """The gate's verbatim check: replacements equal to their input, against ``publish.max_verbatim_share``."""
+    if verbatim > maximum * replaced:
+        return [f"{verbatim} of {replaced} replaced values are published as they came in (same normalized value; "
+                f"publish.max_verbatim_share {maximum:g}): the sanitizer left them unchanged"]
+    return []
+
+
+def _verbatim(staged) -> tuple[int, int]:
+    row = staged.agg(F.sum("verbatim").alias("v"), F.sum("n_replaced").alias("r")).first()
+    return int(row["v"] or 0), int(row["r"] or 0)
+
+
 def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
     """The staged runs whose ledger charges say fixed-seed noise (never publishable)."""
     return sorted({e["run_id"] for e in entries if e["run_id"] in run_ids and e["params"].get("deterministic")})
@@ -255,7 +270,7 @@ def _refuse_unpublishable(ctx: RunContext, target: str, summary: list, entries: 
 
 
 def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str, audited: bool, run_ids: set[str],
-               override_gate: bool, reason: str | None) -> tuple[str, dict | None]:
+               override_gate: bool, reason: str | None, staged) -> tuple[str, dict | None]:
     """Check the gate; refuse, or record an override / skipped audit in the ledger. Returns (outcome, detection)."""
     settings, date = ctx.settings, ctx.date.isoformat()
     problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries), sorted(run_ids))
@@ -263,7 +278,7 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
     detection = None
     if audited:
         missed, detection = canary_problem(entries, ctx.date, settings.publish.min_canary_recall)
-        problems += missed
+        problems += missed + verbatim_problem(*_verbatim(staged), settings.publish.max_verbatim_share)
     gate = gate_outcome(audited, settings.publish.require_audit, problems, override_gate)
     if gate == "refused":
         ctx.tracked.log_params({"publish.target": target, "publish.gate": "refused",
@@ -351,7 +366,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
         key = load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
         staged = pseudonymous(staged, key)
     gate, detection = _pass_gate(ctx, ledger, entries, target, audited, {r["run_id"] for r in summary},
-                                 override_gate, reason)
+                                 override_gate, reason, staged)
     rows = staged.select(*published_spec.schema.names)
     partitions = ({"date": [ctx.date]} if published_spec.date_column else
                   {c: sorted({r[c] for r in rows.select(c).distinct().collect()}) for c in published_spec.partition_by})

@@ -24,8 +24,11 @@ recorded as ``none`` and ``publish`` refuses its output. Placeholders are determ
 
 Candidates never depend on the data: the vocabulary, its clustering and the mechanism depend on the
 vocabulary version and conf only; ``clusant.reserved_values`` (a fixed public list, e.g. the
-organisation's own names) is excluded from every vocabulary. The share of occurrences whose
-replacement has the input value's key (``same_as_input``) is measured and reported.
+organisation's own names) is excluded from every vocabulary. Every replacement is written with ASCII
+digits and letters drawn from the public candidate in the input's format class, whatever the input's
+script, digit system or width (``clusant.surface_format``). Each staged row counts its replacements
+whose value has the input value's key (``verbatim``; ``same_as_input`` in the result): the publish gate
+refuses a release with more than ``publish.max_verbatim_share`` of them.
 
 Metrics (MLflow, aggregates only): replaced and masked span counts per type, spans per second (the
 whole stage), and, in a small job after the write over at most ``clusant.metrics.max_documents``
@@ -287,6 +290,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
+           .withColumn("verbatim", F.col("same_as_input"))
            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),

@@ -114,3 +114,64 @@ def test_the_format_class_is_the_layout_not_the_value():
     vanity = render("PHONE_NUMBER", "#4390735", surface_format("PHONE_NUMBER", "1-800-FLOWERS"))
     assert vanity[:6].count("-") == 2 and vanity.replace("-", "").isdigit()
     assert surface_format("PHONE_NUMBER", "1-800-FLOWERS") == surface_format("PHONE_NUMBER", "1-800-3569377")
+
+
+# --- any script, any digit system, any width: no character of the input's digits or letters is rendered ---
+
+import sys
+import unicodedata
+
+from hypothesis import given, settings as hsettings, strategies as st
+
+from privtext.clusant.surface_format import CODE_TYPES, DIGIT_TYPES, fold
+from privtext.pii.hashing import normalize_value
+
+_DIGIT_ZEROS = [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.category(c) == "Nd" and unicodedata.digit(c) == 0]
+_UNICODE_DIGITS = st.sampled_from(_DIGIT_ZEROS).flatmap(lambda zero: st.integers(0, 9).map(lambda d: chr(ord(zero) + d)))
+_VALUE_CHARS = st.one_of(_UNICODE_DIGITS, st.characters(categories=("Lu", "Ll", "Lo", "Mn", "Nd", "No", "Pd", "Zs", "Ps", "Pe")),
+                         st.sampled_from("-. ()+/#－（）　"))
+_PLACEHOLDERS = set("9Aa")
+
+
+def _runs(text: str) -> set[str]:
+    """Every digit/letter run of length >= 2 of ``text`` (digits by value, letters case-folded)."""
+    norm = "".join(str(unicodedata.digit(c)) if c.isdigit() else c.casefold() if c.isalpha() else " " for c in fold(text))
+    return {w[i:i + n] for w in norm.split() for n in range(2, len(w) + 1) for i in range(len(w) - n + 1)}
+
+
+@pytest.mark.parametrize("entity_type,value", [
+    ("PHONE_NUMBER", "０９０－１２３４－５６７８"), ("PHONE_NUMBER", "(２１２) ５５５-７７８８"), ("PHONE_NUMBER", "+٩٧١ ٥٠ ١٢٣ ٤٥٦٧"),
+    ("CARD_LAST4", "４４２１"), ("CREDIT_CARD", "４１１１ １１１１ １１１１ １１１１"), ("ORDER_NUMBER", "MÜLLER-12345"),
+    ("ZIP_CODE", "Łódź 90-001"), ("US_SSN", "१२३-४५-६७८९"), ("PHONE_NUMBER", "๐๘๑ ๒๓๔ ๕๖๗๘")])
+def test_non_ascii_digits_and_letters_never_pass_through(entity_type, value):
+    """The reported cases: full-width, Arabic-Indic, Devanagari, Thai digits and letters with diacritics
+    are drawn like ASCII ones; the output shares no digit/letter run with the input; a card stays a card."""
+    fmt = surface_format(entity_type, value)
+    assert fmt is not None and not set(fmt) & (set(fold(value)) - set("-. ()+/") - _PLACEHOLDERS)
+    out = render(entity_type, "#4390735", fmt)
+    assert out.isascii() and normalize_value(entity_type, out) != normalize_value(entity_type, value)
+    assert not {r for r in _runs(out) if len(r) >= 4} & _runs(value)  # drawn digits: a 4-run in common is not chance
+    if entity_type == "CREDIT_CARD":
+        assert luhn_valid(out) and sum(c.isdigit() for c in out) == 16
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(DIGIT_TYPES | CODE_TYPES | {"DATE_TIME"})), st.text(_VALUE_CHARS, min_size=1, max_size=30),
+       st.sampled_from(["#4390735", "July 12, 1989", "Ab-99", ""]))
+def test_a_format_class_holds_no_digit_or_letter_of_the_value_and_render_never_fails(entity_type, value, candidate):
+    """Property over generated Unicode values: the format class carries only placeholders, separators and
+    (phones) the extension marker; ``render`` never raises; its output depends on (candidate, format) only,
+    so two values of one format render identically, and its digits and letters are ASCII."""
+    fmt = surface_format(entity_type, value)
+    out = render(entity_type, candidate, fmt)
+    if fmt is None:
+        assert out == candidate
+        return
+    if entity_type != "DATE_TIME":
+        letters = {c for c in fmt if c.isalnum()} - _PLACEHOLDERS
+        assert letters <= (set("extensionEXTENSION") if entity_type == "PHONE_NUMBER" else set()), (value, fmt)
+        assert all(c.isascii() for c in out if c.isalnum())
+        twin = "".join("7" if c == "9" else "Q" if c == "A" else "q" if c == "a" else c for c in fmt)
+        assert render(entity_type, candidate, surface_format(entity_type, twin)) == out
+    else:
+        assert out.isascii()
