@@ -23,14 +23,15 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-_NUMBER_WORDS = ("a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-                 "few|several|couple of|a few|many|\\d+")
+_NUMBER_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+                 "few|several|couple|dozen|many|half|\\d+(?:[.,]\\d+)?")
 _UNITS = "seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|fortnights?|months?|years?|decades?"
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 RELATIVE_TIME = re.compile(
     rf"(?i)^(?:the\s+)?(?:"
     rf"(?:(?:for|in|within|after|over|about|around|almost|nearly|another|the\s+(?:last|past|next))\s+)*"
-    rf"(?:(?:{_NUMBER_WORDS})\s+)?(?:more\s+)?(?:{_UNITS})(?:\s+(?:ago|later|earlier|long|old))?"
+    rf"(?:an?\s+)?(?:(?:{_NUMBER_WORDS})\s+)?(?:of\s+)?(?:an?\s+)?(?:more\s+)?(?:{_UNITS})(?:\s+and\s+a\s+half)?"
+    rf"(?:\s+(?:ago|later|earlier|long|old|out|away|ahead|back|before|after|from\s+now|or\s+so))?"
     rf"|(?:this|last|next|past|coming|previous|every|each)\s+(?:{_UNITS}|{_DAYS}|morning|evening|night|time)"
     rf"|today|tonight|yesterday|tomorrow|now|recently|lately|soon|daily|weekly|monthly|yearly|annually"
     rf"|(?:on\s+)?(?:{_DAYS})s?(?:\s+(?:morning|afternoon|evening|night))?"
