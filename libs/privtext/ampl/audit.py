@@ -23,7 +23,7 @@ import numpy as np
 
 from privtext.ampl.adversary import (TrainedAdversary, calibrated_temperature, mean_baseline_mse, posterior_of,
                                     train_adversary, train_shared)
-from privtext.ampl.mpl import log10_p_fail, mpl, true_secret_triplets, violation_ratio
+from privtext.ampl.mpl import Distance, log10_p_fail, mpl, true_secret_triplets, violation_ratio
 from privtext.ampl.sequences import ReleasedSequences, SecretSequences, split_rows
 from privtext.ampl.settings import AmplSettings
 from privtext.ampl.utility import realized_utility_loss
@@ -60,13 +60,14 @@ def passes(ratio: float, log10_fail: float, delta: float, settings: AmplSettings
 
 def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedSequences, candidates: np.ndarray,
                            truth: np.ndarray, *, adversary: str, eps, settings: AmplSettings,
-                           rng: np.random.Generator, delta_target: float | None = None, groups=None
-                           ) -> tuple[AuditResult, AuditDiagnostics]:
+                           rng: np.random.Generator, delta_target: float | None = None, groups=None,
+                           distance: Distance | None = None) -> tuple[AuditResult, AuditDiagnostics]:
     """Run the audit (module docstring); ``truth``: the candidate index of every replaced position of
     ``test_batch`` (row-major order); ``eps``: one bound, or one per candidate (each secret is audited at
     the eps its type was sanitized with); ``groups``: each candidate's entity type (x_j is drawn from
-    x_i's type: the mechanism's adjacency; the type itself is released by design); ``delta_target``
-    defaults to ``settings.delta_target``."""
+    x_i's type: the mechanism's adjacency; the type itself is released by design); ``distance``: the
+    metric of the audited guarantee (default Euclidean on ``candidates``); ``delta_target`` defaults to
+    ``settings.delta_target``."""
     eps = np.broadcast_to(np.asarray(eps, dtype=np.float64), (len(candidates),))
     if np.any(eps <= 0):
         raise ValueError("eps must be positive")
@@ -87,7 +88,7 @@ def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedS
         temps = [calibrated_temperature(m, val, candidates, settings.posterior_floor) for m in (post_model, prior_model)]
     post = posterior_of(post_model, test_batch, candidates, temps[0], settings.posterior_floor)
     prior = posterior_of(prior_model, test_batch, candidates, temps[1], settings.posterior_floor)
-    t = true_secret_triplets(rng, truth, candidates, settings.triplets, groups)
+    t = true_secret_triplets(rng, truth, candidates, settings.triplets, groups, distance)
     values = mpl(post.log_prob(t.obs, t.i), post.log_prob(t.obs, t.j),
                  prior.log_prob(t.obs, t.i), prior.log_prob(t.obs, t.j), t.dist)
     ratio = violation_ratio(values, eps[t.i])

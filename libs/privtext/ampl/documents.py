@@ -118,6 +118,7 @@ class DocumentBatch:
     candidate_types: tuple[str, ...]
     candidate_groups: tuple[str, ...]
     companions: int = 0
+    candidate_values: tuple[str, ...] = ()  # the raw value of each candidate (private, in memory only)
 
 
 Companion = Callable[[str, str, int], str]  # (entity_type, value, i) -> the i-th public value of value's group
@@ -185,4 +186,4 @@ def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.
     secrets = SecretSequences(original, ids, tiers, lengths)
     release = ReleasedSequences(released, ids >= 0, original, lengths)
     return DocumentBatch(secrets, release, candidates.astype(np.float64), tuple(secret_type), tuple(secret_group),
-                         len(extra))
+                         len(extra), tuple(secret_value + [p for _, _, p in extra]))

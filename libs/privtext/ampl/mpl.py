@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,12 +71,17 @@ class Triplets:
     dist: np.ndarray
 
 
+Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]  # candidate index pairs (i, j) -> d(x_i, x_j)
+
+
 def true_secret_triplets(rng: np.random.Generator, truth: np.ndarray, candidates: np.ndarray, count: int,
-                         groups: np.ndarray | None = None) -> Triplets:
+                         groups: np.ndarray | None = None, distance: Distance | None = None) -> Triplets:
     """i.i.d. triplets (y, x_i, x_j): y uniform among the observations, x_i = the true secret of y
     (``truth[y]``, an index into ``candidates``), x_j uniform among the candidates of x_i's group (the
     sanitizer's adjacency: two values of one span, i.e. of one entity type; all candidates if no
-    ``groups``) at distance > 0. Observations whose group has no other candidate are not sampled."""
+    ``groups``) at distance > 0. Observations whose group has no other candidate are not sampled.
+    ``distance``: the metric d of Eq. 5, which must be the metric of the audited guarantee (the
+    mechanism's D_k for CluSanT); default the Euclidean distance of the candidate rows."""
     truth = np.asarray(truth, dtype=np.int64)
     k = candidates.shape[0]
     groups = np.zeros(k, dtype=np.int64) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
@@ -89,14 +95,15 @@ def true_secret_triplets(rng: np.random.Generator, truth: np.ndarray, candidates
     def draw(rows):
         return np.array([members[groups[x]][rng.integers(len(members[groups[x]]))] for x in i[rows]], dtype=np.int64)
 
+    distance = distance or (lambda a, b: _pair_dist(candidates, a, b))
     j = draw(np.arange(count))
-    dist = _pair_dist(candidates, i, j)
+    dist = np.asarray(distance(i, j), dtype=np.float64)
     for _ in range(1000):
         bad = dist <= 0
         if not bad.any():
             return Triplets(obs=obs, i=i, j=j, dist=dist)
         j[bad] = draw(np.flatnonzero(bad))
-        dist[bad] = _pair_dist(candidates, i[bad], j[bad])
+        dist[bad] = distance(i[bad], j[bad])
     raise ValueError("candidate set has (almost) no pair of distinct secrets")
 
 

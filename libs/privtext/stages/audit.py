@@ -13,7 +13,10 @@ candidate set is the sample's distinct secrets, each paired only with secrets of
 format (``clusant.surface_format.adjacency_group``: the adjacency CluSanT's charge records); a secret
 alone in its group in the sample is paired with a public companion of the group (a public phrase
 written in its format, ``companion``), so every secret is audited; if one still has no partner the
-audit refuses to run rather than skip it. Per
+audit refuses to run rather than skip it. The distance of mPL (Eq. 5) is the metric of the recorded
+guarantee, CluSanT's D_k with its k between the sanitizer's phrase embeddings (``guarantee_distance``):
+with any other distance (the audit encoder's Euclidean distance understates D_k across clusters), an
+exact adversary of a release that keeps its bound would still show violations. Per
 adversary: 80/20 document split, adversary trained on the actual (original, sanitized) pairs of the
 train split, mPL measured on the held-out documents
 (``ampl.audit``). The sanitizer's output distribution is not needed here: the audit measures the
@@ -180,6 +183,28 @@ def encoder(ctx: RunContext):
     return encode
 
 
+def guarantee_distance(ctx: RunContext, batch):
+    """d of Eq. 5, the metric of the recorded guarantee: CluSanT's D_k with its k (``mechanism.metric``) between
+    the sanitizer's own phrase embeddings of the two values, so a release that keeps its eps-mLDP bound
+    can show no violation to an exact adversary; Euclidean between the audit's embeddings for types the
+    sanitizer masks (their placeholder releases nothing of the value)."""
+    from privtext.stages.sanitize import _piece_table, build_sanitizer, phrase_encoder
+
+    sanitizer = build_sanitizer(ctx.settings)
+    encode, _ = phrase_encoder(ctx.settings, _piece_table(ctx.settings))
+    values = np.asarray(encode(list(batch.candidate_values)), dtype=np.float64)
+    types = np.asarray(batch.candidate_types, dtype=object)
+
+    def distance(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        out = np.linalg.norm(batch.candidates[i] - batch.candidates[j], axis=1)
+        for entity_type, ts in sanitizer.per_type.items():
+            rows = np.flatnonzero(types[i] == entity_type)
+            if rows.size:
+                out[rows] = ts.mechanism.metric(values[i[rows]], values[j[rows]])
+        return out
+    return distance
+
+
 def companion(entity_type: str, value: str, i: int) -> str:
     """The i-th public value of ``value``'s adjacency group: a fixed public phrase written in its format."""
     return render(entity_type, f"privtext audit companion {i}", surface_format(entity_type, value))
@@ -216,6 +241,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     audited = (np.full(len(batch.candidates), float(eps)) if eps else
                np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))
     eps = float(audited.min())  # rows, metrics and the plot report the strictest audited bound
+    distance = guarantee_distance(ctx, batch)
     train_rows, test_rows = split_rows(rng, batch.release.n, 0.2)
     truth = batch.secrets.take(test_rows).truth()
     releases = [("candidate", kind, batch.release) for kind in kinds]
@@ -226,6 +252,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
             result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), batch.candidates,
                                                   truth, adversary=kind, eps=audited, settings=ampl,
                                                   groups=np.asarray(batch.candidate_groups, dtype=object),
+                                                  distance=distance,
                                                   rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
             results[name if name != "candidate" else kind] = result
             rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,

@@ -146,3 +146,30 @@ def test_gaussian_posterior_matches_dense_softmax_and_is_a_distribution():
     np.testing.assert_allclose(got, floor_log_probs(dense, 1e-3, 5), rtol=1e-10)
     np.testing.assert_allclose(np.exp(got).sum(1), 1.0, rtol=1e-12)
     assert np.exp(got).min() >= 1e-3 / 5 * (1 - 1e-12)
+
+
+def test_an_exact_adversary_of_clusant_shows_no_violation_in_d_k_but_does_in_euclidean_distance():
+    """The audit's distance must be the guarantee's metric. Exact Bayes posteriors of a CluSanT release
+    (k = 4, so D_k grows across clusters): mPL <= eps for every (x_i, x_j, y) with d = D_k (the mechanism's
+    ``metric``, an independent enumeration of its output distribution), while the plain Euclidean distance
+    counts violations of a release that keeps its bound; the triplet sampler uses the given distance."""
+    from privtext.clusant.clustering import cluster_vocabulary
+    from privtext.clusant.mechanism import build_mechanism
+    from privtext.ampl.mpl import true_secret_triplets
+
+    rng = np.random.default_rng(4)
+    emb = rng.normal(size=(60, 8))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    vocab, inputs = emb[:48], emb[48:]
+    eps = 2.0
+    mech = build_mechanism("clusant", vocab, cluster_vocabulary(vocab, "kmeans", 6, np.random.default_rng(0)), eps, 4.0)
+    log_channel = np.log(np.stack([mech.probabilities(x) for x in inputs]))  # [inputs, outputs], exact
+    pairs = [(i, j) for i in range(len(inputs)) for j in range(len(inputs)) if i != j]
+    i, j = (np.array(v) for v in zip(*pairs))
+    shift = np.abs(log_channel[i] - log_channel[j]).max(axis=1)  # uniform prior: mPL numerator, worst y
+    d_k = mech.metric(inputs[i], inputs[j])
+    euclid = np.linalg.norm(inputs[i] - inputs[j], axis=1)
+    assert (shift / d_k).max() <= eps + 1e-9
+    assert (shift / euclid > eps).any()  # the wrong metric: a release that keeps its bound "violates"
+    t = true_secret_triplets(rng, np.arange(len(inputs)), inputs, 500, distance=lambda a, b: mech.metric(inputs[a], inputs[b]))
+    assert np.allclose(t.dist, mech.metric(inputs[t.i], inputs[t.j]))
