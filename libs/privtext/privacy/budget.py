@@ -89,7 +89,12 @@ HOPELESS = 50.0  # nats of Renyi divergence at every order: no exact PLD is atte
 
 
 class BudgetExceeded(Refused):
-    """A charge would exceed the dataset's privacy budget; nothing was written."""
+    """A charge would exceed the dataset's privacy budget; nothing was written. ``total``: the composed
+    spend that was refused (``compose``'s output)."""
+
+    def __init__(self, message: str, total: dict | None = None):
+        super().__init__(message)
+        self.total = total
 
 
 class MalformedExposures(PrivtextError, ValueError):
@@ -583,7 +588,7 @@ def check(total: dict, budget, dataset: str) -> None:
         problems.append(f"metric-LDP epsilon of one value = {mldp['epsilon']:.4g} > mldp_eps_max = "
                         f"{budget.mldp_eps_max:g}")
     if problems:
-        raise BudgetExceeded(f"privacy budget of dataset {dataset!r} would be exceeded: " + "; ".join(problems))
+        raise BudgetExceeded(f"privacy budget of dataset {dataset!r} would be exceeded: " + "; ".join(problems), total)
 
 
 def describe(total: dict, budget) -> list[str]:
