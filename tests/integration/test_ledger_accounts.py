@@ -162,3 +162,16 @@ def test_malformed_exposures_are_a_clear_error_at_charge_time(tmp_path, exposure
     with pytest.raises(MalformedExposures, match=words):
         ledger.charge(secpe, exposures)
     assert ledger.entries() == []
+
+
+def test_a_ledger_dataset_without_a_budget_fails_closed(tmp_path):
+    """A dataset name in the ledger whose budget left the config: its promise cannot be checked, so every
+    charge is refused with a config error naming it (not silently dropped from the account)."""
+    from privtext.settings import ConfigError
+
+    ledger = make_ledger(tmp_path, gone={})
+    ledger.charge(augpe(1, dataset="gone"), {"s": Exposure(1, 0, 1)})
+    del ledger.settings.privacy.budgets["gone"]
+    with pytest.raises(ConfigError, match=r"'gone' has no privacy budget"):
+        ledger.charge(augpe(1, "again"), {"s": Exposure(1, 0, 1)})
+    assert len(ledger.entries()) == 1
