@@ -23,7 +23,7 @@ One account: secret ids are keyed by the lakehouse's HMAC key, so every charge o
 with every other charge on it whatever its ``dataset``; the ledger composes ALL its entries and a
 dataset name only selects the limits (``privtext.ledger``).
 
-Composition (``compose``), over all charges of a dataset, across stages and nights:
+Composition (``compose``), over all charges of the ledger (every dataset), across stages and nights:
 
 * metric LDP, per value: total = sum of eps * occurrences (the metric-LDP guarantee of n independent
   releases of one value, exact: e^(sum eps_i d(x,x')) bounds the ratio) <= ``mldp_eps_max``.
@@ -45,7 +45,8 @@ Composition (``compose``), over all charges of a dataset, across stages and nigh
   is published, ``clusant.surface_format``), so p is the adversary's prior over the values of the
   secret's type AND format: for a prior pi over values spread over formats, the class-conditional prior
   is pi(x) / pi(format of x), and a format holding a share P(f) of the prior needs p = p_overall / P(f).
-  Within a class the figure is an upper bound of the truth (``tests/unit/privacy``: exact enumeration).
+  Within a class the figure is an upper bound of the truth (exact Bayes-optimal attack:
+  ``tests/unit/privacy/test_format_prior.py``); read over all formats it is not (the same test's control).
   The composed blow-up B(p) = sup{P(E): Q(E) <= p} (Hayes et al. 2023, Thm. 2) at p = min p of the
   secret's SecPE/Aug-PE charges must stay <= r_over_p_max * p. This replaces Thm. 3's sum of r,
   which is unsound for adaptive releases: after the first output the posterior exceeds p, so the next
