@@ -568,7 +568,8 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
     worst = int(np.argmax(ratio))
     return {"p": float(p_unit[worst]), "r": float(ratio[worst] * p_unit[worst]), "r_over_p": float(ratio[worst]),
             "unit": "secret", "secrets": int(touched.size) or 1,
-            "secrets_near_limit": int((ratio > NEAR_LIMIT * limit).sum()), "releases": len(secret),
+            "secrets_near_limit": int((ratio > NEAR_LIMIT * limit).sum()),
+            "secrets_over_limit": int((ratio > limit * (1 + 1e-12)).sum()), "releases": len(secret),
             "exactly_composed": len(exact_units),
             "method": "per-secret PLD (Renyi-screened), pessimistic upper bound",
             "prior": "p over the values of the secret's entity type and surface format (both published)"}
@@ -580,7 +581,8 @@ def check(total: dict, budget, dataset: str) -> None:
     sp = total.get("secret_protection")
     if sp and sp["r_over_p"] > budget.r_over_p_max * (1 + 1e-12):
         problems.append(f"secret protection r/p = {sp['r_over_p']:.4g} > r_over_p_max = {budget.r_over_p_max:g}"
-                        f" (worst secret, composed over {sp['releases']} releases)")
+                        f" (worst of {sp['secrets']:,} secrets; {sp['secrets_over_limit']:,} over the limit; each composed "
+                        f"over its {sp['releases']} (p, r) release(s), sanitized occurrences and record/user events)")
     adp = total.get("approx_dp")
     if adp and not adp["epsilon"] <= budget.eps_max:
         problems.append(f"epsilon({adp['delta']:g}) = {adp['epsilon']:.4g} > eps_max = {budget.eps_max:g}")
