@@ -133,30 +133,35 @@ def cmd_ui(args) -> int:
 
 
 def cmd_budget_show(args) -> int:
-    """Composed spend per dataset against its budget: the worst unit per guarantee, in plain words."""
+    """The ledger's one account (every charge composed per secret, value and record, whatever its dataset)
+    against the strictest budget in play, and per dataset its charges and the same spend against its own
+    budget: the worst unit per guarantee, in plain words."""
     from privtext.platform.lakehouse import Lakehouse
     from privtext.ledger import Ledger
     from privtext.platform.tables import PRIVACY_LEDGER
-    from privtext.privacy.budget import describe
+    from privtext.privacy.budget import describe, usage
 
     settings = _settings(args)
     lakehouse = Lakehouse(None, settings.lakehouse)
     lakehouse.create(PRIVACY_LEDGER)
     ledger = Ledger(lakehouse, settings)
-    datasets = [args.dataset] if args.dataset else sorted({e["dataset"] for e in ledger.entries()})
-    report = {}
-    for d in datasets:
-        budget = settings.budget(d)
-        spent = ledger.spent(d)
-        report[d] = {"spent": spent, "budget": budget.model_dump(), "charges": len(ledger.entries(d)),
-                     "in_words": describe(spent, budget)}
+    entries = ledger.entries()
+    names = sorted({e["dataset"] for e in entries} | ({args.dataset} if args.dataset else set()))
+    limits = ledger.limits(args.dataset, entries)
+    spent = ledger.spent(args.dataset)
+    report = {"account": "one per secret, value and record: every charge composed, whatever its dataset",
+              "spent": spent, "limits": limits.model_dump(), "charges": len(entries),
+              "in_words": describe(spent, limits),
+              "datasets": {d: {"charges": sum(e["dataset"] == d for e in entries),
+                               "budget": settings.budget(d).model_dump(),
+                               "usage": usage(spent, settings.budget(d))} for d in names}}
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
-    for d, item in report.items():
-        print(f"dataset {d}: {item['charges']} charge(s)")
-        for sentence in item["in_words"] or ["nothing spent yet."]:
-            print(f"  {sentence}")
+    print(f"one account: {len(entries)} charge(s) of dataset(s) {', '.join(names) or '-'}, composed per unit; "
+          "limits: the strictest of their budgets")
+    for sentence in report["in_words"] or ["nothing spent yet."]:
+        print(f"  {sentence}")
     return 0
 
 

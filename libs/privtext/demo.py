@@ -7,8 +7,11 @@ output, the Python workers', library logs and warnings) goes to ``build/logs/dem
 descriptors 1 and 2 are redirected before Spark starts, so the JVM and its workers inherit the file.
 
 The nightly export publishes only if its own gate passes; the override path runs only with
-``--show-refusal``. ``--all`` then runs a small synthetic refresh (its own ledger dataset,
-``SYNTHETIC_DATASET``, whose budget is in conf) and a small DP-embedding training on the same date.
+``--show-refusal``. ``--all`` then runs a small synthetic refresh and a small DP-embedding training on the
+same date, charged to the export's dataset: the ledger keeps one account per secret whatever the dataset
+name, so the refresh composes with the export's sanitized occurrences of the same secrets and is refused
+when they already spend the secrets' (p, r) budget (the sample's PII occurrences, pure-LDP eps ~5 each:
+r/p >= e^5 ~ 148 > 50 at any SecPE r/p), with nothing charged or published.
 """
 from __future__ import annotations
 
@@ -23,9 +26,6 @@ from pathlib import Path
 
 from privtext.settings import PROJECT_ROOT, Settings, resolve_uri
 
-# The synthetic refresh is accounted under its own ledger dataset: the sanitized export's pure-LDP charges
-# already compose into every secret's (p, r) in the export's dataset (see README, "demo").
-SYNTHETIC_DATASET = "demo_synthetic"
 USEFUL_VOCABULARY = 1000  # fewer released word vectors than this cannot serve as an embedding
 OVERRIDE_REASON = "privtext demo --show-refusal: Faker-generated sample, not personal data"
 
@@ -100,12 +100,6 @@ def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min {seconds % 60:.0f} s" if seconds >= 60 else f"{seconds:.1f} s"
 
 
-def _with(settings: Settings, **sections) -> Settings:
-    """A copy of ``settings`` with some fields of some sections replaced."""
-    return settings.model_copy(update={name: getattr(settings, name).model_copy(update=fields)
-                                       for name, fields in sections.items()})
-
-
 def nightly_export(settings: Settings, date: str, sample: Path, lines: StageLines, show_refusal: bool) -> dict:
     """The nightly sanitized export; returns its verdict: published (with the publish result) or refused (reasons)."""
     from privtext.pipelines import run_pipeline
@@ -129,14 +123,13 @@ def nightly_export(settings: Settings, date: str, sample: Path, lines: StageLine
 
 
 def synthetic_refresh(settings: Settings, date: str, lines: StageLines) -> str:
-    """synthesize -> evaluate -> publish on the date's documents, under ``SYNTHETIC_DATASET``; one line."""
+    """synthesize -> evaluate -> publish on the date's documents, in the export's account; one line."""
     from privtext.pipelines import run_pipeline
     from privtext.privacy.budget import BudgetExceeded
     from privtext.stages.publish import PublishRefused
 
-    synthetic = _with(settings, run={"dataset": SYNTHETIC_DATASET})
     try:
-        results = run_pipeline("synthetic_refresh", synthetic, date, skip=("ingest", "detect_pii", "embed"),
+        results = run_pipeline("synthetic_refresh", settings, date, skip=("ingest", "detect_pii", "embed"),
                                progress=lines)
     except (BudgetExceeded, PublishRefused) as refusal:
         return f"nothing published: {refusal}"
@@ -144,7 +137,7 @@ def synthetic_refresh(settings: Settings, date: str, lines: StageLines) -> str:
     chance = quality.majority_accuracy
     useful = quality.downstream_accuracy > chance + 0.05
     return (f"published {results['publish'].rows} synthetic messages under (p={cfg.p:g}, r={cfg.p * cfg.r_over_p:g})-"
-            f"secret protection (ledger dataset {SYNTHETIC_DATASET}); a classifier trained on them scores "
+            f"secret protection (composed with the export's charges); a classifier trained on them scores "
             f"{quality.downstream_accuracy:.0%} on the real messages against {chance:.0%} for the majority label"
             f"{'' if useful else ': not useful at this size'}")
 
@@ -235,7 +228,7 @@ def run(settings: Settings, date: str, sample: Path, everything: bool = False, s
                 verdict = nightly_export(settings, date, sample, lines, show_refusal)
                 products = {}
                 if everything:
-                    say(f"synthetic refresh (ledger dataset {SYNTHETIC_DATASET})\n")
+                    say("synthetic refresh (the same secrets' account as the export)\n")
                     products["synthetic"] = synthetic_refresh(settings, date, lines)
                     say("DP word embeddings\n")
                     products["embeddings"] = dp_embeddings(settings, date, lines)

@@ -3,15 +3,22 @@
 Every release computed from private rows is charged here BEFORE it is written. The accounting (units,
 dominating pairs, composition per unit, limits) is ``privtext.privacy.budget``'s; this module stores
 and retrieves charges, and commits them only when the composed spend of the dataset, with them, stays
-within ``privacy.budgets.<dataset>`` (``BudgetExceeded`` otherwise, nothing written). A dataset without
-a budget is refused (fail closed).
+within the budget (``BudgetExceeded`` otherwise, nothing written). A dataset without a budget is refused
+(fail closed).
+
+One account: secrets, values and records are keyed by the lakehouse's HMAC key and ids, so the composed
+spend is over EVERY entry of the ledger, whatever its ``dataset``; a dataset name selects a budget, not a
+separate world. The limits a charge is checked against are the strictest of its dataset's budget and the
+budgets of every dataset already in the ledger (a promise made under one name is not broken under another;
+``limits``).
 
 Each row keeps the charge's params (with its dominating pair), spend, dp-accounting event, and the keyed
 units it exposed (``exposures``: secret_id, occurrences, pair variant, records; null = every unit).
 
-Concurrency: a commit reads the ledger snapshot, checks the budget and appends with a Delta application
-transaction named after the dataset; two commits from the same snapshot conflict, the loser re-reads
-the new state and re-checks, so concurrent charges never exceed the budget together. ``charge_many``
+Concurrency: a commit reads the ledger snapshot, checks the budget and appends with one Delta application
+transaction for the whole ledger; two commits from the same snapshot conflict, the loser re-reads the new
+state and re-checks, so concurrent charges never exceed the budget together. A commit still conflicting
+after ``lakehouse.commit_retries`` is refused (``LedgerBusy``, exit 3), nothing charged. ``charge_many``
 commits several charges (e.g. one per entity type of a release) all-or-nothing in one commit.
 
 Failure rule (charge-before-release, never refunded): a stage that fails after its charge keeps the
@@ -25,13 +32,19 @@ import uuid
 
 from deltalake.exceptions import CommitFailedError
 
+from privtext.errors import Refused
 from privtext.settings import Settings
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import PRIVACY_LEDGER
 from privtext.privacy.budget import (BudgetExceeded, Charge, _json_default, check, compose, exposure_arrays,
-                                     _exposures)
+                                     _exposures, validate_exposures)
 
-__all__ = ["BudgetExceeded", "Charge", "Ledger", "composed_spend", "latest_measurement"]
+__all__ = ["BudgetExceeded", "Charge", "Ledger", "LedgerBusy", "composed_spend", "latest_measurement"]
+GUARD = "privtext.ledger"  # one application transaction for the whole ledger: one account
+
+
+class LedgerBusy(Refused):
+    """The ledger's commit still conflicted after ``lakehouse.commit_retries``; nothing was charged."""
 
 
 def composed_spend(entries: list[dict], budget) -> dict:
@@ -64,8 +77,20 @@ class Ledger:
                 out.append({**row, "params": json.loads(row["params"]), "spend": json.loads(row["spend"])})
         return sorted(out, key=lambda r: r["created_at"])
 
-    def spent(self, dataset: str) -> dict:
-        return composed_spend(self.entries(dataset), self.settings.budget(dataset))
+    def limits(self, dataset: str | None, entries: list[dict]):
+        """The strictest of ``dataset``'s budget and those of every dataset in ``entries`` (each limit its
+        minimum; a dataset without a budget is a ConfigError: fail closed)."""
+        names = sorted({e["dataset"] for e in entries} | ({dataset} if dataset else set()))
+        if not names:
+            names = [self.settings.run.dataset]
+        budgets = [self.settings.budget(d) for d in names]
+        keys = ("r_over_p_max", "eps_max", "delta_max", "mldp_eps_max")
+        return budgets[0].model_copy(update={k: min(getattr(b, k) for b in budgets) for k in keys})
+
+    def spent(self, dataset: str | None = None) -> dict:
+        """The one account: every entry of the ledger composed, under ``limits(dataset)``."""
+        entries = self.entries()
+        return composed_spend(entries, self.limits(dataset, entries))
 
     def charge(self, charge: Charge, exposures: dict | None = None, tracked=None) -> dict:
         """Check the budget and append one charge atomically; returns the composed spend after it."""
@@ -78,7 +103,9 @@ class Ledger:
         if len(datasets) != 1:
             raise ValueError(f"charge_many needs charges of one dataset, got {sorted(datasets)}")
         dataset = datasets.pop()
-        budget = self.settings.budget(dataset)
+        self.settings.budget(dataset)  # a dataset without a budget: ConfigError before anything else
+        for charge, exposures in items:
+            validate_exposures(charge, exposures)
         deterministic = self.settings.run.deterministic
         retries = self.settings.lakehouse.commit_retries
         for attempt in range(retries + 1):
@@ -87,13 +114,17 @@ class Ledger:
             new = [_row(c, e, now, deterministic) for c, e in items]
             candidates = [{**row, "params": json.loads(row["params"]), "spend": json.loads(row["spend"])}
                           for row in new]
-            total = composed_spend(self.entries(dataset, snapshot) + candidates, budget)
+            entries = self.entries(None, snapshot)
+            budget = self.limits(dataset, entries)
+            total = composed_spend(entries + candidates, budget)
             check(total, budget, dataset)
             try:
-                self.lakehouse.append_rows(PRIVACY_LEDGER, new, guard=f"privtext.ledger.{dataset}", snapshot=snapshot)
+                self.lakehouse.append_rows(PRIVACY_LEDGER, new, guard=GUARD, snapshot=snapshot)
             except CommitFailedError:
                 if attempt == retries:
-                    raise
+                    raise LedgerBusy(f"the ledger is busy: {retries + 1} commit(s) of this charge conflicted with "
+                                     f"concurrent charges (lakehouse.commit_retries = {retries}); nothing was "
+                                     "charged, run the stage again") from None
                 continue
             if tracked is not None:
                 for (charge, _), row in zip(items, new):

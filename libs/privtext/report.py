@@ -272,7 +272,7 @@ def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
                and e["guarantee"] != "detection_recall"]
     detection = latest_measurement(ledger.entries(), day)  # a property of the date's data, in any dataset
     spent = ledger.spent(dataset)
-    trend = timeline(entries, budget)
+    trend = timeline(ledger.entries(), budget)  # the one account, every dataset's charges
     return {
         "dataset": dataset,
         "date": day.isoformat(),

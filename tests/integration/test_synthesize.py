@@ -94,6 +94,20 @@ def test_split_groups_and_spark_statistics_match_numpy(ctx_all):
     assert pub.sizes.sum() == N_DOCS - 12 and set(pub.labels.tolist()) == set(range(len(labels)))
 
 
+def test_augpe_charge_records_each_secrets_record_count(ctx_all):
+    """Aug-PE's charge names each secret with the records holding it in the data it read (s0..s3: 3
+    documents each, s9: 1), not 1: a later record-level event composes with the right group size."""
+    ctx = ctx_all
+    _write_corpus(ctx)
+    corpus, _ = synthesize.load_corpus(ctx, use_labels=True)
+    private = corpus.where("is_private and label_code >= 0")
+    cfg = synthesize._config(ctx, {"method": "aug_pe", "rounds": 1})
+    synthesize._calibrate_and_charge(ctx, cfg, private, private.count())
+    (entry,) = Ledger(ctx.lakehouse, ctx.settings).entries()
+    assert {e["unit"]: e["records"] for e in entry["exposures"]} == {"s0": 3, "s1": 3, "s2": 3, "s3": 3, "s9": 1}
+    assert entry["params"]["max_records_per_secret"] == 3
+
+
 def test_public_kmeans_caps_k_at_the_labels_distinct_points(spark):
     """Spark's KMeans fails (index out of bounds) when a label has fewer distinct points than k: duplicated
     public texts (templates, copies) must give fewer centres, not a failed stage."""

@@ -15,9 +15,15 @@ re-accounts it from scratch:
 
 EXPOSURES say which units a charge touched: ``{unit_id: Exposure}`` (unit_id = keyed secret_id, never a
 raw value; ``occurrences`` = independent draws of the unit in this release; ``variant`` = index of its
-pair variant; ``records`` = records holding it), or None: every unit of the dataset.
+pair variant; ``records`` = records (users, for user-level adjacency) holding it in the data the release
+read), or None: every unit (only for value occurrences and record/user events; a secret charge must name
+its secrets, ``validate_exposures``).
 
-Composition (``compose``), over all charges of a dataset, across stages and nights:
+One account: secret ids are keyed by the lakehouse's HMAC key, so every charge on a secret composes
+with every other charge on it whatever its ``dataset``; the ledger composes ALL its entries and a
+dataset name only selects the limits (``privtext.ledger``).
+
+Composition (``compose``), over all charges of the ledger (every dataset), across stages and nights:
 
 * metric LDP, per value: total = sum of eps * occurrences (the metric-LDP guarantee of n independent
   releases of one value, exact: e^(sum eps_i d(x,x')) bounds the ratio) <= ``mldp_eps_max``.
@@ -29,6 +35,18 @@ Composition (``compose``), over all charges of a dataset, across stages and nigh
   dominated by binary randomized response, Kairouz et al. 2015), and record/user DpEvents with their
   sensitivity scaled by the secret's record count g (group privacy of a Gaussian: L2 sensitivity at
   most g times, by the triangle inequality; only Gaussian/Laplace events scale, others are refused).
+  g is the event's OWN count for the secret: a record/user-level charge records, per secret, the
+  records (or users, for user-level adjacency) holding it in everything that event read
+  (``Exposure.records``, counted from ``restricted.pii_spans`` by the stage); a secret absent from its
+  exposures was not in its data (g = 0: the event does not touch it). A legacy record-level row without
+  exposures scales by the largest ``records`` any charge recorded for the secret.
+  Adjacency of the secret pair: D and D' differ only in the presence of the secret (SecPE Def. 3.1); the
+  sanitizer's pure-LDP pair holds for values of the same entity type and surface format (the format class
+  is published, ``clusant.surface_format``), so p is the adversary's prior over the values of the
+  secret's type AND format: for a prior pi over values spread over formats, the class-conditional prior
+  is pi(x) / pi(format of x), and a format holding a share P(f) of the prior needs p = p_overall / P(f).
+  Within a class the figure is an upper bound of the truth (exact Bayes-optimal attack:
+  ``tests/unit/privacy/test_format_prior.py``); read over all formats it is not (the same test's control).
   The composed blow-up B(p) = sup{P(E): Q(E) <= p} (Hayes et al. 2023, Thm. 2) at p = min p of the
   secret's SecPE/Aug-PE charges must stay <= r_over_p_max * p. This replaces Thm. 3's sum of r,
   which is unsound for adaptive releases: after the first output the posterior exceeds p, so the next
@@ -57,7 +75,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import sparse
 from scipy.special import logsumexp
 
-from privtext.errors import Refused
+from privtext.errors import PrivtextError, Refused
 from privtext.privacy.accounting import epsilon_of, event_from_json, event_to_json
 from privtext.privacy.secret_protection import blowup, mixture_pld
 
@@ -72,7 +90,16 @@ HOPELESS = 50.0  # nats of Renyi divergence at every order: no exact PLD is atte
 
 
 class BudgetExceeded(Refused):
-    """A charge would exceed the dataset's privacy budget; nothing was written."""
+    """A charge would exceed the dataset's privacy budget; nothing was written. ``total``: the composed
+    spend that was refused (``compose``'s output)."""
+
+    def __init__(self, message: str, total: dict | None = None):
+        super().__init__(message)
+        self.total = total
+
+
+class MalformedExposures(PrivtextError, ValueError):
+    """A charge's exposures the composer cannot account (null for a secret charge, bad counts); nothing written."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +188,36 @@ def measurement(dataset, stage, run_id, mechanism, *, guarantee: str, values: di
         raise ValueError(f"{guarantee!r} is not a measurement")
     return Charge(dataset, stage, run_id, mechanism, guarantee,
                   _params(params, "empirical", {"kind": "none"}, deterministic), values)
+
+
+def validate_exposures(charge: Charge, exposures) -> None:
+    """Refuse (``MalformedExposures``) exposures the composer could not account, before anything is
+    written: a secret charge must name its secrets (null = "every secret" gives the composer no secret to
+    account); unit ids are non-empty strings; occurrences and records are integers >= 1 (records: the
+    units holding the secret in the data the release read); a variant indexes the charge's count pmfs."""
+    where = f"{charge.stage}/{charge.mechanism} charge ({charge.params['unit']})"
+    if exposures is None:
+        if charge.params["unit"] == "secret":
+            raise MalformedExposures(f"{where}: exposures are null; a secret charge must name the secrets it exposed "
+                                     "({secret_id: Exposure(occurrences, variant, records)})")
+        return
+    if not isinstance(exposures, dict):
+        raise MalformedExposures(f"{where}: exposures must be a dict secret_id -> Exposure or int, got "
+                                 f"{type(exposures).__name__}")
+    variants = len(charge.params["pair"].get("count_pmfs") or [None])
+
+    def whole(x) -> bool:
+        return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+    for unit, e in exposures.items():
+        if not (isinstance(unit, str) and unit):
+            raise MalformedExposures(f"{where}: a unit id must be a non-empty string (a keyed secret_id), got {unit!r}")
+        e = e if isinstance(e, Exposure) else Exposure(occurrences=e)
+        if not (whole(e.occurrences) and e.occurrences >= 1 and whole(e.records) and e.records >= 1):
+            raise MalformedExposures(f"{where}: occurrences and records must be integers >= 1, got {e.occurrences!r}, "
+                                     f"{e.records!r}")
+        if not (whole(e.variant) and 0 <= e.variant < variants):
+            raise MalformedExposures(f"{where}: variant {e.variant!r} is not one of the charge's {variants} pair variant(s)")
 
 
 def charge_to_json(charge: Charge, exposures: dict | None = None) -> str:
@@ -387,6 +444,8 @@ class _SecretAccountant:
         raise AssertionError(kind)
 
     def components(self, mix, pure_eps, group) -> list:
+        """``mix``: the secret's own pairs; plus its pure-LDP total and every record/user event without
+        per-secret counts (legacy rows, ``dp_record``) scaled to ``group``."""
         comps = list(mix)
         if pure_eps > 0:
             comps.append(("pure", round(float(pure_eps), 12)))
@@ -416,8 +475,11 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
     if not secret:
         return None
     limit = budget.r_over_p_max
-    acc = _SecretAccountant(charges, budget, dp_record)
     n = len(charges)
+    # record/user events with their per-secret counts (scaled per secret by its own count) and without (legacy)
+    is_dpx = np.zeros(n, dtype=bool)
+    is_dpx[[i for i in dp_record if exposures[i] is not None]] = True
+    acc = _SecretAccountant(charges, budget, [i for i in dp_record if exposures[i] is None])
     is_secret = np.zeros(n, dtype=bool)
     is_secret[secret] = True
     pure_eps = np.array([float(c["spend"].get("pure_epsilon", 0.0)) if c["guarantee"] == "mldp" else 0.0
@@ -434,7 +496,7 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
     m = touched.size + int(with_wild_only)
     rows = np.flatnonzero(slot[flat.unit] >= 0) if len(flat.units) else np.zeros(0, dtype=np.int64)
     r_slot, r_charge, r_occ = slot[flat.unit[rows]], flat.charge[rows], flat.occ[rows]
-    r_var = flat.variant[rows]
+    r_var, r_rec = flat.variant[rows], flat.records[rows]
 
     def comp_of(i, variant):  # keyed by the pair's content, so equal releases self-compose
         pair = charges[i]["params"]["pair"]
@@ -456,7 +518,7 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
             rdp += np.nan_to_num(times @ comp_rdp, nan=np.inf)
     p_unit = np.full(m, np.inf)
     np.minimum.at(p_unit, r_slot, p_of[r_charge])
-    pure_unit = np.bincount(r_slot, weights=pure_eps[r_charge] * r_occ, minlength=m)
+    pure_unit = np.bincount(r_slot, weights=pure_eps[r_charge] * r_occ, minlength=m).astype(np.float64)  # no rows: int
     group = np.ones(m, dtype=np.int64)
     np.maximum.at(group, r_slot, flat.records[rows])
     wild_comps = []
@@ -466,9 +528,17 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
             rdp += acc.rdp(comp_of(i, 0))
             p_unit = np.minimum(p_unit, p_of[i])
         pure_unit += pure_eps[i]
-    if dp_record:
+    if acc.dp_record:
         for g in np.unique(group):
-            rdp[group == g] += sum(acc.rdp(("event", charges[i]["dp_event"], int(g))) for i in dp_record)
+            rdp[group == g] += sum(acc.rdp(("event", charges[i]["dp_event"], int(g))) for i in acc.dp_record)
+    dpx_rows = is_dpx[r_charge]
+    if dpx_rows.any():  # each record/user event scaled to the secret's record count in the data it read
+        pairs = np.stack([r_charge[dpx_rows], r_rec[dpx_rows]], axis=1)
+        uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        comp_rdp = np.array([acc.rdp(("event", charges[i]["dp_event"], int(g))) for i, g in uniq])
+        times = sparse.csr_matrix((r_occ[dpx_rows].astype(np.float64), (r_slot[dpx_rows], inverse.ravel())),
+                                  shape=(m, len(uniq)))
+        rdp += times @ comp_rdp
     for value in np.unique(pure_unit[pure_unit > 0]):
         rdp[pure_unit == value] += pure_rdp(value)
     a = np.asarray(ORDERS)
@@ -489,6 +559,8 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
         for k in rows_of.get(u, []):
             if sec_rows[k]:
                 mix += [comp_of(r_charge[k], r_var[k])] * int(r_occ[k])
+            elif dpx_rows[k]:
+                mix += [("event", charges[r_charge[k]]["dp_event"], int(r_rec[k]))] * int(r_occ[k])
         comps = tuple(acc.components(mix, pure_unit[u], group[u]))
         if comps not in cache:
             cache[comps] = acc.exact(list(comps), p_unit[u])
@@ -496,9 +568,11 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
     worst = int(np.argmax(ratio))
     return {"p": float(p_unit[worst]), "r": float(ratio[worst] * p_unit[worst]), "r_over_p": float(ratio[worst]),
             "unit": "secret", "secrets": int(touched.size) or 1,
-            "secrets_near_limit": int((ratio > NEAR_LIMIT * limit).sum()), "releases": len(secret),
+            "secrets_near_limit": int((ratio > NEAR_LIMIT * limit).sum()),
+            "secrets_over_limit": int((ratio > limit * (1 + 1e-12)).sum()), "releases": len(secret),
             "exactly_composed": len(exact_units),
-            "method": "per-secret PLD (Renyi-screened), pessimistic upper bound"}
+            "method": "per-secret PLD (Renyi-screened), pessimistic upper bound",
+            "prior": "p over the values of the secret's entity type and surface format (both published)"}
 
 
 def check(total: dict, budget, dataset: str) -> None:
@@ -507,7 +581,8 @@ def check(total: dict, budget, dataset: str) -> None:
     sp = total.get("secret_protection")
     if sp and sp["r_over_p"] > budget.r_over_p_max * (1 + 1e-12):
         problems.append(f"secret protection r/p = {sp['r_over_p']:.4g} > r_over_p_max = {budget.r_over_p_max:g}"
-                        f" (worst secret, composed over {sp['releases']} releases)")
+                        f" (worst of {sp['secrets']:,} secrets; {sp['secrets_over_limit']:,} over the limit; each composed "
+                        f"over its {sp['releases']} (p, r) release(s), sanitized occurrences and record/user events)")
     adp = total.get("approx_dp")
     if adp and not adp["epsilon"] <= budget.eps_max:
         problems.append(f"epsilon({adp['delta']:g}) = {adp['epsilon']:.4g} > eps_max = {budget.eps_max:g}")
@@ -516,7 +591,7 @@ def check(total: dict, budget, dataset: str) -> None:
         problems.append(f"metric-LDP epsilon of one value = {mldp['epsilon']:.4g} > mldp_eps_max = "
                         f"{budget.mldp_eps_max:g}")
     if problems:
-        raise BudgetExceeded(f"privacy budget of dataset {dataset!r} would be exceeded: " + "; ".join(problems))
+        raise BudgetExceeded(f"privacy budget of dataset {dataset!r} would be exceeded: " + "; ".join(problems), total)
 
 
 def describe(total: dict, budget) -> list[str]:
@@ -525,7 +600,8 @@ def describe(total: dict, budget) -> list[str]:
     sp = total.get("secret_protection")
     if sp:
         out.append(f"Secrets: the most exposed of {sp['secrets']:,} secrets can be guessed by an attacker who "
-                   f"starts with at most a {sp['p']:.2g} chance with probability at most {sp['r']:.3g} "
+                   f"starts with at most a {sp['p']:.2g} chance among the values of its entity type and surface format "
+                   f"(both are published) with probability at most {sp['r']:.3g} "
                    f"({sp['r_over_p']:.3g} times the prior; limit {budget.r_over_p_max:g} times); "
                    f"{sp['secrets_near_limit']} secret(s) are above {NEAR_LIMIT:.0%} of the limit.")
     adp = total.get("approx_dp")

@@ -10,7 +10,9 @@ Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
    set (its sorted secret ids and record count), the driver solves the LP and calibrates sigma
    (``secpe.secret_clustering.group_secret_noise``: T rounds, 2 Gaussian releases per round) and
    joins one rho per group back to the records. Aug-PE: sigma = c_max sqrt(T) / mu(p, r), with c_max
-   the largest record count of one secret (``secpe.aug_pe``).
+   the largest record count of one secret (``secpe.aug_pe``). Both charges record, per secret, the
+   records holding it in the data read (all nights up to the date, less the held-out split and the
+   documents without a known label, which the release never reads): the secret's group size.
 3. The ledger is charged (guarantee ``secret_protection``, spend (p, r)) before any private statistic
    is computed; a refused charge (``BudgetExceeded``) leaves every table as it was.
 4. Protected Evolution (``secpe.evolution.evolve``): each round, the executors assign the rho-sampled
@@ -224,8 +226,10 @@ def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, private: DataFram
         exposures = {sid: Exposure(1, int(variant[j]), int(records[j])) for j, sid in enumerate(secret_ids)}
         result = _Noise(noise.sigma, groups, keys, noise.rho)
     else:
-        c_max = int(private.select(F.explode("secrets").alias("s")).groupBy("s").count()
-                    .agg(F.max("count")).first()[0] or 0)
+        # records holding each secret in the data the votes read (O(secrets) rows): its group size
+        per_secret = {r["s"]: int(r["count"]) for r in
+                      private.select(F.explode("secrets").alias("s")).groupBy("s").count().toLocalIterator()}
+        c_max = max(per_secret.values(), default=0)
         sigma = augpe_secret_sigma(cfg.p, cfg.r, cfg.rounds, c_max)
         params = {"date": date, "sigma": sigma, "rounds": cfg.rounds, "max_records_per_secret": c_max,
                   "clip_radius": cfg.clip_radius, "private_documents": n_private}
@@ -235,7 +239,7 @@ def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, private: DataFram
         charge = secret_event_charge(dataset, "synthesize", ctx.run_id, "aug_pe_histogram", p=cfg.p, r=cfg.r,
                                      event=gaussian_event(sigma, max(c_max, 1), cfg.rounds), params=params,
                                      deterministic=det)
-        exposures = {sid: 1 for sid in secret_ids}
+        exposures = {sid: Exposure(1, 0, per_secret[sid]) for sid in secret_ids}
         result = _Noise(sigma, groups, keys, None)
     Ledger(ctx.lakehouse, ctx.settings).charge(charge, exposures, tracked=ctx.tracked)
     return result

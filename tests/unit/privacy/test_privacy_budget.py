@@ -147,3 +147,25 @@ def test_a_hopeless_secret_is_refused_without_an_exact_composition():
     assert got["secret_protection"]["r"] == 1.0 and got["secret_protection"]["exactly_composed"] == 0
     with pytest.raises(BudgetExceeded):
         check(got, DEFAULT, "d")
+
+
+def test_a_record_event_scales_per_secret_by_its_own_counts_and_misses_secrets_it_did_not_read():
+    """A record-level Gaussian (z) that read s1 in 3 records and s2 in none: s1 composes with mu = 3 / z
+    (closed form), s2's figure is SecPE's alone. A legacy secret row without exposures composes too."""
+    from privtext.privacy.accounting import gaussian_event
+    from privtext.privacy.budget import Exposure, dp_charge
+
+    sigma, z = 5.0, 4.0
+    synth = secret_charge("d", "synthesize", "a", "secpe", p=P, r=10 * P, sigma=sigma, rounds=1, releases_per_round=2,
+                          count_pmfs=[[0.0, 1.0]])
+    dped = dp_charge("d", "train_dped", "b", "dped", event=gaussian_event(z), delta=1e-5, unit="record")
+    entries = [json.loads(charge_to_json(synth, {"s1": 1, "s2": 1})),
+               json.loads(charge_to_json(dped, {"s1": Exposure(1, 0, 3), "s3": Exposure(1, 0, 9)}))]
+    got = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)["secret_protection"]
+    mu1, mu2 = math.sqrt(2) / sigma, 3 / z
+    truth = norm.sf(norm.isf(P) - math.hypot(mu1, mu2))
+    assert truth <= got["r"] <= truth * 1.01 and got["secrets"] == 2  # s3 met no secret charge: no p, no account
+    assert got["secrets_near_limit"] == 0
+    legacy = [json.loads(charge_to_json(synth, None))]
+    alone = compose(legacy, [None], DEFAULT)["secret_protection"]  # was a numpy casting error
+    assert norm.sf(norm.isf(P) - mu1) <= alone["r"] <= norm.sf(norm.isf(P) - mu1) * 1.01
