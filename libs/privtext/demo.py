@@ -109,7 +109,7 @@ def nightly_export(settings: Settings, date: str, sample: Path, lines: StageLine
 
     try:
         results = run_pipeline("nightly_sanitized_export", settings, date, input_path=str(sample), progress=lines)
-        return {"published": True, "publish": results["publish"], "reasons": []}
+        return {"published": True, "publish": results["publish"], "reasons": [], "retune": results.get("retune", [])}
     except PublishRefused as refusal:
         verdict = {"published": False, "publish": None, "reasons": refusal.reasons}
     except BudgetExceeded as refusal:  # nothing was sanitized: there is nothing to override
@@ -179,6 +179,7 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
         elif not show_refusal:
             out.append("             (privtext demo --show-refusal shows the recorded override an operator could make)")
     lakehouse = Lakehouse(None, settings.lakehouse)
+    out += audit_lines(lakehouse, date, verdict.get("retune", []))
     entries = Ledger(lakehouse, settings).entries(settings.run.dataset)
     detection = latest_measurement(entries, dt.date.fromisoformat(date))
     if detection:
@@ -198,6 +199,23 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
     for dataset, folder in reports.items():
         out.append(f"report       {_rel(folder / 'report.html')}" + (f" ({dataset})" if len(reports) > 1 else ""))
     out.append(f"runs         privtext ui (MLflow on {tracking_uri(settings)}); privtext status --date {date}")
+    return out
+
+
+def audit_lines(lakehouse, date: str, rounds: list[dict]) -> list[str]:
+    """The export's audit per adversary (violation ratio, target, Prop. 4 bound) and AmPL's retune rounds."""
+    from privtext.platform.tables import LEAKAGE_AUDITS
+
+    if not lakehouse.exists(LEAKAGE_AUDITS):
+        return []
+    rows = [r for r in lakehouse.delta_table(LEAKAGE_AUDITS).to_pyarrow_table().to_pylist()
+            if str(r["date"]) == date and r["release"] == "candidate" and r["target"] == "sanitized_documents"]
+    out = [f"audit        {r['adversary']}: violation ratio {r['violation_ratio']:.4f} (target below "
+           f"{r['delta_target']:g}; Prop. 4: log10 p_fail {r['log10_p_fail']:.1f}) at eps {r['eps']:g} in D_k, "
+           f"{r['triplets']:,} triplets" for r in rows]
+    if len(rounds) > 1:
+        out.append("retune       " + "; ".join(f"alpha {r['alpha']:g}: ratio {r['violation_ratio']:.4f} "
+                                               f"{'passed' if r['passed'] else 'refused'}" for r in rounds))
     return out
 
 

@@ -42,6 +42,9 @@ class AmplSettings(StrictModel):
     alpha_grid: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
     alpha_start: tuple[float, float] = (0.5, 1.0)  # (alpha_1 for PII, alpha_2 for PoII)
     tune_rounds: int = Field(5, gt=0)
+    # the nightly export's loop (pipelines.retune): after a refused audit, re-sanitize at the next lower
+    # alpha_grid values (alpha * every tier eps), at most this many rounds, each charged; 0: no loop
+    retune_rounds: int = Field(2, ge=0)
     poii_fraction: float = Field(0.1, gt=0, lt=1)  # App. E.1: top 10% most PII-similar tokens
     device: Literal["auto", "cpu", "cuda"] = "auto"
     torch_threads: int | None = Field(None, gt=0)

@@ -1,0 +1,55 @@
+"""AmPL's loop in the nightly export (pipelines.retune), with the stages replaced by recorders: the code
+around the stages decides when to re-sanitize, at which eps, against which target, and when to stop."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from privtext import pipelines
+from privtext.settings import load_settings
+
+
+def audited(ratio, valid=True):
+    return SimpleNamespace(worst_violation_ratio=ratio, passed=ratio < 0.05, valid=valid)
+
+
+@pytest.fixture
+def stages(monkeypatch):
+    calls, ratios = [], []
+
+    def fake_run_stage(stage, settings, date=None, pipeline="adhoc", **options):
+        calls.append((stage, dict(settings.clusant.eps)))
+        if stage == "sanitize":
+            return SimpleNamespace(semantic_similarity=0.9)
+        return audited(*ratios.pop(0))
+
+    monkeypatch.setattr(pipelines, "run_stage", fake_run_stage)
+    return calls, ratios
+
+
+def test_a_refused_audit_is_retried_at_stricter_eps_against_the_same_target_until_it_passes(stages):
+    calls, ratios = stages
+    settings = load_settings(None)
+    eps = dict(settings.clusant.eps)
+    ratios += [(0.07,), (0.01,)]  # alpha 0.9 still refused, alpha 0.8 passes
+    settings = settings.model_copy(update={"ampl": settings.ampl.model_copy(update={"retune_rounds": 3})})
+    rounds = pipelines.retune(settings, "2026-01-15", "nightly_sanitized_export",
+                              {"sanitize": SimpleNamespace(semantic_similarity=0.95), "audit": audited(0.09)})
+    assert [r["alpha"] for r in rounds] == [1.0, 0.9, 0.8] and [r["passed"] for r in rounds] == [False, False, True]
+    assert [c[0] for c in calls] == ["sanitize", "audit", "sanitize", "audit"]  # stops at the first pass
+    assert calls[0][1] == pytest.approx({t: 0.9 * e for t, e in eps.items()})  # the sanitizer gets stricter
+    assert calls[1][1] == eps and calls[3][1] == eps  # the audit's target does not move
+    assert rounds[2]["eps"] == pytest.approx({t: 0.8 * e for t, e in eps.items()})
+
+
+def test_no_round_after_a_pass_or_invalid_controls_and_at_most_retune_rounds(stages):
+    calls, ratios = stages
+    settings = load_settings(None)
+    first = {"sanitize": SimpleNamespace(semantic_similarity=0.95)}
+    assert len(pipelines.retune(settings, "2026-01-15", "n", {**first, "audit": audited(0.01)})) == 1
+    assert len(pipelines.retune(settings, "2026-01-15", "n", {**first, "audit": audited(0.09, valid=False)})) == 1
+    assert calls == []
+    ratios += [(0.2,), (0.2,)]
+    rounds = pipelines.retune(settings, "2026-01-15", "n", {**first, "audit": audited(0.3)})
+    assert len(rounds) == 1 + settings.ampl.retune_rounds == 3 and not rounds[-1]["passed"]
