@@ -60,7 +60,7 @@ def _write_inputs(ctx, sanitize):
         for s, t, *_ in ss:
             out += text[pos:s] + sanitize(text[s:t])
             pos = t
-        sanitized.append((d, out + text[pos:], len(ss), len(ss), "test", "{}", "r", DATE, 0))
+        sanitized.append((d, out + text[pos:], len(ss), len(ss), "test", "{}", "r", DATE, 0, 0.0))
     ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, spark.createDataFrame(
         sanitized, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema)), {"date": [DATE]})
 
@@ -203,7 +203,7 @@ def test_verdicts_at_more_than_300_secrets(tmp_path, spark, release, passes):
     ctx.lakehouse.replace_partitions(PII_SPANS, spark_.createDataFrame(
         [(d, e, s, t, 0.9, tier, sid, "r", DATE) for (d, _), ss in zip(docs, spans) for s, t, e, tier, sid in ss],
         from_arrow_schema(PII_SPANS.schema)), {"date": [DATE]})
-    sanitized = [(d, text[:s] + pick[release](text[s:t]) + text[t:], 1, 1, "test", "{}", "r", DATE, 0)
+    sanitized = [(d, text[:s] + pick[release](text[s:t]) + text[t:], 1, 1, "test", "{}", "r", DATE, 0, 0.0)
                  for (d, text), [(s, t, *_)] in zip(docs, spans)]
     ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, spark_.createDataFrame(
         sanitized, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema)), {"date": [DATE]})

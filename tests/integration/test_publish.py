@@ -32,9 +32,9 @@ def make_ctx(tmp_path, run_id, deterministic=False, **publish_conf):
     return RunContext.create(settings, date=DATE.isoformat(), run_id=run_id)
 
 
-def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None, verbatim=0):
-    rows = [(doc_ids[i] if doc_ids else f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE, int(i < verbatim))
-            for i, t in enumerate(texts)]
+def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None, verbatim=0, expected=0.0):
+    rows = [(doc_ids[i] if doc_ids else f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE, int(i < verbatim),
+             expected / len(texts)) for i, t in enumerate(texts)]
     df = ctx.spark.createDataFrame(rows, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema))
     ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, df, {"date": [DATE]})
     Ledger(ctx.lakehouse, ctx.settings).charge(mldp_charge("default", "sanitize", run_id, method, epsilon=8.0,
@@ -189,13 +189,19 @@ def test_gate_refuses_values_published_as_they_came_in_whatever_the_audit_says(t
     """Negative control: a passed audit does not let a value the sanitizer left unchanged through; the share
     allowed is publish.max_verbatim_share (default 0)."""
     ctx = make_ctx(tmp_path, "pub-1")
-    stage(ctx, ["call ０９０－１２３４－５６７８", "Order 7 shipped to Lyon", "x"], verbatim=1)
+    texts = ["call ０９０－１２３４－５６７８", "Order 7 shipped to Lyon", "x"]
+    stage(ctx, texts, verbatim=1)  # the mechanism cannot draw it (expected 0): a sanitizer bug
     audit(ctx, [("lstm", 0.0, True), ("rnn", 0.0, True)])
     with pytest.raises(PublishRefused, match=r"1 of 3 replaced values are published as they came in"):
         publish.run(ctx, target=TARGET)
     assert published(ctx) == []
-    loose = make_ctx(tmp_path, "pub-2", max_verbatim_share=0.5)
+    stage(ctx, texts, verbatim=3, expected=0.001)  # three where the mechanism explains 0.001: refused
+    with pytest.raises(PublishRefused, match=r"3 of 3 replaced values"):
+        publish.run(ctx, target=TARGET)
+    loose = make_ctx(tmp_path, "pub-2", max_verbatim_share=1.0)
     assert publish.run(loose, target=TARGET).rows == 3
+    stage(ctx, texts, verbatim=1, expected=0.3)  # one draw of a public phrase that is the value: eps-LDP allows it
+    assert publish.run(make_ctx(tmp_path, "pub-3"), target=TARGET).rows == 3
 
 
 def test_published_doc_ids_are_keyed_pseudonyms_whatever_the_input_supplied(tmp_path):

@@ -87,7 +87,8 @@ class SanitizedDocuments:
     texts: list[str]
     replaced: list[dict[str, int]]  # per document: replaced spans per type
     masked: list[dict[str, int]]  # per document: placeholder spans per type
-    same_as_input: list[int]  # per document: replacements whose key equals the input value's key
+    same_as_input: list[int]  # per document: draws (distinct values) whose key equals the input value's key
+    same_expected: list[float]  # per document: the mechanism's own probability of that, summed over draws (exact)
 
 
 def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.random.Generator,
@@ -102,13 +103,15 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         for (s, e, _, _), tk in zip(spans, keys[i]):
             values.setdefault(tk, texts[i][s:e])
     chosen: dict = {}
+    expected: dict = {}
     if groups:
         distinct = sorted({(t, k) for _, t, k in groups})
         row = {tk: j for j, tk in enumerate(distinct)}
         emb = np.asarray(encode([values[tk] for tk in distinct]), dtype=np.float64)
         picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
         chosen = dict(zip(groups, picks))
-    out = SanitizedDocuments([], [], [], [])
+        expected = {tk: sanitizer.self_probability(tk[0], tk[1], emb[j]) for tk, j in row.items()}
+    out = SanitizedDocuments([], [], [], [], [])
     for i, spans in enumerate(docs):
         picks = [None if chosen.get((i, t, k)) is None else render(t, chosen[(i, t, k)], surface_format(t, texts[i][s:e]))
                  for (s, e, _, _), (t, k) in zip(spans, keys[i])]
@@ -120,7 +123,9 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
             target[t] = target.get(t, 0) + 1
         out.replaced.append(replaced)
         out.masked.append(masked)
-        out.same_as_input.append(sum(r is not None and normalize_value(t, r) == k for r, (t, k) in zip(picks, keys[i])))
+        drawn = {tk: r for r, tk in zip(picks, keys[i]) if r is not None}  # one draw per distinct value
+        out.same_as_input.append(sum(normalize_value(t, r) == k for (t, k), r in drawn.items()))
+        out.same_expected.append(sum(expected[tk] for tk in drawn))
     return out
 
 
@@ -129,6 +134,22 @@ class ClusantSanitizer:
         self.settings = settings
         self.per_type = dict(per_type)
         self.missing = tuple(missing)  # configured types without a vocabulary (masked with a placeholder)
+        self._keys: dict[str, dict[str, list[int]]] = {}  # per type: a phrase's value key -> its rows
+
+    def self_probability(self, entity_type: str, key: str, embedding: np.ndarray) -> float:
+        """Pr[the draw for an input with value key ``key`` has that key]: the mechanism's exact probability of
+        the vocabulary phrases with the input's own key (a public phrase may be the private value; eps-LDP
+        allows drawing it). What a correct sanitizer publishes verbatim, in expectation."""
+        ts = self.per_type.get(entity_type)
+        if ts is None:
+            return 0.0
+        if entity_type not in self._keys:
+            index: dict[str, list[int]] = {}
+            for row, phrase in enumerate(ts.phrases):
+                index.setdefault(normalize_value(entity_type, phrase), []).append(row)
+            self._keys[entity_type] = index
+        rows = self._keys[entity_type].get(key)
+        return float(ts.mechanism.probabilities(embedding)[rows].sum()) if rows else 0.0
 
     @classmethod
     def build(

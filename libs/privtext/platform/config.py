@@ -109,9 +109,11 @@ class PublishSettings(StrictModel):
     audit_adversaries: tuple[str, ...] = ("transformer", "lstm", "rnn")  # each must have passed for the date
     # sanitized exports: the date's measured canary span recall (detect_pii) must reach this; 0 disables
     min_canary_recall: float = Field(0.9, ge=0.0, le=1.0)
-    # sanitized exports: the share of replacements whose value equals its input's (the staged ``verbatim``
-    # count) above which the gate refuses; 0: any value published as it came in refuses the date
+    # sanitized exports: draws equal to their input (the staged ``verbatim`` count) beyond this share of the
+    # replacements refuse the date unless the mechanism's own probability of drawing the input explains them
+    # (Chernoff tail >= verbatim_significance)
     max_verbatim_share: float = Field(0.0, ge=0.0, le=1.0)
+    verbatim_significance: float = Field(1e-6, gt=0.0, lt=1.0)
 
 
 class SqlSettings(StrictModel):

@@ -121,8 +121,9 @@ SANITIZED_COLUMNS = [
 STAGED_SANITIZED_DOCUMENTS = TableSpec(
     "restricted",
     "sanitized_documents",
-    # verbatim: the document's replacements whose value equals its input's (the publish gate reads it)
-    pa.schema(SANITIZED_COLUMNS + [("verbatim", pa.int32())]),
+    # verbatim: the document's draws whose value equals its input's; verbatim_expected: the mechanism's exact
+    # probability of that, summed (the publish gate compares the two)
+    pa.schema(SANITIZED_COLUMNS + [("verbatim", pa.int32()), ("verbatim_expected", pa.float64())]),
     ("date",),
     "Staged sanitized documents: not yet audited, so they stay restricted until publish.",
 )

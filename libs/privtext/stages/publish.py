@@ -12,9 +12,11 @@ skips the audit and records that the same way. Never published, override or not:
 without a guarantee (CusText), and a release from a ``run.deterministic`` run (fixed-seed noise: its
 charges say so) or by a deterministic publish run. Sanitized exports also need the date's measured
 detection recall on canaries (``detect_pii``'s ``detection_recall`` ledger record) to reach
-``publish.min_canary_recall``: missed PII is published verbatim; and at most ``publish.max_verbatim_share``
-(default 0) of the partition's replacements may equal their input (the staged ``verbatim`` count, every
-document, not a sample: a value the sanitizer left as it came in is refused, whatever the audit says). The manifest carries the gate
+``publish.min_canary_recall``: missed PII is published verbatim; and the partition's draws equal to their
+input (the staged ``verbatim`` count, every document, not a sample) must be explained by the mechanism's
+own probability of drawing the input (``verbatim_expected``; a public phrase may be the private value):
+beyond ``publish.max_verbatim_share`` (default 0) of the replacements, a count whose Chernoff tail under
+that expectation is below ``publish.verbatim_significance`` refuses, whatever the audit says. The manifest carries the gate
 outcome, the ledger entry ids and the measured detection recall; audit figures stay in ``protected``.
 
 Published ``doc_id``s are keyed pseudonyms (``pii.hashing.doc_pseudonym``, HMAC under the run's key) of
@@ -38,6 +40,7 @@ import datetime as dt
 import getpass
 import hashlib
 import json
+import math
 import uuid
 from dataclasses import dataclass
 
@@ -150,17 +153,31 @@ def canary_problem(entries: list[dict], day: dt.date, minimum: float) -> tuple[l
     return [], latest
 
 
-def verbatim_problem(verbatim: int, replaced: int, maximum: float) -> list[str]:
-    """The gate's verbatim check: replacements equal to their input, against ``publish.max_verbatim_share``."""
-    if verbatim > maximum * replaced:
-        return [f"{verbatim} of {replaced} replaced values are published as they came in (same normalized value; "
-                f"publish.max_verbatim_share {maximum:g}): the sanitizer left them unchanged"]
-    return []
+def verbatim_tail(observed: int, expected: float) -> float:
+    """Chernoff bound on Pr[X >= observed] for X a sum of independent Bernoulli draws with mean ``expected``:
+    exp(-mu) (e mu / x)^x for x > mu, else 1 (valid for any Poisson-binomial sum)."""
+    if observed <= expected:
+        return 1.0
+    if expected <= 0:
+        return 0.0
+    return math.exp(observed - expected + observed * math.log(expected / observed))
 
 
-def _verbatim(staged) -> tuple[int, int]:
-    row = staged.agg(F.sum("verbatim").alias("v"), F.sum("n_replaced").alias("r")).first()
-    return int(row["v"] or 0), int(row["r"] or 0)
+def verbatim_problem(verbatim: int, expected: float, replaced: int, maximum: float, significance: float) -> list[str]:
+    """The gate's verbatim check: draws equal to their input beyond ``publish.max_verbatim_share`` that the
+    mechanism's own probability of drawing the input (``expected``) does not explain at ``significance``."""
+    excess = verbatim - maximum * replaced
+    if excess <= 0 or verbatim_tail(verbatim, expected) >= significance:
+        return []
+    return [f"{verbatim} of {replaced} replaced values are published as they came in (same normalized value), where "
+            f"the mechanism's own draws explain {expected:.2g} (Pr >= {verbatim}: {verbatim_tail(verbatim, expected):.1e} < "
+            f"publish.verbatim_significance {significance:g}): the sanitizer left them unchanged"]
+
+
+def _verbatim(staged) -> tuple[int, float, int]:
+    row = staged.agg(F.sum("verbatim").alias("v"), F.sum("verbatim_expected").alias("e"),
+                     F.sum("n_replaced").alias("r")).first()
+    return int(row["v"] or 0), float(row["e"] or 0.0), int(row["r"] or 0)
 
 
 def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
@@ -278,7 +295,8 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
     detection = None
     if audited:
         missed, detection = canary_problem(entries, ctx.date, settings.publish.min_canary_recall)
-        problems += missed + verbatim_problem(*_verbatim(staged), settings.publish.max_verbatim_share)
+        problems += missed + verbatim_problem(*_verbatim(staged), settings.publish.max_verbatim_share,
+                                              settings.publish.verbatim_significance)
     gate = gate_outcome(audited, settings.publish.require_audit, problems, override_gate)
     if gate == "refused":
         ctx.tracked.log_params({"publish.target": target, "publish.gate": "refused",

@@ -27,8 +27,10 @@ vocabulary version and conf only; ``clusant.reserved_values`` (a fixed public li
 organisation's own names) is excluded from every vocabulary. Every replacement is written with ASCII
 digits and letters drawn from the public candidate in the input's format class, whatever the input's
 script, digit system or width (``clusant.surface_format``). Each staged row counts its replacements
-whose value has the input value's key (``verbatim``; ``same_as_input`` in the result): the publish gate
-refuses a release with more than ``publish.max_verbatim_share`` of them.
+whose value has the input value's key (``verbatim``, one per distinct value drawn; ``same_as_input`` in
+the result) and the mechanism's exact probability of that (``verbatim_expected``: a public phrase can be
+the private value, and eps-LDP allows drawing it): the publish gate refuses a release with more than
+the mechanism explains (``publish.verbatim_significance``) beyond ``publish.max_verbatim_share``.
 
 Metrics (MLflow, aggregates only): replaced and masked span counts per type, spans per second (the
 whole stage), and, in a small job after the write over at most ``clusant.metrics.max_documents``
@@ -66,6 +68,7 @@ OUT_SCHEMA = StructType([
     StructField("replaced", MapType(StringType(), IntegerType())),
     StructField("masked", MapType(StringType(), IntegerType())),
     StructField("same_as_input", IntegerType()),
+    StructField("same_expected", DoubleType()),
 ])
 QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
 
@@ -167,6 +170,7 @@ def _sanitize_batches(settings, seed_material: str, shared):
                 "doc_id": frame["doc_id"], "sanitized_text": out.texts,
                 "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in out.replaced],
                 "replaced": out.replaced, "masked": out.masked, "same_as_input": out.same_as_input,
+                "same_expected": out.same_expected,
             })
 
     return run
@@ -290,7 +294,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
-           .withColumn("verbatim", F.col("same_as_input"))
+           .withColumn("verbatim", F.col("same_as_input")).withColumn("verbatim_expected", F.col("same_expected"))
            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),

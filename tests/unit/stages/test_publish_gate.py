@@ -74,3 +74,21 @@ def test_manifest_lists_files_under_their_version_and_counts_rows_of_one_format(
     assert m["privacy"] == {"methods": ["clusant"], "params": ["{}"], "source_run_ids": ["s1"],
                             "ledger_entry_ids": ["e1", "e2"], "guarantees": ["mldp", "none"]}
     assert m["gate"] == {"outcome": "passed"} and m["detection"] is None and m["published_table"]["version"] == 4
+
+
+def test_verbatim_tail_bounds_the_exact_poisson_binomial_tail_and_the_gate_uses_it():
+    """The Chernoff bound is never below the exact tail (convolution of the Bernoulli draws), and the gate
+    refuses a count the mechanism's expectation cannot explain, passes one it can."""
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        probs = rng.uniform(0, 0.2, size=rng.integers(5, 60))
+        pmf = np.array([1.0])
+        for p in probs:
+            pmf = np.convolve(pmf, [1 - p, p])
+        for x in range(len(pmf)):
+            assert publish.verbatim_tail(x, probs.sum()) >= pmf[x:].sum() - 1e-12
+    assert publish.verbatim_problem(1, 0.3, 1000, 0.0, 1e-6) == []
+    assert publish.verbatim_problem(106, 0.0, 1000, 0.0, 1e-6)  # a sanitizer that left every phone as it was
+    assert publish.verbatim_problem(8, 0.3, 1000, 0.0, 1e-6) and not publish.verbatim_problem(8, 0.3, 1000, 0.01, 1e-6)
