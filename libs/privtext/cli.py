@@ -202,7 +202,7 @@ def _add_table_commands(sub) -> None:
                                      "zone), e.g. SELECT * FROM published.x")
     sql.add_argument("statement")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    sql.add_argument("--limit", type=int, default=1000)
+    sql.add_argument("--limit", type=int, help="at most this many rows (default and maximum: sql.max_rows)")
     sql.set_defaults(func=cmd_sql)
 
     vacuum = sub.add_parser("vacuum", help="delete files no current table version references (withdrawn "
