@@ -167,6 +167,7 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
              audits: list[dict], detection: dict | None) -> list[dict]:
     """Per product of the date: published or not and why, its guarantee and what it does not cover
     (``detection``: the date's canary measurement)."""
+    from privtext.stages.lineage import staged_state
     from privtext.stages.publish import canary_problem, gate_decision
 
     out = []
@@ -187,7 +188,8 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
             state = "refused" if staged else "not staged"
             if stage == "sanitize" and staged:
                 reasons = gate_decision([a for a in audits if a["target"] == published_spec.name],
-                                        list(settings.publish.audit_adversaries), sorted(staged))
+                                        list(settings.publish.audit_adversaries),
+                                        [staged_state(lakehouse, staged_spec, day, staged)])
                 reasons += canary_problem(entries, day, settings.publish.min_canary_recall)[0]
             if state == "refused" and not reasons:
                 state, reasons = "staged, not yet published", ["the gate's checks hold; run publish"]

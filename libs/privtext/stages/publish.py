@@ -54,6 +54,7 @@ from privtext.platform.config import ObjectStoreSettings
 from privtext.platform.storage import filesystem, move_dir
 from privtext.privacy.budget import none_charge
 from privtext.platform import zones
+from privtext.stages.lineage import lineage_problems, staged_state
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, STAGED_WORD_VECTORS,
                                       WORD_VECTORS)
@@ -146,6 +147,14 @@ def canary_problem(entries: list[dict], day: dt.date, minimum: float) -> tuple[l
         return [f"detection recall on canaries {recall:.3f} < publish.min_canary_recall {minimum:g}: "
                 "missed values would be published verbatim"], latest
     return [], latest
+
+
+def _detection_problems(ctx: RunContext, target: str, entries: list[dict]) -> tuple[list[str], dict | None]:
+    """The staged release's detection lineage (``stages.lineage.lineage_problems``): the spans, settings and
+    canary measurement of the detect_pii run it was sanitized from, not the date's latest measurement."""
+    staged = ctx.lakehouse.read(TARGETS[target][0], date=ctx.date)
+    params = [r["params"] for r in staged.select("params").distinct().collect()]  # O(runs)
+    return lineage_problems(ctx.lakehouse, ctx.settings, entries, ctx.date, params, ctx.settings.publish.min_canary_recall)
 
 
 def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
@@ -258,11 +267,12 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
                override_gate: bool, reason: str | None) -> tuple[str, dict | None]:
     """Check the gate; refuse, or record an override / skipped audit in the ledger. Returns (outcome, detection)."""
     settings, date = ctx.settings, ctx.date.isoformat()
-    problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries), sorted(run_ids))
+    problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries),
+                              [staged_state(ctx.lakehouse, TARGETS[target][0], ctx.date, run_ids)])
                 if audited and settings.publish.require_audit else [])
     detection = None
     if audited:
-        missed, detection = canary_problem(entries, ctx.date, settings.publish.min_canary_recall)
+        missed, detection = _detection_problems(ctx, target, entries)
         problems += missed
     gate = gate_outcome(audited, settings.publish.require_audit, problems, override_gate)
     if gate == "refused":

@@ -34,21 +34,20 @@ def stage_module(stage: str):
 
 
 def stage_parser(stage: str) -> argparse.ArgumentParser:
-    """The options of ``privtext run <stage>``: --date, --pipeline, --run-id and the stage's own."""
+    """The options of ``privtext run <stage>``: --date, --pipeline and the stage's own. A run's id is always
+    generated (a reused id would make a new run look like an audited one)."""
     module = stage_module(stage)
     parser = argparse.ArgumentParser(prog=f"privtext run {stage}", description=(module.__doc__ or "").split("\n")[0])
     parser.add_argument("--date", help="YYYY-MM-DD (default: today, UTC)")
     parser.add_argument("--pipeline", default="adhoc", help="pipeline name recorded on the run")
-    parser.add_argument("--run-id", dest="run_id", help="run id (default: a new uuid)")
     if hasattr(module, "add_arguments"):
         module.add_arguments(parser)
     return parser
 
 
-def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline: str = "adhoc",
-              run_id: str | None = None, **kwargs):
+def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline: str = "adhoc", **kwargs):
     module = stage_module(stage)
-    day, run_id = parse_date(date).isoformat(), run_id or uuid.uuid4().hex
+    day, run_id = parse_date(date).isoformat(), uuid.uuid4().hex
     lease_name = "-".join(str(part) for part in (stage, kwargs.get("target"), day) if part)
     with stage_lease(settings.lakehouse, lease_name, run_id):
         ctx = RunContext.create(settings, date=day, pipeline=pipeline, run_id=run_id)
@@ -67,8 +66,7 @@ def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline:
 def run_options(stage: str, settings: Settings, argv: list[str]):
     """Run ``stage`` with the options of ``privtext run <stage>`` given as arguments (``stage_parser``)."""
     options = vars(stage_parser(stage).parse_args(argv))
-    return run_stage(stage, settings, date=options.pop("date"), pipeline=options.pop("pipeline"),
-                     run_id=options.pop("run_id"), **options)
+    return run_stage(stage, settings, date=options.pop("date"), pipeline=options.pop("pipeline"), **options)
 
 
 def job_main(stage: str, argv: list[str]) -> int:
