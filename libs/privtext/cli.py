@@ -53,6 +53,7 @@ def _format_rows(columns, rows, fmt: str) -> str:
 def cmd_sql(args) -> int:
     from privtext.commands.sql import query
 
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # a failed query: our one line only
     columns, rows = query(_settings(args), args.statement, args.limit)
     print(_format_rows(columns, rows, args.format))
     return 0

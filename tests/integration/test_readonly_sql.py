@@ -174,3 +174,13 @@ def test_the_analysts_jvm_starts_without_the_hmac_key(tmp_path):
            "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__) + "/..", os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
     assert out.stdout.split()[-4:] == ["None", "None", "yes", "k" * 64], out.stderr[-2000:]
+
+
+def test_a_statement_failing_at_run_time_is_one_line_exit_1(lake, tmp_path, capsys):
+    conf = tmp_path / "analyst.yaml"
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": lake.settings.lakehouse.root}, "tracking": {"enabled": False}}))
+    assert main(["--conf", str(conf), "sql", "SELECT 1/0 AS x"]) == 1
+    assert main(["--conf", str(conf), "sql", "SELEC 1"]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("privtext: the statement failed: [DIVIDE_BY_ZERO]")
+    assert err[1].startswith("privtext: refused: not a single valid SQL statement: [PARSE_SYNTAX_ERROR]") and len(err) == 2

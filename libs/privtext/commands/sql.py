@@ -27,7 +27,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from privtext.settings import ZONES
-from privtext.errors import Refused
+from privtext.errors import PrivtextError, Refused
 
 if TYPE_CHECKING:  # the root settings live above the platform
     from privtext.settings import Settings
@@ -70,6 +70,10 @@ DATA_FREE_LEAVES = frozenset({"OneRowRelation", "LocalRelation", "Range", "CTERe
 
 class SqlRefused(Refused):
     """A statement that is not a read of the readable zones."""
+
+
+class SqlFailed(PrivtextError):
+    """A checked statement that failed while it ran (exit 1)."""
 
 
 def _seq(scala_seq) -> list:
@@ -308,6 +312,8 @@ def _collect(spark, df, limit: int, timeout_s: float) -> list[tuple]:
 def query(settings: Settings, statement: str, limit: int | None = None):
     """Check and run one read-only statement; returns (columns, at most ``limit`` rows), ``limit`` at most
     ``sql.max_rows`` (default: that)."""
+    from pyspark.errors.exceptions.captured import CapturedException
+
     from privtext.platform.lakehouse import Lakehouse
 
     limits = settings.sql
@@ -318,5 +324,9 @@ def query(settings: Settings, statement: str, limit: int | None = None):
     spark = _spark(settings)
     readable = readable_tables(settings, Lakehouse(spark, settings.lakehouse))
     check(spark, statement, readable, settings.sql.role)
-    df = spark.sql(statement)
-    return df.columns, _collect(spark, df, limit, limits.timeout_s)
+    try:
+        df = spark.sql(statement)
+        return df.columns, _collect(spark, df, limit, limits.timeout_s)
+    except CapturedException as error:  # e.g. a division by zero or a bad cast at run time: one line, exit 1
+        first_line = next(line for line in str(error).splitlines() + [""] if line.strip())
+        raise SqlFailed(f"the statement failed: {first_line[:300]}") from None

@@ -15,7 +15,8 @@ import json
 import logging
 import uuid
 
-from privtext.errors import PrivtextError, report_error
+from privtext.errors import PrivtextError, UsageError, report_error
+from privtext.pii.hashing import load_hmac_key
 from privtext.platform.context import RunContext, parse_date
 from privtext.platform.leases import stage_lease
 from privtext.settings import LOG_FORMAT, Settings, load_settings, use_offline_models
@@ -25,11 +26,12 @@ log = logging.getLogger("privtext")
 
 STAGES = ("ingest", "detect_pii", "embed", "sanitize", "audit", "publish", "synthesize", "evaluate",
           "train_dped")
+KEYED_STAGES = ("ingest", "detect_pii", "publish")  # they need run.hmac_key_env / run.hmac_key_file
 
 
 def stage_module(stage: str):
     if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; allowed: {', '.join(STAGES)}")
+        raise UsageError(f"unknown stage {stage!r}; allowed: {', '.join(STAGES)}")
     return importlib.import_module(f"privtext.stages.{stage}")
 
 
@@ -48,6 +50,8 @@ def stage_parser(stage: str) -> argparse.ArgumentParser:
 def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline: str = "adhoc", **kwargs):
     module = stage_module(stage)
     day, run_id = parse_date(date).isoformat(), uuid.uuid4().hex
+    if stage in KEYED_STAGES and kwargs.get("target") != "word_vectors":  # a missing key stops before Spark starts
+        load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
     lease_name = "-".join(str(part) for part in (stage, kwargs.get("target"), day) if part)
     with stage_lease(settings.lakehouse, lease_name, run_id):
         ctx = RunContext.create(settings, date=day, pipeline=pipeline, run_id=run_id)
