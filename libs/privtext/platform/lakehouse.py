@@ -37,7 +37,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from privtext.platform import delta_commit, storage
 from privtext.platform.config import LakehouseSettings
-from privtext.platform.leases import stage_lease
+from privtext.platform.leases import LeaseLost, check_held, stage_lease
 from privtext.platform.table_files import (FILE_META_SCHEMA, READ_SCHEMA, SnapshotFiles, file_reader_task,
                                           file_writer_task)
 from privtext.platform.table_spec import (LakehouseError, TableSpec, WriteResult, check_files_inside,
@@ -205,7 +205,13 @@ class Lakehouse:
 
     def _commit(self, spec, table: DeltaTable, files, mode, partition_filters=None, operation="WRITE",
                 guard: str | None = None, rebase: bool = False) -> WriteResult:
-        """``delta_commit.commit`` with this lakehouse's retries; failed writes' files are deleted."""
+        """``delta_commit.commit`` with this lakehouse's retries; failed writes' files are deleted. Refused
+        (``LeaseLost``, files deleted) when the stage lease this run holds is no longer its own."""
+        try:
+            check_held()
+        except LeaseLost:
+            self._delete_files(spec, files)
+            raise
         result = delta_commit.commit(spec, table, files, mode, retries=self.settings.commit_retries,
                                      reload=lambda: self.delta_table(spec),
                                      discard=lambda failed: self._delete_files(spec, failed),

@@ -51,6 +51,7 @@ from privtext.platform.context import RunContext
 from privtext.ledger import Ledger, latest_measurement
 from privtext.errors import Refused
 from privtext.platform.config import ObjectStoreSettings
+from privtext.platform.leases import check_held
 from privtext.platform.storage import filesystem, move_dir
 from privtext.privacy.budget import none_charge
 from privtext.platform import zones
@@ -332,6 +333,7 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Sch
                    or (detection is not None and e["entry_id"] == detection["entry_id"])]
         manifest = build_manifest(target, date, ctx.run_id, version, files, settings.publish.formats[0], summary,
                                   entries, gate, detection, table, table_version)
+        check_held()  # fencing: a publisher whose lease was taken over never commits a manifest
         commit_manifest(fs, date_dir, manifest)
     except BaseException:  # the previous manifest and its files are untouched; drop this attempt's files
         _delete_dir(fs, tmp_dir)
