@@ -59,10 +59,13 @@ CLI_MISTAKES = [  # (config text or None for a good one, arguments, exit code, s
 def test_cli_mistakes_are_one_line_with_their_exit_code_before_spark_starts(tmp_path, monkeypatch, capsys,
                                                                               text, args, code, line):
     import yaml
-    from pyspark import SparkContext
 
     from privtext.cli import main
 
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr("privtext.platform.context.get_spark", no_spark)  # where every stage gets its session
     monkeypatch.delenv("PRIVTEXT_HMAC_KEY", raising=False)
     conf = tmp_path / "conf.yaml"
     conf.write_text(text if text is not None else yaml.safe_dump({"lakehouse": {"root": str(tmp_path / "lake")},
@@ -70,4 +73,3 @@ def test_cli_mistakes_are_one_line_with_their_exit_code_before_spark_starts(tmp_
     assert main(["--conf", str(conf), *args]) == code
     err = capsys.readouterr().err
     assert err.startswith(line.format(conf=conf)) and err.count("\n") == 1, err
-    assert SparkContext._active_spark_context is None  # nothing started

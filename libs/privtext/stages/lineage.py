@@ -34,10 +34,15 @@ def partition_state(lakehouse, spec, day: dt.date, version: int | None = None) -
     """``files:<sha256 of the date partition's file paths and sizes>`` of the snapshot at ``version``
     (default: the current one). Another date's write leaves it unchanged; any write of this date changes it."""
     from privtext.platform.delta_commit import files_matching
+    from privtext.platform.table_spec import LakehouseError
 
     column = f"partition.{spec.date_column}"
+    try:
+        table = lakehouse.delta_table(spec, version)
+    except LakehouseError:  # no such table yet: an empty partition
+        return "files:none"
     files = sorted(f"{a['path']}:{a.get('size_bytes', a.get('size'))}"
-                   for a in files_matching(lakehouse.delta_table(spec, version), None) if a.get(column) == day)
+                   for a in files_matching(table, None) if a.get(column) == day)
     return "files:" + hashlib.sha256("\n".join(files).encode()).hexdigest()[:16]
 
 

@@ -50,10 +50,10 @@ def stage_parser(stage: str) -> argparse.ArgumentParser:
 def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline: str = "adhoc", **kwargs):
     module = stage_module(stage)
     day, run_id = parse_date(date).isoformat(), uuid.uuid4().hex
-    if stage in KEYED_STAGES and kwargs.get("target") != "word_vectors":  # a missing key stops before Spark starts
-        load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
     lease_name = "-".join(str(part) for part in (stage, kwargs.get("target"), day) if part)
     with stage_lease(settings.lakehouse, lease_name, run_id):
+        if stage in KEYED_STAGES and kwargs.get("target") != "word_vectors":  # a missing key stops before Spark
+            load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
         ctx = RunContext.create(settings, date=day, pipeline=pipeline, run_id=run_id)
         with stage_run(settings, pipeline, stage, day, run_id) as tracked:
             ctx.tracked = tracked
