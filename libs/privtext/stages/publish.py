@@ -4,15 +4,17 @@
 
 Gate (``gate_decision``, a pure function). The date is published only if ``protected.leakage_audits``
 holds, for every adversary in ``publish.audit_adversaries``, a passed audit of the staged release whose
-negative controls behaved (``valid``) and which read the staged run(s) now in the partition (a later
-sanitize rerun makes it stale); otherwise the stage refuses (``PublishRefused``, naming each reason)
+negative controls behaved (``valid``) and which read the staged partition as it is now (its run ids and
+files, ``lineage.staged_state``: any later sanitize rerun, even under the same run id, makes it stale); otherwise the stage refuses (``PublishRefused``, naming each reason)
 and writes nothing. ``--override-gate --reason "..."`` publishes anyway and records a ledger entry
 (guarantee ``none``) with who (the OS user) and why; ``publish.require_audit: false`` (demos only)
 skips the audit and records that the same way. Never published, override or not: a partition sanitized
 without a guarantee (CusText), and a release from a ``run.deterministic`` run (fixed-seed noise: its
-charges say so) or by a deterministic publish run. Sanitized exports also need the date's measured
-detection recall on canaries (``detect_pii``'s ``detection_recall`` ledger record) to reach
-``publish.min_canary_recall``: missed PII is published verbatim. The manifest carries the gate
+charges say so) or by a deterministic publish run. Sanitized exports also need the detection lineage the
+staged rows record (``stages.lineage``): the spans partition and detection settings they were sanitized
+from must still be current, and that detect_pii run's own canary measurement must reach
+``publish.min_canary_recall`` and cover every configured type that has canaries: missed PII is
+published verbatim. The manifest carries the gate
 outcome, the ledger entry ids and the measured detection recall; audit figures stay in ``protected``.
 
 Published ``doc_id``s are keyed pseudonyms (``pii.hashing.doc_pseudonym``, HMAC under the run's key) of
