@@ -53,6 +53,7 @@ def _format_rows(columns, rows, fmt: str) -> str:
 def cmd_sql(args) -> int:
     from privtext.commands.sql import query
 
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # a failed query: our one line only
     columns, rows = query(_settings(args), args.statement, args.limit)
     print(_format_rows(columns, rows, args.format))
     return 0
@@ -207,7 +208,7 @@ def _add_table_commands(sub) -> None:
                                      "zone), e.g. SELECT * FROM published.x")
     sql.add_argument("statement")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    sql.add_argument("--limit", type=int, default=1000)
+    sql.add_argument("--limit", type=int, help="at most this many rows (default and maximum: sql.max_rows)")
     sql.set_defaults(func=cmd_sql)
 
     vacuum = sub.add_parser("vacuum", help="delete files no current table version references (withdrawn "

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import time
 
+from privtext.errors import UsageError
 from privtext.settings import Settings
 from privtext.platform.tracking import pipeline_run
 from privtext.stages.runner import run_stage
@@ -43,7 +44,7 @@ def run_pipeline(name: str, settings: Settings, date: str, input_path: str | Non
     """Run the stages of pipeline ``name`` for ``date`` in order; returns each stage's result.
     ``progress(stage)``: a context manager around each stage (the demo's stage lines)."""
     if name not in PIPELINES:
-        raise ValueError(f"unknown pipeline {name!r}; allowed: {', '.join(PIPELINES)}")
+        raise UsageError(f"unknown pipeline {name!r}; allowed: {', '.join(PIPELINES)}")
     results: dict[str, object] = {}
     with pipeline_run(settings, name, date) as tracked:
         for stage, options in PIPELINES[name]:
@@ -51,7 +52,7 @@ def run_pipeline(name: str, settings: Settings, date: str, input_path: str | Non
                 continue
             if stage == "ingest":
                 if input_path is None:
-                    raise ValueError(f"pipeline {name!r} starts with ingest: an input path is required")
+                    raise UsageError(f"pipeline {name!r} starts with ingest: an input path is required (--input)")
                 options = {"input_path": input_path}
             started = time.perf_counter()
             with progress(stage) if progress else contextlib.nullcontext():

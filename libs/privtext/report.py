@@ -4,7 +4,7 @@ What a privacy officer reads first, in order:
 
 1. A verdict card per product of the date (sanitized export, synthetic documents, word vectors: those
    with a ledger charge of the date in this dataset): published or refused and why (the publish gate's
-   own checks, ``publish.gate_decision`` and ``publish.canary_problem``, re-run on the recorded audits
+   own checks, ``publish.gate_decision`` and ``lineage.lineage_problems``, re-run on the recorded audits
    and measurements), the guarantee in one plain sentence, and what it does NOT cover (missed
    detections with the measured canary recall, text outside the detected spans, the audit being a
    lower bound).
@@ -167,7 +167,8 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
              audits: list[dict], detection: dict | None) -> list[dict]:
     """Per product of the date: published or not and why, its guarantee and what it does not cover
     (``detection``: the date's canary measurement)."""
-    from privtext.stages.publish import canary_problem, gate_decision
+    from privtext.stages.lineage import lineage_problems, staged_state
+    from privtext.stages.publish import gate_decision
 
     out = []
     for product, (stage, staged_spec, published_spec) in PRODUCTS.items():
@@ -187,8 +188,11 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
             state = "refused" if staged else "not staged"
             if stage == "sanitize" and staged:
                 reasons = gate_decision([a for a in audits if a["target"] == published_spec.name],
-                                        list(settings.publish.audit_adversaries), sorted(staged))
-                reasons += canary_problem(entries, day, settings.publish.min_canary_recall)[0]
+                                        list(settings.publish.audit_adversaries),
+                                        [staged_state(lakehouse, staged_spec, day, staged)])
+                params = sorted({r["params"] for r in _rows_of_date(lakehouse, staged_spec, day, ("params",))})
+                reasons += lineage_problems(lakehouse, settings, entries, day, params,
+                                            settings.publish.min_canary_recall)[0]
             if state == "refused" and not reasons:
                 state, reasons = "staged, not yet published", ["the gate's checks hold; run publish"]
         if state == "published" and overrides:

@@ -81,7 +81,13 @@ def _deep_merge(base: dict, override: dict) -> dict:
 def _read_yaml(path: Path) -> dict:
     if not path.exists():
         raise ConfigError(f"config file not found: {path}")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"config file {path} is not valid YAML: {getattr(error, 'problem', None) or 'parse error'}"
+                          f"{where}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping at the top level")
     return data
@@ -96,7 +102,10 @@ def _env_overrides(environ: dict[str, str]) -> dict:
         node = overrides
         for key in keys[:-1]:
             node = node.setdefault(key, {})
-        node[keys[-1]] = yaml.safe_load(raw)
+        try:
+            node[keys[-1]] = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            raise ConfigError(f"environment variable {name} is not a valid YAML value") from None
     return overrides
 
 

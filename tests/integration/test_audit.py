@@ -13,6 +13,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.stages.lineage import staged_state
 from privtext.stages.runner import run_stage
 
 DATE = dt.date(2026, 1, 15)
@@ -95,7 +96,7 @@ def test_identity_release_fails_constant_release_passes_and_no_value_leaves(audi
         assert row.eps == 2.0 and row.triplets == TINY["triplets"] and row.delta_target == 0.1
         assert 0.0 <= row.violation_ratio <= 1.0 and row.log10_p_fail <= 0.0 and row.date == DATE
         assert row.utility_loss == pytest.approx(0.0, abs=1e-5)  # nothing was changed
-        assert row.staged_runs == "r" and row.valid
+        assert row.staged_runs == staged_state(ctx.lakehouse, STAGED_SANITIZED_DOCUMENTS, DATE, ["r"]) and row.valid
     assert leak.documents == 150 and leak.unaligned == 0 and leak.candidates == 16
     assert leak.valid and leak.controls["control_identity"] > 0.5 > 0.1 > leak.controls["control_uniform"]
     assert not leak.passed and leak.worst_violation_ratio > 0.5

@@ -65,6 +65,12 @@ def test_offsets_unicode_and_multichunk(night_settings):
     (record,) = [e for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["guarantee"] == "detection_recall"]
     assert record["spend"]["overall"]["recall"] == result.canary_recall and record["params"]["date"] == NIGHT1
     assert record["spend"]["overall"]["values"] == 3 * night_settings.pii.canaries.count
+    from privtext.platform.tables import PII_SPANS
+    from privtext.stages.lineage import partition_state, settings_digest
+
+    day = __import__("datetime").date.fromisoformat(NIGHT1)  # the measurement names the spans it measured
+    assert record["params"]["spans_state"] == partition_state(ctx.lakehouse, PII_SPANS, day)
+    assert record["params"]["settings_digest"] == settings_digest(night_settings.pii)
 
 
 def test_registry_counts_across_two_nights_and_rerun(night_settings):

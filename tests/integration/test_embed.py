@@ -68,3 +68,49 @@ def test_a_missed_night_is_caught_up_from_its_own_texts(settings):
     assert sorted((r["doc_id"], r["date"]) for r in _rows(ctx)) == [("a", NIGHT2), ("d", NIGHT2)]
     again = run_stage("embed", settings, date="2026-04-03")  # nothing left to encode: no text is read
     assert (again.embedded, again.already_embedded) == (0, 2)
+
+
+def _two_nights_at_once(settings, monkeypatch, use_claim: bool):
+    """Nights 1 and 2 embed at the same time from one snapshot (both writes wait for each other before
+    committing); night 2 catches up night 1's backlog too. Returns (rows, documents, results)."""
+    import threading
+
+    from privtext.platform.lakehouse import Lakehouse
+
+    ctx = RunContext.create(settings, date=NIGHT1)
+    write_rows(ctx, DOCUMENTS, [document(f"a{i}", f"first night {i}", NIGHT1) for i in range(6)], {"ingest_date": [NIGHT1]})
+    write_rows(ctx, DOCUMENTS, [document(f"b{i}", f"second night {i}", NIGHT2) for i in range(4)], {"ingest_date": [NIGHT2]})
+    both = threading.Barrier(2, timeout=300)
+    original, first_write = Lakehouse.replace_partitions, threading.local()
+
+    def replace_after_the_other_computed(self, spec, df, partition_values, snapshot=None, claim=None):
+        if spec is DOC_EMBEDDINGS and not getattr(first_write, "done", False):
+            first_write.done = True
+            both.wait()
+        if not use_claim:  # the write before issue 32: a plain partition replace
+            snapshot = claim = None
+        return original(self, spec, df, partition_values, snapshot=snapshot, claim=claim)
+
+    monkeypatch.setattr(Lakehouse, "replace_partitions", replace_after_the_other_computed)
+    results = {}
+    threads = [threading.Thread(target=lambda d=d: results.setdefault(d, run_stage("embed", settings, date=d)))
+               for d in (NIGHT1, NIGHT2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    return _rows(ctx), 10, results
+
+
+def test_two_nights_at_once_embed_each_document_once(settings, monkeypatch):
+    rows, documents, results = _two_nights_at_once(settings, monkeypatch, use_claim=True)
+    assert len(results) == 2
+    assert len(rows) == documents and len({r["doc_id"] for r in rows}) == documents
+
+
+def test_without_the_claim_two_nights_at_once_duplicate_the_backlog(tmp_path, spark, monkeypatch):
+    """Negative control: the same race with the unclaimed replace (the old write) doubles night 1's rows."""
+    from conftest import make_settings
+
+    rows, documents, _ = _two_nights_at_once(make_settings(tmp_path / "lake2"), monkeypatch, use_claim=False)
+    assert len(rows) == documents + 6

@@ -109,10 +109,10 @@ def test_publish_killed_keeps_the_old_export_whole_and_the_rerun_equals_a_clean_
     ctx = make_ctx(tmp_path, "pub-1")
     old, new = [f"old release {i}" for i in range(300)], [f"new release {i}" for i in range(300)]
     stage(ctx, old, run_id="san-1")
-    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)], staged_runs="san-1")
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)])
     publish.run(ctx, TARGET)
     stage(ctx, new, run_id="san-2")
-    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)], staged_runs="san-2")
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)])
 
     conf = tmp_path / "publish.yaml"
     conf.write_text(yaml.safe_dump({

@@ -221,3 +221,87 @@ def test_parquet_schemas_unify_or_the_file_is_quarantined_naming_column_and_type
                        "d.jsonl": "unreadable file: Too many levels of symbolic links",
                        "e.jsonl": "unreadable file: Too many levels of symbolic links"}
     assert result.quarantined == 3
+
+
+def _six_crash_cases(drop):
+    """Issue 32's records and files that used to fail a whole load (traceback, nothing written)."""
+    import datetime as dt
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (drop / "surrogates.jsonl").write_bytes(b'{"doc_id": "\\ud800", "text": "lone id"}\n'
+                                            b'{"text": "lone label", "label": "\\udfff"}\n'
+                                            b'{"text": "lone key", "\\ud83d": "v"}\n')
+    (drop / "latin1_header.csv").write_bytes(b"doc_id,t\xe9xt\n1,hello\n")
+    (drop / "deep.json").write_bytes(b"[" * 200_000 + b"]" * 200_000)
+    pq.write_table(pa.table({"text": ["struct row"], "extra": [{"amount": decimal.Decimal("1.5"),
+                                                               "at": dt.datetime(2026, 1, 2)}]}), drop / "struct.parquet")
+    with open(drop.as_posix().encode() + b"/caf\xe9.jsonl", "wb") as f:
+        f.write(b'{"text": "in a file with a latin-1 name"}\n')
+    (drop / "first_array.jsonl").write_text("[1,2,3]\n" + "".join(json.dumps({"text": f"after {i}"}) + "\n" for i in range(4)))
+
+
+def test_issue_32_crash_cases_are_quarantined_beside_a_good_file(ctx, tmp_path, capsys):
+    """rc 0 through the CLI; the good rows land (the struct row, the four lines after [1,2,3]); each bad
+    record or file is one quarantine row with its reason."""
+    import yaml
+
+    from privtext.cli import main
+
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    (drop / "good.jsonl").write_text("".join(json.dumps({"doc_id": f"g{i}", "text": f"good {i}"}) + "\n" for i in range(5)))
+    _six_crash_cases(drop)
+    conf = tmp_path / "conf.yaml"
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": ctx.settings.lakehouse.root}, "tracking": {"enabled": False},
+                                    "run": {"deterministic": True}, "spark": {"master": "local[2]"}}))
+    assert main(["--conf", str(conf), "run", "ingest", "--date", "2026-01-15", "--input", str(drop)]) == 0
+    texts = sorted(read(ctx, DOCUMENTS).text)
+    assert texts == ["after 0", "after 1", "after 2", "after 3"] + [f"good {i}" for i in range(5)] + ["struct row"]
+    quarantine = read(ctx, QUARANTINE)
+    reasons = sorted(zip(quarantine.source_file, quarantine.reason))
+    assert reasons == sorted([
+        ("caf\\xe9.jsonl", "file name is not valid UTF-8 (file quarantined: rename it to load it)"),
+        ("deep.json", f"malformed JSON: nested deeper than {__import__('sys').getrecursionlimit()} levels"),
+        ("first_array.jsonl", "malformed JSON: not an object"),
+        ("latin1_header.csv", "invalid UTF-8 in the CSV header (file quarantined)"),
+        ("surrogates.jsonl", "invalid Unicode in doc_id"), ("surrogates.jsonl", "invalid Unicode in label"),
+        ("surrogates.jsonl", "invalid Unicode in a field name")]), reasons
+    capsys.readouterr()
+
+
+def test_a_generated_corpus_beside_a_good_file_never_loses_the_good_rows(ctx, tmp_path):
+    """hypothesis over encodings, structures and sizes: whatever lies beside it, good.jsonl lands whole."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    encodings = st.sampled_from(["utf-8", "utf-16", "utf-32", "latin-1", "utf-8-sig"])
+    values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text()),
+                          lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+                          max_leaves=6)
+    records = st.dictionaries(st.sampled_from(["doc_id", "text", "label", "user_id", "x", "\ud800"]), values, max_size=4)
+    line = st.one_of(records.map(lambda r: json.dumps(r)), st.text(max_size=40), st.just("[" * 5000))
+    files = st.lists(st.tuples(st.sampled_from([".jsonl", ".json", ".csv"]), st.lists(line, max_size=5), encodings),
+                     min_size=1, max_size=6)
+
+    @settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(files)
+    def load(corpus):
+        drop = tmp_path / f"drop-{abs(hash(str(corpus)))}"
+        drop.mkdir()
+        (drop / "good.jsonl").write_text("".join(json.dumps({"doc_id": f"good-{i}", "text": f"good {i}"}) + "\n"
+                                                 for i in range(20)))
+        for i, (ext, lines, encoding) in enumerate(corpus):
+            text = "\n".join(lines)
+            try:
+                content = text.encode(encoding, "surrogatepass")
+            except UnicodeEncodeError:  # latin-1: characters above U+00FF
+                content = text.encode(encoding, "replace")
+            (drop / f"fuzz{i}{ext}").write_bytes(content)
+        result = ingest.run(ctx, str(drop), allow_smaller=True)
+        docs = read(ctx, DOCUMENTS)
+        assert {f"good-{i}" for i in range(20)} <= set(docs.doc_id)
+        assert result.documents == len(docs) and result.quarantined == len(read(ctx, QUARANTINE))
+
+    load()

@@ -10,11 +10,13 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from privtext.pii.canaries import GENERATORS
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge
 from privtext.platform.tables import LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS
 from privtext.stages import publish
+from privtext.stages.lineage import staged_state
 from privtext.stages.publish import PublishRefused
 from conftest import make_settings
 
@@ -32,8 +34,8 @@ def make_ctx(tmp_path, run_id, deterministic=False, **publish_conf):
     return RunContext.create(settings, date=DATE.isoformat(), run_id=run_id)
 
 
-def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None, verbatim=0, expected=0.0):
-    rows = [(doc_ids[i] if doc_ids else f"d{i}", t, 1, 1, method, '{"k": 16.0}', run_id, DATE, int(i < verbatim),
+def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None, params='{"k": 16.0}', verbatim=0, expected=0.0):
+    rows = [(doc_ids[i] if doc_ids else f"d{i}", t, 1, 1, method, params, run_id, DATE, int(i < verbatim),
              expected / len(texts)) for i, t in enumerate(texts)]
     df = ctx.spark.createDataFrame(rows, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema))
     ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, df, {"date": [DATE]})
@@ -41,7 +43,11 @@ def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None, verbatim=0
                                                            pure_epsilon=40.0, metric="D_k", k=16.0), {"v1": 1})
 
 
-def audit(ctx, results, valid=True, staged_runs="san-1"):
+def audit(ctx, results, valid=True, staged_runs=None):
+    """Audit rows of the date; by default they read the staged partition as it is now (its state)."""
+    if staged_runs is None:
+        runs = {r["run_id"] for r in ctx.lakehouse.read(STAGED_SANITIZED_DOCUMENTS, date=DATE).select("run_id").collect()}
+        staged_runs = staged_state(ctx.lakehouse, STAGED_SANITIZED_DOCUMENTS, DATE, runs)
     controls = [("lstm", 0.9, False, "control_identity"), ("lstm", 0.01, valid, "control_uniform")]
     rows = [(TARGET, DATE, adv, 8.0, 1000, ratio, 0.05, -4.0, 0.1, passed, release, valid, staged_runs, "audit-run")
             for adv, ratio, passed, release in [(*r, "candidate") for r in results] + controls]
@@ -160,26 +166,58 @@ def test_deterministic_releases_are_never_published(tmp_path):
     assert published(fixed) == []
 
 
-def test_gate_needs_the_dates_measured_detection_recall(tmp_path):
+def detect(ctx, values: dict[str, str], recall: float = 0.99, run_id: str = "det-1", measured_types=None):
+    """A detect_pii night as the stage leaves it: the date's spans partition replaced by ``values``
+    (doc_id -> entity type), then its canary measurement recording that partition (``detect_pii._lineage``)."""
+    from privtext.platform.tables import PII_SPANS
     from privtext.privacy.budget import measurement
+    from privtext.stages.detect_pii import _lineage
 
+    rows = [(doc_id, etype, 0, 4, 0.9, "PII", f"s-{doc_id}", run_id, DATE) for doc_id, etype in values.items()]
+    ctx.lakehouse.replace_partitions(PII_SPANS, ctx.spark.createDataFrame(rows, from_arrow_schema(PII_SPANS.schema)),
+                                     {"date": [DATE]})
+    types = measured_types or [t for t in ctx.settings.pii.detected_entities() if t in GENERATORS]
+    scores = {"overall": {"values": 3 * len(types), "recall": recall, "coverage": recall},
+              "by_type": {t: {"values": 3, "recall": recall, "coverage": recall} for t in types}}
+    Ledger(ctx.lakehouse, ctx.settings).charge(measurement(
+        "default", "detect_pii", run_id, "canaries", guarantee="detection_recall", values=scores,
+        params={"date": DATE.isoformat(), "canaries": len(types), **_lineage(ctx)}))
+
+
+def sanitize(ctx, texts, run_id="san-1"):
+    """A sanitize run as the stage stages it: its rows' params carry the detection lineage it read."""
+    from privtext.stages.lineage import detection_lineage
+
+    lineage = detection_lineage(ctx.lakehouse, ctx.settings, Ledger(ctx.lakehouse, ctx.settings).entries("default"), DATE)
+    stage(ctx, texts, run_id=run_id, params=json.dumps({"k": 16.0, "lineage": lineage}))
+
+
+def with_entities(ctx, entities):
+    pii = ctx.settings.pii.model_copy(update={"entities": entities})
+    ctx.settings = ctx.settings.model_copy(update={"pii": pii})
+    return ctx
+
+
+def test_gate_needs_the_staged_releases_own_detection_recall(tmp_path):
     ctx = make_ctx(tmp_path, "pub-1", min_canary_recall=0.9)
-    stage(ctx, ["x [PERSON]"])
+    stage(ctx, ["x [PERSON]"])  # staged without a detection lineage
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
-    with pytest.raises(PublishRefused, match=f"no detection recall measured for {DATE}"):
+    with pytest.raises(PublishRefused, match="records no single detect_pii lineage"):
         publish.run(ctx, target=TARGET)
-    ledger = Ledger(ctx.lakehouse, ctx.settings)
-
-    def measured(recall):
-        scores = {"overall": {"values": 120, "recall": recall, "coverage": recall - 0.05},
-                  "by_type": {"PERSON": {"values": 40, "recall": recall, "coverage": recall}}}
-        ledger.charge(measurement("default", "detect_pii", "det-1", "canaries", guarantee="detection_recall",
-                                  values=scores, params={"date": DATE.isoformat(), "canaries": 40}))
-
-    measured(0.8)
+    detect(ctx, {"d0": "PERSON"}, recall=0.8)
+    sanitize(ctx, ["x [PERSON]"])
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
     with pytest.raises(PublishRefused, match=r"detection recall on canaries 0.800 < publish.min_canary_recall 0.9"):
         publish.run(ctx, target=TARGET)
-    measured(0.95)  # the latest measurement of the date counts
+    Ledger(ctx.lakehouse, ctx.settings).charge(__import__("privtext.privacy.budget", fromlist=["x"]).measurement(
+        "default", "detect_pii", "det-9", "canaries", guarantee="detection_recall",
+        values={"overall": {"values": 3, "recall": 1.0, "coverage": 1.0}, "by_type": {}},
+        params={"date": DATE.isoformat(), "canaries": 1}))  # a later, better measurement of the date: not this release's
+    with pytest.raises(PublishRefused, match=r"0.800 < publish.min_canary_recall"):
+        publish.run(ctx, target=TARGET)
+    detect(ctx, {"d0": "PERSON"}, recall=0.95, run_id="det-2")  # detect again, then sanitize and audit again
+    sanitize(ctx, ["x [PERSON]"], run_id="san-2")
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
     publish.run(ctx, target=TARGET)
     manifest = json.loads((tmp_path / "exports" / TARGET / DATE.isoformat() / "manifest.json").read_text())
     assert manifest["detection"]["recall"] == 0.95 and manifest["detection"]["by_type"]["PERSON"]["recall"] == 0.95
@@ -196,12 +234,57 @@ def test_gate_refuses_values_published_as_they_came_in_whatever_the_audit_says(t
         publish.run(ctx, target=TARGET)
     assert published(ctx) == []
     stage(ctx, texts, verbatim=3, expected=0.001)  # three where the mechanism explains 0.001: refused
+    audit(ctx, [("lstm", 0.0, True), ("rnn", 0.0, True)])
     with pytest.raises(PublishRefused, match=r"3 of 3 replaced values"):
         publish.run(ctx, target=TARGET)
     loose = make_ctx(tmp_path, "pub-2", max_verbatim_share=1.0)
     assert publish.run(loose, target=TARGET).rows == 3
     stage(ctx, texts, verbatim=1, expected=0.3)  # one draw of a public phrase that is the value: eps-LDP allows it
+    audit(ctx, [("lstm", 0.0, True), ("rnn", 0.0, True)])
     assert publish.run(make_ctx(tmp_path, "pub-3"), target=TARGET).rows == 3
+
+
+def test_bypass_a_resanitized_partition_under_the_audited_run_id_is_refused(tmp_path):
+    """Issue 32 (a): audit a normal release, re-sanitize under the audited run id from spans of a detect
+    run restricted to NRP, detect normally again, publish: refused (stale audit, replaced spans)."""
+    from privtext.stages.runner import stage_parser
+
+    ctx = make_ctx(tmp_path, "pub-1", min_canary_recall=0.9)
+    full = list(ctx.settings.pii.entities)
+    detect(ctx, {"d0": "PERSON", "d1": "PHONE_NUMBER"})
+    sanitize(ctx, ["Hi [PERSON]", "call [PHONE_NUMBER]"])
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
+    detect(with_entities(ctx, ["NRP"]), {}, run_id="det-nrp", measured_types=["NRP"])
+    sanitize(ctx, ["Hi Alice Smith", "call 555-0100"], run_id="san-1")  # the audited run's id, reused
+    detect(with_entities(ctx, full), {"d0": "PERSON"}, run_id="det-3")
+    with pytest.raises(PublishRefused) as refused:
+        publish.run(ctx, target=TARGET)
+    reasons = " | ".join(refused.value.reasons)
+    assert "lstm audit is stale" in reasons and "replaced the spans the staged release was sanitized from" in reasons
+    assert published(ctx) == [] and not (tmp_path / "exports").exists()
+    with pytest.raises(SystemExit):  # and a run id is never taken from the command line
+        stage_parser("sanitize").parse_args(["--run-id", "san-1"])
+
+
+def test_bypass_b_a_release_sanitized_without_phone_detection_is_refused(tmp_path):
+    """Issue 32 (b): detect without EMAIL/PHONE, sanitize, audit (passes), detect normally, publish: refused
+    (its canaries never covered PHONE_NUMBER, later spans, other settings); the later run's recall is not its."""
+    ctx = make_ctx(tmp_path, "pub-1", min_canary_recall=0.9)
+    full = list(ctx.settings.pii.entities)
+    with_entities(ctx, [t for t in full if t not in ("EMAIL_ADDRESS", "PHONE_NUMBER")])
+    detect(ctx, {"d0": "PERSON"})
+    sanitize(ctx, ["Hi [PERSON], call 555-0100"])
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
+    with_entities(ctx, full)
+    with pytest.raises(PublishRefused) as refused:  # before any new detect run: the settings and canaries
+        publish.run(ctx, target=TARGET)
+    reasons = " | ".join(refused.value.reasons)
+    assert "the detection settings (pii entity types, recognizers) changed" in reasons
+    assert "measured no canary of EMAIL_ADDRESS, PHONE_NUMBER" in reasons
+    detect(ctx, {"d0": "PERSON", "d1": "PHONE_NUMBER"}, recall=1.0, run_id="det-2")
+    with pytest.raises(PublishRefused, match="replaced the spans the staged release was sanitized from"):
+        publish.run(ctx, target=TARGET)
+    assert published(ctx) == [] and not (tmp_path / "exports").exists()
 
 
 def test_published_doc_ids_are_keyed_pseudonyms_whatever_the_input_supplied(tmp_path):

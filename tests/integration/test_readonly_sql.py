@@ -100,3 +100,87 @@ def test_cli_refuses_with_exit_3_and_a_one_line_message(lake, tmp_path, capsys):
     assert main(["--conf", str(conf), "sql", "SELECT text FROM restricted.documents"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("privtext: refused: `restricted`.`documents`") and "Alice" not in err
+
+
+JVM_ESCAPES = [  # issue 32: each reached the driver JVM through a path the parsed-plan check did not see
+    ("SELECT IDENTIFIER('reflect')('java.lang.System', 'getenv', 'PRIVTEXT_HMAC_KEY')", "IDENTIFIER(...) in an expression"),
+    ("SELECT IDENTIFIER('java_method')('java.lang.System', 'getenv')", "IDENTIFIER(...) in an expression"),
+    ("SELECT IDENTIFIER('java' || '_method')('java.lang.System', 'setProperty', 'privtext.x', 'y')",
+     "IDENTIFIER(...) in an expression"),
+    ("SELECT java_method('java.lang.System', 'setProperty', 'privtext.x', 'y')", "function java_method() calls Java"),
+    ("SELECT try_reflect('java.lang.System', 'getenv', 'HOME')", "function try_reflect() calls Java"),
+    ("SELECT transform(array(1), x -> reflect('java.lang.System', 'getenv', 'HOME'))", "function reflect() calls Java"),
+    ("SELECT * FROM range((SELECT length(java_method('java.lang.System', 'getenv', 'HOME'))))", "java_method"),
+    ("SELECT /*+ REPARTITION(reflect('java.lang.System', 'getenv', 'HOME')) */ 1", "function reflect() calls Java"),
+    ("SELECT `reflect`('java.lang.System', 'getenv', 'HOME')", "function reflect() calls Java"),
+    ("SELECT system.builtin.reflect('java.lang.System', 'getenv', 'HOME')", "function system.builtin.reflect() calls Java"),
+    ("SELECT current_user()", "function current_user() is not on the allow-list of pure built-in functions"),
+    ("SELECT input_file_name() FROM published.sanitized_documents", "function input_file_name() calls Java methods or reads"),
+    ("SELECT xpath_string('<a>x</a>', 'a')", "function xpath_string() is not on the allow-list"),
+    ("SELECT aes_decrypt(unhex('00'), 'k')", "function aes_decrypt() is not on the allow-list"),
+    ("SELECT assert_true(false)", "function assert_true() is not on the allow-list"),
+]
+
+
+@pytest.mark.parametrize("statement, message", JVM_ESCAPES, ids=[s[:48] for s, _ in JVM_ESCAPES])
+def test_no_statement_reaches_the_jvm(lake, spark, statement, message):
+    before = spark._jvm.java.lang.System.getProperty("privtext.x")
+    with pytest.raises(SqlRefused) as refused:
+        query(lake.settings, statement, 10)
+    assert message in str(refused.value)
+    assert spark._jvm.java.lang.System.getProperty("privtext.x") == before  # setProperty never ran
+
+
+def test_a_session_udf_and_an_unresolved_name_are_refused(lake, spark):
+    spark.udf.register("leak", lambda v: v)  # e.g. a function a stage registered in this process
+    with pytest.raises(SqlRefused, match="function leak\\(\\) is not on the allow-list"):
+        query(lake.settings, "SELECT leak(doc_id) FROM published.sanitized_documents", 10)
+    with pytest.raises(SqlRefused, match="does not resolve"):
+        query(lake.settings, "SELECT no_such_column FROM published.sanitized_documents", 10)
+
+
+def test_having_works_and_rows_and_time_are_limited(lake):
+    rows = query(lake.settings, "SELECT date, count(*) AS n FROM published.sanitized_documents GROUP BY date "
+                                "HAVING count(*) > 0", 10)[1]
+    assert rows == [(DAY, 1)]
+    assert query(lake.settings, "SELECT upper(sanitized_text) FROM published.sanitized_documents", 10)[1] == [("HI [PERSON]",)]
+    small = lake.settings.model_copy(update={"sql": lake.settings.sql.model_copy(update={"max_rows": 3, "timeout_s": 1})})
+    assert len(query(small, "SELECT id FROM range(10)")[1]) == 3  # default limit: sql.max_rows
+    with pytest.raises(SqlRefused, match="--limit 5 is outside 1..sql.max_rows=3"):
+        query(small, "SELECT id FROM range(10)", 5)
+    with pytest.raises(SqlRefused, match="longer than sql.timeout_s=1 s and was cancelled"):
+        query(small, "SELECT sum(a.id * b.id) FROM range(100000000) a CROSS JOIN range(100000000) b")
+    assert query(small, "SELECT 1 AS one")[1] == [(1,)]  # the session is usable after a cancel
+
+
+def test_sql_limits_are_validated_naming_the_key(tmp_path):
+    from privtext.settings import ConfigError, load_settings
+
+    for key, value in (("max_rows", 0), ("timeout_s", -1), ("max_rows", "many")):
+        with pytest.raises(ConfigError, match=f"sql.{key}"):
+            load_settings(None, overrides={"sql": {key: value}}, environ={})
+
+
+def test_the_analysts_jvm_starts_without_the_hmac_key(tmp_path):
+    """A fresh process: the JVM ``privtext sql`` starts has no HMAC key (nor store keys) in its environment."""
+    import subprocess
+    import sys
+
+    script = ("import os; from privtext.commands.sql import _spark; from conftest import make_settings; "
+              f"spark = _spark(make_settings({str(tmp_path / 'lake')!r})); getenv = spark._jvm.java.lang.System.getenv; "
+              "print(getenv('PRIVTEXT_HMAC_KEY'), getenv('AWS_SECRET_ACCESS_KEY'), getenv('PRIVTEXT_FUZZ_VISIBLE'), "
+              "os.environ['PRIVTEXT_HMAC_KEY'])")
+    env = {**os.environ, "PRIVTEXT_HMAC_KEY": "k" * 64, "AWS_SECRET_ACCESS_KEY": "s" * 40, "PRIVTEXT_FUZZ_VISIBLE": "yes",
+           "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__) + "/..", os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
+    assert out.stdout.split()[-4:] == ["None", "None", "yes", "k" * 64], out.stderr[-2000:]
+
+
+def test_a_statement_failing_at_run_time_is_one_line_exit_1(lake, tmp_path, capsys):
+    conf = tmp_path / "analyst.yaml"
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": lake.settings.lakehouse.root}, "tracking": {"enabled": False}}))
+    assert main(["--conf", str(conf), "sql", "SELECT 1/0 AS x"]) == 1
+    assert main(["--conf", str(conf), "sql", "SELEC 1"]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("privtext: the statement failed: [DIVIDE_BY_ZERO]")
+    assert err[1].startswith("privtext: refused: not a single valid SQL statement: [PARSE_SYNTAX_ERROR]") and len(err) == 2

@@ -15,6 +15,7 @@ from privtext.platform.tables import (LEAKAGE_AUDITS, PRIVACY_LEDGER, PUBLISHED_
                                       STAGED_SANITIZED_DOCUMENTS)
 from privtext.privacy.budget import measurement, mldp_charge
 from privtext.report import collect, write_report
+from privtext.stages.lineage import staged_state
 
 DATE = "2026-01-15"
 DAY = dt.date(2026, 1, 15)
@@ -67,7 +68,8 @@ def _night(settings, violation_ratio: float, published: bool) -> Lakehouse:
     if published:
         lake.as_publisher().append_rows(PUBLISHED_SANITIZED_DOCUMENTS, [row])
     audit = {"target": "sanitized_documents", "date": DAY, "adversary": "transformer", "eps": 2.0, "triplets": 20000,
-             "delta_target": 0.05, "log10_p_fail": -9.0, "utility_loss": 0.1, "valid": True, "staged_runs": "san-1",
+             "delta_target": 0.05, "log10_p_fail": -9.0, "utility_loss": 0.1, "valid": True,
+             "staged_runs": staged_state(lake, STAGED_SANITIZED_DOCUMENTS, DAY, ["san-1"]),
              "run_id": "aud-1"}
     lake.append_rows(LEAKAGE_AUDITS, [
         {**audit, "release": "candidate", "violation_ratio": violation_ratio, "passed": violation_ratio < 0.05},

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
+from privtext.stages.lineage import partition_state, settings_digest
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.stages import sanitize
 from conftest import make_settings
@@ -116,6 +117,9 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
         assert row["n_replaced"] == sum(t in vocab for _, _, t, *_ in spans[doc_id])
         assert row["method"] == "clusant" and json.loads(row["params"])["k"] == 4.0
         assert json.loads(row["params"])["phrase_encoder"] == "static"  # the space the metric is measured in
+        lineage = json.loads(row["params"])["lineage"]  # the spans it read, by content (no canary run here)
+        assert lineage == {"detect_run_id": None, "canary_entry_id": None, "settings_digest": settings_digest(settings.pii),
+                           "spans_state": partition_state(ctx.lakehouse, PII_SPANS, DATE)}
     assert out["d3"]["sanitized_text"] == originals["d3"]
     assert "[US_PASSPORT]" in out["d4"]["sanitized_text"]
     assert result.spans == 7 and result.replaced == 6 and result.masked == 1

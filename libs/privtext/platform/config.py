@@ -120,6 +120,8 @@ class SqlSettings(StrictModel):
     """``privtext sql``: always read-only; ``analyst`` reads the published zone, ``operator`` every zone."""
 
     role: Literal["analyst", "operator"] = "analyst"
+    max_rows: int = Field(10_000, ge=1, le=1_000_000)  # rows one statement may return (--limit may ask for fewer)
+    timeout_s: float = Field(120.0, gt=0, le=3600)  # a statement still running after this is cancelled (exit 3)
 
 
 class PrivacySettings(StrictModel):

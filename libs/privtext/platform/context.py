@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
+from privtext.errors import UsageError
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.spark import get_spark
 from privtext.platform.tables import ALL_TABLES
@@ -23,7 +24,7 @@ def parse_date(value: str | None) -> dt.date:
     try:
         return dt.date.fromisoformat(value)
     except ValueError:
-        raise ValueError(f"--date must be YYYY-MM-DD, got {value!r}") from None
+        raise UsageError(f"--date must be a date YYYY-MM-DD, got {value!r}") from None
 
 
 @dataclass

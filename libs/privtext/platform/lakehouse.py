@@ -37,7 +37,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from privtext.platform import delta_commit, storage
 from privtext.platform.config import LakehouseSettings
-from privtext.platform.leases import stage_lease
+from privtext.platform.leases import LeaseLost, check_held, stage_lease
 from privtext.platform.table_files import (FILE_META_SCHEMA, READ_SCHEMA, SnapshotFiles, file_reader_task,
                                           file_writer_task)
 from privtext.platform.table_spec import (LakehouseError, TableSpec, WriteResult, check_files_inside,
@@ -205,7 +205,13 @@ class Lakehouse:
 
     def _commit(self, spec, table: DeltaTable, files, mode, partition_filters=None, operation="WRITE",
                 guard: str | None = None, rebase: bool = False) -> WriteResult:
-        """``delta_commit.commit`` with this lakehouse's retries; failed writes' files are deleted."""
+        """``delta_commit.commit`` with this lakehouse's retries; failed writes' files are deleted. Refused
+        (``LeaseLost``, files deleted) when the stage lease this run holds is no longer its own."""
+        try:
+            check_held()
+        except LeaseLost:
+            self._delete_files(spec, files)
+            raise
         result = delta_commit.commit(spec, table, files, mode, retries=self.settings.commit_retries,
                                      reload=lambda: self.delta_table(spec),
                                      discard=lambda failed: self._delete_files(spec, failed),
@@ -236,7 +242,7 @@ class Lakehouse:
         return self._commit(spec, table, files, "append", operation="APPEND", guard=guard)
 
     def replace_partitions(self, spec: TableSpec, df: DataFrame, partition_values: dict[str, list],
-                           snapshot: DeltaTable | None = None) -> WriteResult:
+                           snapshot: DeltaTable | None = None, claim: str | None = None) -> WriteResult:
         """Replace the rows whose partition columns take the given values (replaceWhere), one commit.
 
         ``partition_values`` maps a partition column to the values being replaced, e.g.
@@ -244,6 +250,9 @@ class Lakehouse:
         replaces of the same partitions always conflict (an application transaction per table and
         partitions), also on a partition's first write; a conflict with any concurrent commit is
         rebased on the new snapshot (see ``_commit``), so neither rows are doubled nor other dates lost.
+        With ``claim`` (and the ``snapshot`` the caller computed ``df`` from) the replace is guarded by that
+        name instead, not rebased: any other commit claiming it since ``snapshot``, whatever partitions it
+        wrote, makes this one fail (``CommitFailedError``), so rows computed from a stale snapshot never land.
         """
         filters = partition_filters(spec, partition_values)
         table = snapshot if snapshot is not None else self.delta_table(spec)
@@ -253,8 +262,9 @@ class Lakehouse:
         except LakehouseError:
             self._delete_files(spec, files)
             raise
-        guard = f"privtext.replace.{spec.qualified_name}.{json.dumps(filters, default=str)}"
-        return self._commit(spec, table, files, "overwrite", filters, operation="REPLACE", guard=guard, rebase=True)
+        guard = claim or f"privtext.replace.{spec.qualified_name}.{json.dumps(filters, default=str)}"
+        return self._commit(spec, table, files, "overwrite", filters, operation="REPLACE", guard=guard,
+                            rebase=claim is None)
 
     # -- retention ----------------------------------------------------------------------------
     def vacuum(self, spec: TableSpec, retention_hours: int, dry_run: bool = False) -> dict[str, int]:

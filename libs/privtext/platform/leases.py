@@ -9,13 +9,22 @@ naming the owner, or, given ``wait_s``, retries that long first (table creation 
 gone: kill -9, a crashed JVM) or whose expiry has passed (any host) is taken over; the taker holds
 ``<name>.lock.takeover`` (created the same way) meanwhile, so two takers cannot both win.
 
+Fencing: each lease carries a unique ``token``. While a stage holds its lease (``stage_lease``), every
+lakehouse commit and the export's manifest commit first call ``check_held``: if the lease file no longer
+holds this owner's token (an expired lease taken over while its owner stalled, a lease removed under
+another ``lock_dir``), or a renewal failed, the commit is refused (``LeaseLost``) and nothing more of the
+stage lands. The check runs just before each commit (a window of one commit, not a storage-side fence).
+A renewal that finds the lease taken over or cannot write it is logged as an error and marks the lease lost.
+
 Lock dir: ``lakehouse.lock_dir``, by default ``<lakehouse.root>/_locks`` for a local root; an
 object-store root has no atomic create-if-absent here and needs a shared ``lock_dir``.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
+import logging
 import os
 import re
 import socket
@@ -27,10 +36,23 @@ from privtext.platform.config import ConfigError, LakehouseSettings, resolve_uri
 from privtext.errors import Refused
 
 TAKEOVER_GRACE_S = 60  # a takeover marker older than this was left by a taker that died
+log = logging.getLogger("privtext")
+_held: contextvars.ContextVar["Lease | None"] = contextvars.ContextVar("privtext_held_lease", default=None)
 
 
 class StageLocked(Refused):
     """Another live run holds the lease of this stage and date."""
+
+
+class LeaseLost(Refused):
+    """This run's lease was taken over or could not be renewed: it must not commit anything more."""
+
+
+def check_held() -> None:
+    """Before a commit: refuse (``LeaseLost``) if the stage lease this run holds is no longer its own."""
+    lease = _held.get()
+    if lease is not None:
+        lease.check()
 
 
 def lock_dir(settings: LakehouseSettings) -> str:
@@ -104,15 +126,34 @@ class Lease:
         self._renewer = threading.Thread(target=self._renew, name=f"lease-{os.path.basename(path)}", daemon=True)
         self._renewer.start()
 
+    lost: str | None = None  # why the lease is no longer this run's (set by the renewer)
+
     def _renew(self) -> None:
         while not self._stop.wait(self.seconds / 3):
-            if _read(self.path) != self.owner:
-                return  # taken over after we stalled past the expiry: never clobber the new owner
-            self.owner = {**self.owner, "expires": time.time() + self.seconds}
-            tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "w") as handle:
-                json.dump(self.owner, handle)
-            os.replace(tmp, self.path)
+            if _read(self.path) != self.owner:  # taken over after we stalled past the expiry: never clobber it
+                self.lost = "taken over by another run"
+                log.error("lease %s was %s; this run will not commit", self.path, self.lost)
+                return
+            try:
+                owner = {**self.owner, "expires": time.time() + self.seconds}
+                tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
+                with open(tmp, "w") as handle:
+                    json.dump(owner, handle)
+                os.replace(tmp, self.path)
+                self.owner = owner
+            except OSError as error:
+                self.lost = f"not renewed ({error.strerror or type(error).__name__})"
+                log.error("lease %s was %s; this run will not commit", self.path, self.lost)
+                return
+
+    def check(self) -> None:
+        """Raise ``LeaseLost`` unless the lease file still holds this owner's token and renewals succeed."""
+        current = _read(self.path)
+        if self.lost is None and (current is None or current.get("token") != self.owner["token"]):
+            self.lost = "taken over by another run" if current else "removed"
+        if self.lost is not None:
+            raise LeaseLost(f"the lease {os.path.basename(self.path)} of run {self.owner['run_id']} was {self.lost}: "
+                            "nothing more is committed; rerun the stage")
 
     def release(self) -> None:
         self._stop.set()
@@ -129,7 +170,7 @@ def acquire(settings: LakehouseSettings, name: str, run_id: str) -> Lease:
     for _ in range(3):
         now = time.time()
         owner = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id, "started": now,
-                 "expires": now + seconds}
+                 "expires": now + seconds, "token": uuid.uuid4().hex}
         if _write_new(path, owner):
             return Lease(path, owner, seconds)
         holder = _read(path)
@@ -172,7 +213,9 @@ def stage_lease(settings: LakehouseSettings, name: str, run_id: str, wait_s: flo
             if time.time() >= deadline:
                 raise
             time.sleep(0.1)
+    held = _held.set(lease)
     try:
         yield lease
     finally:
+        _held.reset(held)
         lease.release()

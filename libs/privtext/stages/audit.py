@@ -57,6 +57,7 @@ from privtext.clusant.surface_format import adjacency_group, render, surface_for
 from privtext.platform.context import RunContext
 from privtext.errors import PrivtextError
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.stages.lineage import staged_state
 from privtext.privacy.mechanisms import make_rng
 from privtext.torch_scope import torch_scope
 
@@ -223,9 +224,10 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     eps = eps or ampl.audit_eps  # one bound for every secret; else each at its own type's eps (below)
     rng = make_rng(ctx.settings.run.deterministic, ctx.settings.run.seed)
     start = ctx.date - dt.timedelta(days=ampl.window_days - 1)
-    staged = ctx.lakehouse.read(TARGETS[target], since=start, upto=ctx.date)
-    staged_runs = ",".join(sorted(r["run_id"] for r in staged.where(F.col("date") == F.lit(ctx.date))
-                                  .select("run_id").distinct().collect()))
+    version = ctx.lakehouse.version(TARGETS[target])  # the rows audited and the state recorded: one snapshot
+    staged = ctx.lakehouse.read(TARGETS[target], version, since=start, upto=ctx.date)
+    staged_runs = staged_state(ctx.lakehouse, TARGETS[target], ctx.date, version=version, run_ids=(
+        r["run_id"] for r in staged.where(F.col("date") == F.lit(ctx.date)).select("run_id").distinct().collect()))
     docs, unaligned = sample_tokens(ctx, staged, start, ampl.max_documents, ampl.max_tokens,
                                     int(rng.integers(0, 2**31 - 1)))
     docs = [d for d in docs if any(s is not None for s in d.spans)]

@@ -36,6 +36,7 @@ from privtext.pii.settings import PiiSettings
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.platform.tables import DOCUMENTS, PII_SPANS
+from privtext.stages.lineage import partition_state, settings_digest
 
 SPAN_SCHEMA = StructType(
     [
@@ -183,5 +184,13 @@ def _record_canaries(ctx: RunContext, canaries, found) -> dict:
                              **{f"canary_coverage_{t}": v["coverage"] for t, v in scores["by_type"].items()}})
     Ledger(ctx.lakehouse, ctx.settings).charge(measurement(
         ctx.settings.run.dataset, "detect_pii", ctx.run_id, "canaries", guarantee="detection_recall", values=scores,
-        params={"date": ctx.date.isoformat(), "canaries": len(canaries)}, deterministic=ctx.settings.run.deterministic))
+        params={"date": ctx.date.isoformat(), "canaries": len(canaries), **_lineage(ctx)},
+        deterministic=ctx.settings.run.deterministic))
     return scores
+
+
+def _lineage(ctx: RunContext) -> dict:
+    """What the canary measurement measured (``stages.lineage``): the spans partition this run wrote and its
+    detection settings, so a release sanitized from these spans can name this measurement by content."""
+    return {"spans_state": partition_state(ctx.lakehouse, PII_SPANS, ctx.date),
+            "settings_digest": settings_digest(ctx.settings.pii)}

@@ -3,7 +3,9 @@
 Only documents (ingested up to the run's date) without an embedding for ``embed.model`` are encoded
 (found by their ids; texts are read only from the dates holding one, normally the run's own date);
 the new rows are the run's ``date`` partition, together with that partition's rows of other models,
-so a rerun of a date replaces its own rows and never re-encodes what earlier nights did.
+so a rerun of a date replaces its own rows and never re-encodes what earlier nights did. Two nights at
+once (both catching up the same backlog) never both land it: the write is a claim per model (``run``),
+so a document has one embedding per model; readers still keep one row per ``doc_id``.
 
 Encoding runs in ``mapInPandas``: one sentence-transformers model per Python worker (the encoder's
 module cache), Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows. On a cluster
@@ -13,9 +15,11 @@ when present, else CPU.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import pandas as pd
+from deltalake.exceptions import CommitFailedError
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, FloatType, StringType, StructField, StructType
 
@@ -24,6 +28,7 @@ from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS
 
+log = logging.getLogger("privtext")
 EMBED_SCHEMA = StructType([StructField("doc_id", StringType()), StructField("embedding", ArrayType(FloatType()))])
 
 
@@ -61,11 +66,31 @@ def _encode_partition(settings: EmbedSettings):
     return encode
 
 
+CLAIM_ATTEMPTS = 5  # concurrent nights of one model: each lost claim recomputes what is still missing
+
+
 def run(ctx: RunContext) -> EmbedResult:
+    """Encode the missing documents under a claim per model: the write commits only if no other run of
+    this model committed since the snapshot the missing documents were computed from; else it is
+    recomputed from the new snapshot (what the other night encoded is then done), so two nights at once
+    never encode a document twice."""
+    for attempt in range(CLAIM_ATTEMPTS):
+        try:
+            return _run_once(ctx)
+        except CommitFailedError:
+            if attempt + 1 == CLAIM_ATTEMPTS:
+                raise
+            log.info("embed %s: another run of %s committed first; recomputing the missing documents",
+                     ctx.date, ctx.settings.embed.model)
+    raise AssertionError("unreachable")
+
+
+def _run_once(ctx: RunContext) -> EmbedResult:
     settings = ctx.settings.embed
     date = F.lit(ctx.date)
+    snapshot = ctx.lakehouse.delta_table(DOC_EMBEDDINGS)
     ids = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "ingest_date")
-    existing = ctx.lakehouse.read(DOC_EMBEDDINGS)
+    existing = ctx.lakehouse.read(DOC_EMBEDDINGS, snapshot.version())
     done_before = existing.where((F.col("model") == settings.model) & (F.col("date") != date)).select("doc_id")
     # the anti-join reads ids only; texts are read from the dates that hold a document to encode (tonight's,
     # unless a night was missed or the model is new), not from every night
@@ -77,9 +102,9 @@ def run(ctx: RunContext) -> EmbedResult:
                 .withColumn("dim", F.size("embedding"))
                 .withColumn("run_id", F.lit(ctx.run_id))
                 .withColumn("date", date))
-    other_models = ctx.lakehouse.read(DOC_EMBEDDINGS, date=ctx.date).where(F.col("model") != settings.model)
-    ctx.lakehouse.replace_partitions(
-        DOC_EMBEDDINGS, other_models.unionByName(new_rows), {"date": [ctx.date]})
+    other_models = existing.where((F.col("date") == date) & (F.col("model") != settings.model))
+    ctx.lakehouse.replace_partitions(DOC_EMBEDDINGS, other_models.unionByName(new_rows), {"date": [ctx.date]},
+                                     snapshot=snapshot, claim=f"privtext.embed.{settings.model}")
     mine = ctx.lakehouse.read(DOC_EMBEDDINGS, date=ctx.date).where(F.col("model") == settings.model)
     embedded = mine.count()
     dims = [r["dim"] for r in mine.select("dim").distinct().collect()]

@@ -108,8 +108,9 @@ def run(ctx: RunContext) -> EvaluateResult:
     syn_emb = encode_texts(synth["text"].tolist(), ctx.settings.embed).astype(np.float64)
     clf = fit_classifier(syn_emb, synth["label"].fillna("").tolist(), seed=ctx.settings.run.seed)
 
-    emb = ctx.lakehouse.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
-    docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text", "label")
+    emb = (ctx.lakehouse.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
+           .dropDuplicates(["doc_id"]))
+    docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text", "label").dropDuplicates(["doc_id"])
     fraction = ctx.settings.secpe.holdout_fraction
     split = "held_out" if fraction > 0 else "training"
     real = emb.select("doc_id", "embedding").join(docs, "doc_id")

@@ -7,13 +7,19 @@ anyone could recompute from a guessed file name and text (publish replaces it by
 Spark distributes the file paths only: each file is opened and parsed in a Python worker, so a text
 longer than ``ingest.max_chars`` is quarantined by size (file and line/record number, no raw text)
 before it could become a Spark row. Bad records never stop the load: malformed JSON lines, CSV rows
-with the wrong field count, null/blank text, invalid UTF-8, oversized text and duplicate ``doc_id``s
-within the load go to the quarantine with a reason. Per-file problems stay with that file: a file
+with the wrong field count, null/blank text, invalid UTF-8, oversized text, a lone surrogate (an
+unpaired ``\\ud800`` escape) in ``doc_id``/``user_id``/``label``/a field name/a value, JSON nested deeper
+than the interpreter's recursion limit and duplicate ``doc_id``s within the load go to the quarantine
+with a reason (every quarantined string keeps bad characters as backslash escapes). A JSONL file whose
+first line is a JSON array is read line by line (the array line is quarantined, the rest lands). Per-file problems stay with that file: a file
 without a ``text`` column, an empty, 0-byte or blank file, a malformed JSON array quarantine its
 records (or one row naming the file) and the rest of the load lands; a CSV that cannot be parsed (an
 unterminated quote, an oversized field) is quarantined whole, naming the line; an unreadable file
 (permissions, a symlink loop) and a Parquet file whose schema does not unify with the earlier files'
-(the column and both types named) are one quarantine row each. The run refuses, writing nothing, a load with no usable record
+(the column and both types named), a CSV header that is not UTF-8, a file name that is not UTF-8 (shown
+escaped, e.g. ``caf\\xe9.jsonl``) and any error a parser did not foresee (its type named) are one
+quarantine row each. Parquet values of any type (Decimal, timestamps inside structs) become JSON text in
+``metadata``. The run refuses, writing nothing, a load with no usable record
 (unless ``--allow-empty``) or one smaller than ``ingest.min_ratio_of_previous`` of what the date
 already holds (unless ``--allow-smaller``). UTF-8 with or without BOM and UTF-16/32 with BOM are read;
 JSON arrays and JSON Lines both; files with other extensions or hidden/``_`` names are skipped and
@@ -29,6 +35,7 @@ import io
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -87,7 +94,7 @@ def _as_str(value) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)  # Decimal, datetime ...
     return str(value)
 
 
@@ -99,11 +106,39 @@ def _is_valid_unicode(text: str) -> bool:
         return False
 
 
+def _printable(value: str) -> str:
+    """``value`` with lone surrogates as backslash escapes: an undecodable byte (a file name's) as ``\\xe9``,
+    an unpaired JSON escape as ``\\ud800``."""
+    if _is_valid_unicode(value):
+        return value
+    try:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _invalid_field(fields: dict, metadata: dict) -> str | None:
+    """The first known column, metadata key or value that is not valid Unicode (a lone surrogate)."""
+    for name in KNOWN_COLUMNS:
+        value = _as_str(fields.get(name))
+        if value is not None and not _is_valid_unicode(value):
+            return name
+    for key, value in metadata.items():
+        if not _is_valid_unicode(str(key)):
+            return "a field name"
+        if value is not None and not _is_valid_unicode(value):
+            return "a metadata value"
+    return None
+
+
 def _record(fields: dict, source: str, line_no: int, raw: str, reason: str | None, has_text: bool) -> dict:
+    """One parsed record; every string in it is valid Unicode (a field that is not quarantines the record,
+    the raw record and file name keep their bad characters as backslash escapes)."""
     text = _as_str(fields.get("text"))
-    metadata = {k: _as_str(v) for k, v in fields.items() if k not in KNOWN_COLUMNS}
-    if reason is None and text is not None and not _is_valid_unicode(text + "".join(v or "" for v in metadata.values())):
-        reason = "invalid UTF-8"
+    metadata = {str(k): _as_str(v) for k, v in fields.items() if k not in KNOWN_COLUMNS}
+    invalid = _invalid_field(fields, metadata) if reason is None else None
+    if invalid is not None:
+        reason = "invalid UTF-8" if invalid in ("text", "a metadata value") else f"invalid Unicode in {invalid}"
     if reason is not None:
         text = None
         metadata = {}
@@ -113,9 +148,9 @@ def _record(fields: dict, source: str, line_no: int, raw: str, reason: str | Non
         "text": text,
         "label": _as_str(fields.get("label")) if reason is None else None,
         "metadata": metadata,
-        "source_file": source,
+        "source_file": _printable(source),
         "line_no": line_no,
-        "raw_record": raw,
+        "raw_record": _printable(raw),
         "reason": reason,
         "file_has_text": has_text,
     }
@@ -142,11 +177,25 @@ def _mark_without_text(records: list[dict], has_text: bool) -> list[dict]:
     return records
 
 
-def _parse_json_array(text: str, source: str) -> list[dict]:
+def _loads(text: str):
+    """``json.loads``; nesting deeper than the interpreter's recursion limit is a ``ValueError`` saying so."""
     try:
-        items = json.loads(text)
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {sys.getrecursionlimit()} levels") from None
+
+
+def _parse_json_array(text: str, source: str) -> list[dict] | None:
+    """The records of a JSON array; None when the text is not one JSON value or nests too deeply (e.g. JSON
+    Lines whose first line is an array: each line is then its own record, judged on its own)."""
+    try:
+        items = _loads(text)
     except json.JSONDecodeError as error:
+        if error.msg == "Extra data":
+            return None
         return [_record({}, source, error.lineno, text[:2000], f"malformed JSON: {error.msg}", False)]
+    except ValueError:
+        return None
     records = []
     for i, item in enumerate(items, start=1):
         raw = json.dumps(item, ensure_ascii=False)
@@ -163,9 +212,11 @@ def _parse_jsonl(content: bytes, source: str) -> list[dict]:
     lines = (decoded_text.encode("utf-8", "surrogatepass") if decoded_text is not None else content)
     if lines.lstrip()[:1] == b"[":
         try:
-            return _parse_json_array(lines.decode("utf-8"), source)
+            array = _parse_json_array(lines.decode("utf-8"), source)
         except UnicodeDecodeError:
-            return [_record({}, source, 0, "", "invalid UTF-8", False)]
+            array = None  # each line on its own: the bad ones are quarantined, the good ones land
+        if array is not None:
+            return array
     records, has_text = [], False
     for line_no, line in enumerate(lines.split(b"\n"), start=1):
         if not line.strip():
@@ -177,9 +228,12 @@ def _parse_jsonl(content: bytes, source: str) -> list[dict]:
             records.append(_record({}, source, line_no, raw, "invalid UTF-8", False))
             continue
         try:
-            fields = json.loads(decoded)
+            fields = _loads(decoded)
         except json.JSONDecodeError as error:
             records.append(_record({}, source, line_no, raw, f"malformed JSON: {error.msg}", False))
+            continue
+        except ValueError as error:
+            records.append(_record({}, source, line_no, raw, f"malformed JSON: {error}", False))
             continue
         if not isinstance(fields, dict):
             records.append(_record({}, source, line_no, raw, "malformed JSON: not an object", False))
@@ -198,6 +252,9 @@ def _parse_csv(content: bytes, source: str, delimiter: str) -> list[dict]:
     records, header, start = [], [], 1
     try:
         header = next(reader, None) or []
+        if not all(_is_valid_unicode(name) for name in header):
+            return [_record({}, source, 1, delimiter.join(header), "invalid UTF-8 in the CSV header (file quarantined)",
+                            True)]
         has_text = "text" in header
         while True:
             start = reader.line_num + 1
@@ -271,10 +328,15 @@ def _parse_files(delimiter: str, max_chars: int, problems: dict[str, str]):
                     yield pd.DataFrame([_record({}, source, 0, "", problems[path], True)], columns=PARSED_SCHEMA.names)
                     continue
                 empty = True
-                for records in _parsed_chunks(path, source, delimiter):
-                    if records:
-                        empty = False
-                        yield pd.DataFrame(_limit_size(records, max_chars), columns=PARSED_SCHEMA.names)
+                try:
+                    for records in _parsed_chunks(path, source, delimiter):
+                        if records:
+                            empty = False
+                            yield pd.DataFrame(_limit_size(records, max_chars), columns=PARSED_SCHEMA.names)
+                except Exception as error:  # noqa: BLE001  a file the parsers did not foresee: quarantined whole
+                    empty = False  # (the type only: a message may quote the file's text)
+                    yield pd.DataFrame([_record({}, source, 0, "", f"could not parse the file: {type(error).__name__}",
+                                                True)], columns=PARSED_SCHEMA.names)
                 if empty:  # an empty or blank file: one quarantine row, so the run summary lists it
                     yield pd.DataFrame([_record({}, source, 0, "", "empty file", True)], columns=PARSED_SCHEMA.names)
 
@@ -339,9 +401,15 @@ def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
     """All input records with a ``reason`` set for those that cannot be parsed, and the skipped files.
     Spark distributes the file paths only: each file is read and parsed in a Python worker."""
     files, skipped = _input_files(path)
+    skipped = [_printable(name) for name in skipped]
     if skipped:
         log.warning("ingest: skipped %d file(s) with unsupported or hidden names: %s", len(skipped), ", ".join(skipped))
     problems = file_problems(files)
+    for i, file in enumerate(files):  # a name Spark cannot carry: the file is one quarantine row, shown escaped
+        if not _is_valid_unicode(file):
+            problems.pop(file, None)
+            files[i] = _printable(file)
+            problems[files[i]] = "file name is not valid UTF-8 (file quarantined: rename it to load it)"
     if problems:
         log.warning("ingest: %d file(s) quarantined whole: %s", len(problems),
                     "; ".join(f"{os.path.basename(f)}: {why}" for f, why in sorted(problems.items())))

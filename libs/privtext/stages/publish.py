@@ -4,19 +4,21 @@
 
 Gate (``gate_decision``, a pure function). The date is published only if ``protected.leakage_audits``
 holds, for every adversary in ``publish.audit_adversaries``, a passed audit of the staged release whose
-negative controls behaved (``valid``) and which read the staged run(s) now in the partition (a later
-sanitize rerun makes it stale); otherwise the stage refuses (``PublishRefused``, naming each reason)
+negative controls behaved (``valid``) and which read the staged partition as it is now (its run ids and
+files, ``lineage.staged_state``: any later sanitize rerun, even under the same run id, makes it stale); otherwise the stage refuses (``PublishRefused``, naming each reason)
 and writes nothing. ``--override-gate --reason "..."`` publishes anyway and records a ledger entry
 (guarantee ``none``) with who (the OS user) and why; ``publish.require_audit: false`` (demos only)
 skips the audit and records that the same way. Never published, override or not: a partition sanitized
 without a guarantee (CusText), and a release from a ``run.deterministic`` run (fixed-seed noise: its
-charges say so) or by a deterministic publish run. Sanitized exports also need the date's measured
-detection recall on canaries (``detect_pii``'s ``detection_recall`` ledger record) to reach
-``publish.min_canary_recall``: missed PII is published verbatim; and the partition's draws equal to their
-input (the staged ``verbatim`` count, every document, not a sample) must be explained by the mechanism's
-own probability of drawing the input (``verbatim_expected``; a public phrase may be the private value):
-beyond ``publish.max_verbatim_share`` (default 0) of the replacements, a count whose Chernoff tail under
-that expectation is below ``publish.verbatim_significance`` refuses, whatever the audit says. The manifest carries the gate
+charges say so) or by a deterministic publish run. Sanitized exports also need the detection lineage the
+staged rows record (``stages.lineage``): the spans partition and detection settings they were sanitized
+from must still be current, and that detect_pii run's own canary measurement must reach
+``publish.min_canary_recall`` and cover every configured type that has canaries: missed PII is
+published verbatim. And the partition's draws equal to their input (the staged ``verbatim`` count,
+every document, not a sample) must be explained by the mechanism's own probability of drawing the input
+(``verbatim_expected``; a public phrase may be the private value): beyond ``publish.max_verbatim_share``
+(default 0) of the replacements, a count whose Chernoff tail under that expectation is below
+``publish.verbatim_significance`` refuses, whatever the audit says. The manifest carries the gate
 outcome, the ledger entry ids and the measured detection recall; audit figures stay in ``protected``.
 
 Published ``doc_id``s are keyed pseudonyms (``pii.hashing.doc_pseudonym``, HMAC under the run's key) of
@@ -56,9 +58,11 @@ from privtext.platform.context import RunContext
 from privtext.ledger import Ledger, latest_measurement
 from privtext.errors import Refused
 from privtext.platform.config import ObjectStoreSettings
+from privtext.platform.leases import check_held
 from privtext.platform.storage import filesystem, move_dir
 from privtext.privacy.budget import none_charge
 from privtext.platform import zones
+from privtext.stages.lineage import lineage_problems, staged_state
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, STAGED_WORD_VECTORS,
                                       WORD_VECTORS)
@@ -180,6 +184,14 @@ def _verbatim(staged) -> tuple[int, float, int]:
     return int(row["v"] or 0), float(row["e"] or 0.0), int(row["r"] or 0)
 
 
+def _detection_problems(ctx: RunContext, target: str, entries: list[dict]) -> tuple[list[str], dict | None]:
+    """The staged release's detection lineage (``stages.lineage.lineage_problems``): the spans, settings and
+    canary measurement of the detect_pii run it was sanitized from, not the date's latest measurement."""
+    staged = ctx.lakehouse.read(TARGETS[target][0], date=ctx.date)
+    params = [r["params"] for r in staged.select("params").distinct().collect()]  # O(runs)
+    return lineage_problems(ctx.lakehouse, ctx.settings, entries, ctx.date, params, ctx.settings.publish.min_canary_recall)
+
+
 def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
     """The staged runs whose ledger charges say fixed-seed noise (never publishable)."""
     return sorted({e["run_id"] for e in entries if e["run_id"] in run_ids and e["params"].get("deterministic")})
@@ -290,11 +302,12 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
                override_gate: bool, reason: str | None, staged) -> tuple[str, dict | None]:
     """Check the gate; refuse, or record an override / skipped audit in the ledger. Returns (outcome, detection)."""
     settings, date = ctx.settings, ctx.date.isoformat()
-    problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries), sorted(run_ids))
+    problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries),
+                              [staged_state(ctx.lakehouse, TARGETS[target][0], ctx.date, run_ids)])
                 if audited and settings.publish.require_audit else [])
     detection = None
     if audited:
-        missed, detection = canary_problem(entries, ctx.date, settings.publish.min_canary_recall)
+        missed, detection = _detection_problems(ctx, target, entries)
         problems += missed + verbatim_problem(*_verbatim(staged), settings.publish.max_verbatim_share,
                                               settings.publish.verbatim_significance)
     gate = gate_outcome(audited, settings.publish.require_audit, problems, override_gate)
@@ -355,6 +368,7 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Sch
                    or (detection is not None and e["entry_id"] == detection["entry_id"])]
         manifest = build_manifest(target, date, ctx.run_id, version, files, settings.publish.formats[0], summary,
                                   entries, gate, detection, table, table_version)
+        check_held()  # fencing: a publisher whose lease was taken over never commits a manifest
         commit_manifest(fs, date_dir, manifest)
     except BaseException:  # the previous manifest and its files are untouched; drop this attempt's files
         _delete_dir(fs, tmp_dir)

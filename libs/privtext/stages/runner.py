@@ -15,7 +15,8 @@ import json
 import logging
 import uuid
 
-from privtext.errors import PrivtextError, report_error
+from privtext.errors import PrivtextError, UsageError, report_error
+from privtext.pii.hashing import load_hmac_key
 from privtext.platform.context import RunContext, parse_date
 from privtext.platform.leases import stage_lease
 from privtext.settings import LOG_FORMAT, Settings, load_settings, use_offline_models
@@ -25,32 +26,34 @@ log = logging.getLogger("privtext")
 
 STAGES = ("ingest", "detect_pii", "embed", "sanitize", "audit", "publish", "synthesize", "evaluate",
           "train_dped")
+KEYED_STAGES = ("ingest", "detect_pii", "publish")  # they need run.hmac_key_env / run.hmac_key_file
 
 
 def stage_module(stage: str):
     if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; allowed: {', '.join(STAGES)}")
+        raise UsageError(f"unknown stage {stage!r}; allowed: {', '.join(STAGES)}")
     return importlib.import_module(f"privtext.stages.{stage}")
 
 
 def stage_parser(stage: str) -> argparse.ArgumentParser:
-    """The options of ``privtext run <stage>``: --date, --pipeline, --run-id and the stage's own."""
+    """The options of ``privtext run <stage>``: --date, --pipeline and the stage's own. A run's id is always
+    generated (a reused id would make a new run look like an audited one)."""
     module = stage_module(stage)
     parser = argparse.ArgumentParser(prog=f"privtext run {stage}", description=(module.__doc__ or "").split("\n")[0])
     parser.add_argument("--date", help="YYYY-MM-DD (default: today, UTC)")
     parser.add_argument("--pipeline", default="adhoc", help="pipeline name recorded on the run")
-    parser.add_argument("--run-id", dest="run_id", help="run id (default: a new uuid)")
     if hasattr(module, "add_arguments"):
         module.add_arguments(parser)
     return parser
 
 
-def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline: str = "adhoc",
-              run_id: str | None = None, **kwargs):
+def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline: str = "adhoc", **kwargs):
     module = stage_module(stage)
-    day, run_id = parse_date(date).isoformat(), run_id or uuid.uuid4().hex
+    day, run_id = parse_date(date).isoformat(), uuid.uuid4().hex
     lease_name = "-".join(str(part) for part in (stage, kwargs.get("target"), day) if part)
     with stage_lease(settings.lakehouse, lease_name, run_id):
+        if stage in KEYED_STAGES and kwargs.get("target") != "word_vectors":  # a missing key stops before Spark
+            load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
         ctx = RunContext.create(settings, date=day, pipeline=pipeline, run_id=run_id)
         with stage_run(settings, pipeline, stage, day, run_id) as tracked:
             ctx.tracked = tracked
@@ -67,8 +70,7 @@ def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline:
 def run_options(stage: str, settings: Settings, argv: list[str]):
     """Run ``stage`` with the options of ``privtext run <stage>`` given as arguments (``stage_parser``)."""
     options = vars(stage_parser(stage).parse_args(argv))
-    return run_stage(stage, settings, date=options.pop("date"), pipeline=options.pop("pipeline"),
-                     run_id=options.pop("run_id"), **options)
+    return run_stage(stage, settings, date=options.pop("date"), pipeline=options.pop("pipeline"), **options)
 
 
 def job_main(stage: str, argv: list[str]) -> int:

@@ -57,6 +57,7 @@ from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.stages.lineage import detection_lineage
 from privtext.worker_cache import per_process
 
 TARGET = "sanitized_documents"
@@ -228,10 +229,10 @@ def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | Non
     return row["similarity"], row["perplexity"]
 
 
-def _inputs(ctx: RunContext) -> DataFrame:
+def _inputs(ctx: RunContext, spans_version: int) -> DataFrame:
     """The date's documents, each with the list of its spans (empty for documents without spans)."""
     documents = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
-    spans = (ctx.lakehouse.read(PII_SPANS, date=ctx.date)
+    spans = (ctx.lakehouse.read(PII_SPANS, spans_version, date=ctx.date)
              .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score")).alias("spans")))
     return documents.join(spans, "doc_id", "left")
 
@@ -262,11 +263,12 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[s
         Ledger(ctx.lakehouse, ctx.settings).charge_many(items, tracked=ctx.tracked)
 
 
-def _row_params(sanitizer: ClusantSanitizer) -> str:
+def _row_params(sanitizer: ClusantSanitizer, lineage: dict) -> str:
+    """The staged rows' ``params``: the mechanism's and the detection lineage (``stages.lineage``)."""
     p = sanitizer.ledger_params()
     keep = ("guarantee", "mechanism", "metric", "k", "clustering", "eps_by_type", "n_clusters_by_type")
     return json.dumps({**{k: p[k] for k in keep}, "placeholder_types": sorted(sanitizer.missing),
-                       "phrase_encoder": sanitizer.settings.phrase_encoder}, sort_keys=True)
+                       "phrase_encoder": sanitizer.settings.phrase_encoder, "lineage": lineage}, sort_keys=True)
 
 
 def _sum_maps(df: DataFrame, column: str) -> dict[str, int]:
@@ -277,13 +279,16 @@ def _sum_maps(df: DataFrame, column: str) -> dict[str, int]:
 def run(ctx: RunContext) -> SanitizeResult:
     started = time.perf_counter()  # spans_per_second is of the whole stage: vocabularies, charges, write, metrics
     settings = ctx.settings
-    inputs = _inputs(ctx)
+    spans_version = ctx.lakehouse.version(PII_SPANS)  # the spans read, and the lineage recorded, of one snapshot
+    lineage = detection_lineage(ctx.lakehouse, settings, Ledger(ctx.lakehouse, settings).entries(settings.run.dataset),
+                                ctx.date, spans_version)
+    inputs = _inputs(ctx, spans_version)
     table = _piece_table(settings)
     encode, encoder_name = phrase_encoder(settings, table)
     vocabularies = _vocabularies(settings, encode, encoder_name)
     sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings))
     values_by_type: dict[str, dict[str, int]] = {}  # occurrences = documents holding the value (one draw each)
-    for r in (ctx.lakehouse.read(PII_SPANS, date=ctx.date)
+    for r in (ctx.lakehouse.read(PII_SPANS, spans_version, date=ctx.date)
               .groupBy("entity_type", "secret_id").agg(F.countDistinct("doc_id").alias("docs"))
               .toLocalIterator()):  # O(distinct values)
         values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["docs"])
@@ -292,7 +297,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
     shared = ctx.spark.sparkContext.broadcast((vocabularies, table))
     out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared), OUT_SCHEMA)
-           .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer)))
+           .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer, lineage)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
            .withColumn("verbatim", F.col("same_as_input")).withColumn("verbatim_expected", F.col("same_expected"))
            .persist(StorageLevel.MEMORY_AND_DISK))

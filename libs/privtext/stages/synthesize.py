@@ -82,8 +82,9 @@ def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
 
     lh = ctx.lakehouse
     emb = (lh.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
-           .where(~held_out(ctx.settings.secpe.holdout_fraction)))  # evaluate's split is never seen here
-    docs = lh.read(DOCUMENTS, upto=ctx.date).select("doc_id", "label")
+           .where(~held_out(ctx.settings.secpe.holdout_fraction))  # evaluate's split is never seen here
+           .dropDuplicates(["doc_id"]))  # one vote per document (Aug-PE's record-level accounting)
+    docs = lh.read(DOCUMENTS, upto=ctx.date).select("doc_id", "label").dropDuplicates(["doc_id"])
     spans = (lh.read(PII_SPANS, upto=ctx.date).where(F.col("entity_type").isin(secret_types(ctx.settings.pii)))
              .select("doc_id", "secret_id").distinct())
     secrets = spans.groupBy("doc_id").agg(F.array_sort(F.collect_set("secret_id")).alias("secrets"))

@@ -71,3 +71,52 @@ def test_object_store_root_needs_a_lock_dir(tmp_path):
     with pytest.raises(ConfigError, match="lakehouse.lock_dir is required"):
         lock_dir(_settings("s3://bucket/lake"))
     assert lock_dir(_settings("s3://bucket/lake", lock_dir=str(tmp_path / "locks"))) == str(tmp_path / "locks")
+
+
+def test_a_run_whose_lease_was_taken_over_commits_nothing(tmp_path):
+    """Fencing: the owner stalls past its expiry, another run takes the lease over; the stalled owner's
+    next lakehouse commit is refused (its files removed) while the new owner commits."""
+    from privtext.platform.lakehouse import Lakehouse
+    from privtext.platform.leases import LeaseLost
+    from privtext.platform.tables import PRIVACY_LEDGER
+    from privtext.settings import load_settings
+
+    settings = load_settings(None, overrides={"lakehouse": {"root": str(tmp_path / "lake"), "lease_seconds": 600}},
+                             environ={}).lakehouse
+    lake = Lakehouse(None, settings)
+    lake.create(PRIVACY_LEDGER)
+    row = {name: None for name in PRIVACY_LEDGER.schema.names}
+    with stage_lease(settings, "publish-2026-01-15", "stalled") as lease:
+        lease._stop.set()  # the owner stalls: no renewal; its lease expires and is taken over
+        lease._renewer.join()
+        with open(lease.path) as handle:
+            expired = {**json.load(handle), "expires": time.time() - 1}
+        with open(lease.path, "w") as handle:
+            json.dump(expired, handle)
+        lease.owner = expired
+        taker = acquire(settings, "publish-2026-01-15", "taker")
+        version = lake.version(PRIVACY_LEDGER)
+        with pytest.raises(LeaseLost, match="publish-2026-01-15.lock of run stalled was taken over by another run"):
+            lake.append_rows(PRIVACY_LEDGER, [{**row, "entry_id": "late"}])
+        assert lake.version(PRIVACY_LEDGER) == version
+        assert sorted(os.listdir(lake.table_uri(PRIVACY_LEDGER))) == ["_delta_log"]  # the refused files removed
+    taker.release()
+
+
+def test_a_failed_renewal_marks_the_lease_lost(tmp_path, caplog, monkeypatch):
+    from privtext.platform import leases
+
+    lease = acquire(_settings(tmp_path, lease_seconds=0.3), "embed-2026-01-15", "unlucky")
+
+    def no_writes(path, mode="r", *args, **kwargs):  # the lock dir's disk is full: renewals cannot write
+        if "w" in mode:
+            raise OSError(28, "No space left on device")
+        return open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(leases, "open", no_writes, raising=False)
+    time.sleep(0.5)
+    with pytest.raises(leases.LeaseLost, match=r"was not renewed \(No space left on device\)"):
+        lease.check()
+    assert "was not renewed" in caplog.text
+    monkeypatch.undo()
+    lease.release()

@@ -51,3 +51,79 @@ def test_keyed_doc_id_depends_on_key_file_and_text():
     ids = {keyed_doc_id(k, f, t) for k, f, t in [(b"k1", "a", "x"), (b"k2", "a", "x"), (b"k1", "b", "x"), (b"k1", "a", "y")]}
     assert len(ids) == 4 and keyed_doc_id(b"k1", "a", "x") == keyed_doc_id(b"k1", "a", "x")
     assert len(keyed_doc_id(b"k1", "a", "x")) == 32
+
+
+def _all_valid(records):
+    """Every string of every record encodes as UTF-8 (else Arrow refuses the whole batch)."""
+    for r in records:
+        for value in [r["doc_id"], r["user_id"], r["text"], r["label"], r["source_file"], r["raw_record"],
+                      r["reason"], *r["metadata"].keys(), *r["metadata"].values()]:
+            if value is not None:
+                value.encode("utf-8")
+    return True
+
+
+def test_lone_surrogates_in_ids_labels_and_keys_quarantine_the_record_only():
+    content = (b'{"doc_id": "\\ud800", "text": "a"}\n{"text": "b", "label": "\\udfff"}\n'
+               b'{"text": "c", "\\ud83d": 1}\n{"doc_id": "ok", "text": "good"}\n')
+    records = _parse_jsonl(content, "s.jsonl")
+    assert reasons(records) == [(1, "invalid Unicode in doc_id"), (2, "invalid Unicode in label"),
+                                (3, "invalid Unicode in a field name"), (4, None)]
+    assert _all_valid(records) and "\\ud800" in records[0]["raw_record"]
+
+
+def test_a_latin1_header_a_deep_json_and_a_first_line_array_do_not_lose_the_file_or_its_good_lines():
+    header = _parse_csv(b'doc_id,t\xe9xt\n1,hello\n', "h.csv", ",")
+    assert reasons(header) == [(1, "invalid UTF-8 in the CSV header (file quarantined)")] and _all_valid(header)
+    deep = b"[" * 200_000 + b"]" * 200_000
+    records = _parse_jsonl(deep + b'\n{"text": "after"}\n', "d.jsonl")
+    assert [r["reason"] for r in records][0].startswith("malformed JSON: nested deeper than")
+    assert records[-1]["text"] == "after" and _all_valid(records)
+    first_array = _parse_jsonl(b'[1,2,3]\n' + b''.join(b'{"text": "t%d"}\n' % i for i in range(4)), "a.jsonl")
+    assert reasons(first_array) == [(1, "malformed JSON: not an object")] + [(i, None) for i in range(2, 6)]
+    only_deep = _parse_jsonl(b"[" * 200_000 + b"]" * 200_000, "e.json")
+    assert len(only_deep) == 1 and "nested deeper" in only_deep[0]["reason"]
+
+
+def test_parquet_structs_with_decimals_and_timestamps_become_json_metadata(tmp_path):
+    import datetime as dt
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from privtext.stages.ingest import _parse_parquet
+
+    table = pa.table({"text": ["hi"], "extra": [{"amount": decimal.Decimal("1.50"), "at": dt.datetime(2026, 1, 2, 3, 4)}]})
+    pq.write_table(table, tmp_path / "p.parquet")
+    (records,) = list(_parse_parquet(str(tmp_path / "p.parquet"), "p.parquet"))
+    assert records[0]["reason"] is None
+    assert json.loads(records[0]["metadata"]["extra"]) == {"amount": "1.50", "at": "2026-01-02 03:04:00"}
+
+
+@pytest.mark.parametrize("name", ["f.jsonl", "f.json", "f.csv"])
+def test_generated_bytes_never_break_a_parser_and_every_string_is_valid(name):
+    """Any bytes: each record lands or is quarantined with a reason; no exception, no invalid string."""
+    from hypothesis import given, settings, strategies as st
+
+    from privtext.stages.ingest import _parsed_chunks
+
+    lines = st.one_of(st.binary(max_size=60), st.text(max_size=30).map(lambda t: json.dumps({"text": t, t: t}).encode()),
+                      st.sampled_from([b"[1,2,3]", b'{"doc_id": "\\udc80", "text": "x"}', b"[" * 3000, b"\xff\xfe",
+                                       b'"a"', b"{}", b'{"text": null}', b"\x00", b"doc_id,text"]))
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(lines, max_size=6))
+    def check(chunks):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = f"{folder}/{name}"
+            with open(path, "wb") as f:
+                f.write(b"\n".join(chunks))
+            for records in _parsed_chunks(path, name, ","):
+                assert _all_valid(records)
+                assert all(r["source_file"] == name for r in records)
+                assert all(r["text"] is None and r["metadata"] == {} for r in records if r["reason"])
+
+    check()
