@@ -18,13 +18,15 @@ from privtext.stages.runner import run_stage
 
 DATE = dt.date(2026, 1, 15)
 TINY = {"n_teachers": 3, "dim": 16, "epochs": 1, "top_k": 3, "threshold": 1.0, "max_vocab": 150,
-        "vocab_words_per_unit": 20, "vocab_threshold_sigmas": 2.0, "student_epochs": 5, "batch_size": 512}
+        "vocab_words_per_unit": 20, "vocab_threshold_sigmas": 2.0, "student_epochs": 5, "batch_size": 512,
+        "min_snr": 0.0}  # 3 teachers release noise: these tests exercise the Spark path, not the utility gate
 DOC_DDL = ("doc_id string, user_id string, text string, label string, metadata map<string,string>, "
            "ingest_date date, run_id string")
 
 
-def _context(tmp_path, eps_max: float = 10.0, tracking: bool = False, deterministic: bool = True) -> RunContext:
-    settings = make_settings(tmp_path / "lake", dped=TINY, tracking={"enabled": tracking},
+def _context(tmp_path, eps_max: float = 10.0, tracking: bool = False, deterministic: bool = True,
+             **dped) -> RunContext:
+    settings = make_settings(tmp_path / "lake", dped={**TINY, **dped}, tracking={"enabled": tracking},
                              privacy={"budgets": {"default": {"eps_max": eps_max, "delta_max": 1e-5}}},
                              run={"deterministic": deterministic})
     return RunContext.create(settings, date=DATE.isoformat())
@@ -79,6 +81,17 @@ def test_refused_budget_writes_nothing(tmp_path):
         train_dped.run(ctx, epsilon=2.0)
     assert ctx.lakehouse.read(WORD_VECTORS).count() == ctx.lakehouse.read(STAGED_WORD_VECTORS).count() == 0
     assert Ledger(ctx.lakehouse, ctx.settings).entries("default") == []
+
+
+def test_noise_dominated_settings_are_refused_before_the_charge(tmp_path):
+    from privtext.dped.aggregation import NoiseDominated
+
+    ctx = _context(tmp_path, min_snr=1.0)  # the gate as in base.yaml: 3 teachers x 150 queries at eps 8 is noise
+    _write_docs(ctx, n=50)
+    with pytest.raises(NoiseDominated, match="nothing charged"):
+        train_dped.run(ctx, epsilon=8.0)
+    assert Ledger(ctx.lakehouse, ctx.settings).entries("default") == []
+    assert ctx.lakehouse.read(STAGED_WORD_VECTORS).count() == 0
 
 
 def test_shards_are_disjoint_by_user_or_by_document(tmp_path):

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from privtext.dped.settings import DpedSettings
+from privtext.errors import Refused
 from privtext.privacy.accounting import epsilon_of
 from privtext.privacy.mechanisms import gaussian_release
 from privtext.privacy.secret_protection import gdp_mu_from_eps_delta
@@ -99,6 +100,43 @@ def calibrate(settings: DpedSettings, n_queries: int) -> NoiseMultipliers:
     if spent > settings.epsilon:
         raise RuntimeError(f"calibrated DPED event spends epsilon={spent:.6g} > {settings.epsilon}")
     return multipliers
+
+
+class NoiseDominated(Refused):
+    """The calibrated noise drowns every released channel even in the best case: refused before the charge."""
+
+
+def best_case_snr(settings: DpedSettings, multipliers: NoiseMultipliers, n_queries: int) -> dict[str, float]:
+    """Signal-to-noise per released query in the most favourable data (all N teachers agree), from the
+    settings and the calibrated noise only (data-independent, so deciding on it costs no privacy):
+
+    * hidden: C_h / (sigma_h sqrt(d)): the noiseless mean has norm <= C_h, the noise norm is ~ sigma_h sqrt(d);
+    * vote: N / (sigma_v sqrt(2 ln M)): the winning bin holds <= N votes, the largest of the M noisy
+      bins is ~ sigma_v sqrt(2 ln M) above its mean.
+
+    Below 1 the channel's released value is noise-dominated whatever the private data holds.
+    """
+    sig = sigmas(settings, multipliers)
+    out = {}
+    if sig["hidden"] is not None:
+        out["hidden"] = settings.clip_hidden / (sig["hidden"] * np.sqrt(settings.dim))
+    if sig["vote"] is not None:
+        out["vote"] = settings.n_teachers / (sig["vote"] * np.sqrt(2 * np.log(max(n_queries, 2))))
+    return out
+
+
+def require_signal(settings: DpedSettings, multipliers: NoiseMultipliers, n_queries: int) -> dict[str, float]:
+    """Fail closed before any charge when every released channel's best-case SNR is below
+    ``settings.min_snr`` (0 disables): a charge that can only buy noise is refused."""
+    snr = best_case_snr(settings, multipliers, n_queries)
+    if settings.min_snr > 0 and max(snr.values()) < settings.min_snr:
+        sig = sigmas(settings, multipliers)
+        detail = ", ".join(f"{k} {v:.3g} (sigma {sig[k]:.3g})" for k, v in snr.items())
+        raise NoiseDominated(
+            f"DPED at epsilon={settings.epsilon:g} with N={settings.n_teachers} teachers, M={n_queries} queries, "
+            f"d={settings.dim} would release noise: best-case signal/noise per query {detail} < dped.min_snr="
+            f"{settings.min_snr:g}; nothing charged (raise N or epsilon, lower M or d)")
+    return snr
 
 
 def vote_histogram(vote_sets: Iterable[np.ndarray], n_queries: int) -> sp.csr_matrix:

@@ -2,7 +2,9 @@
 
 Flow (driver state O(|V| * d) plus the vote histogram, never O(rows)):
 
-1. Calibrate the noise for (epsilon, delta) in conf (data-independent) and CHARGE the ledger
+1. Calibrate the noise for (epsilon, delta) in conf (data-independent); refuse with nothing charged
+   when even unanimous teachers' answers would be noise-dominated (``aggregation.require_signal``,
+   ``dped.min_snr``); else CHARGE the ledger
    (approx_dp, the full ``dped_event``) before any private row is read; a refused charge
    (``BudgetExceeded``) stops the run with nothing computed or written.
 2. Read restricted.documents (the run's ``--date`` or ``--all-dates``), tokenize in Spark onto the
@@ -40,7 +42,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, FloatType, IntegerType, LongType, StructField, StructType
 
-from privtext.dped.aggregation import NoiseMultipliers, aggregate, calibrate, dped_event, sensitivities, sigmas
+from privtext.dped.aggregation import (NoiseMultipliers, aggregate, calibrate, dped_event, require_signal,
+                                       sensitivities, sigmas)
 from privtext.dped.settings import DpedSettings
 from privtext.dped.sharding import shard_of
 from privtext.dped.student import train_student
@@ -207,6 +210,7 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
     words = public_words()
     n_queries = n_charged_queries(settings, len(words))
     multipliers = calibrate(settings, n_queries)
+    require_signal(settings, multipliers, n_queries)  # data-independent: refuses before any charge or read
     event = dped_event(settings, multipliers, n_queries)
 
     docs = ctx.lakehouse.read(DOCUMENTS, date=None if all_dates else ctx.date)
