@@ -159,14 +159,16 @@ class Aggregate:
 
 def aggregate(
     hidden_sum: np.ndarray | None, votes: sp.csr_matrix, settings: DpedSettings,
-    multipliers: NoiseMultipliers, rng: np.random.Generator, chunk: int = 1024,
+    multipliers: NoiseMultipliers, rng: np.random.Generator, chunk: int = 1024, first_query: int = 0,
 ) -> Aggregate:
     """Alg. 1 lines 13-28 with the noisy check: answer x iff max_w V(x)[w] + N(0, sigma_T^2) >= T,
     then release H~ = (1/N) sum_i h_i(x) + N(0, sigma_h^2 I_d) and the top-k of
     V~ = V(x) + N(0, sigma_v^2 I_M) (a post-processing of V~; the query word itself is excluded).
 
     ``hidden_sum`` is sum_i h_i(x) over the N teachers of already-clipped vectors
-    (``teacher.teacher_answers`` clips); the sensitivities assume ||h_i(x)|| <= C_h.
+    (``teacher.teacher_answers`` clips); the sensitivities assume ||h_i(x)|| <= C_h. Rows are
+    independent: row r of ``votes`` ([rows, M]) is query ``first_query + r``, so a block of queries
+    can be released on its own (the Spark stage releases blocks in executor tasks).
     """
     sig, sens = sigmas(settings, multipliers), sensitivities(settings)
     m = votes.shape[0]
@@ -180,12 +182,12 @@ def aggregate(
         hidden[ans] = gaussian_release(rng, mean, sig["hidden"], sens["hidden"])
     labels = None
     if multipliers.vote is not None:
-        k = min(settings.top_k, m - 1)
+        k = min(settings.top_k, votes.shape[1] - 1)
         labels = np.full((m, settings.top_k), -1, dtype=np.int64)
         for s in range(0, ans.size, chunk):
             rows = ans[s:s + chunk]
             noisy = gaussian_release(rng, votes[rows].toarray(), sig["vote"], 1.0)  # a teacher moves >= 1 vote
-            noisy[np.arange(rows.size), rows] = -np.inf
+            noisy[np.arange(rows.size), rows + first_query] = -np.inf
             top = np.argpartition(-noisy, k - 1, axis=1)[:, :k]
             labels[rows, :k] = top
     return Aggregate(answered=answered, hidden=hidden, labels=labels)
