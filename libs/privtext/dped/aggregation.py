@@ -119,9 +119,9 @@ def best_case_snr(settings: DpedSettings, multipliers: NoiseMultipliers, n_queri
     sig = sigmas(settings, multipliers)
     out = {}
     if sig["hidden"] is not None:
-        out["hidden"] = settings.clip_hidden / (sig["hidden"] * np.sqrt(settings.dim))
+        out["hidden"] = float(settings.clip_hidden / (sig["hidden"] * np.sqrt(settings.dim)))
     if sig["vote"] is not None:
-        out["vote"] = settings.n_teachers / (sig["vote"] * np.sqrt(2 * np.log(max(n_queries, 2))))
+        out["vote"] = float(settings.n_teachers / (sig["vote"] * np.sqrt(2 * np.log(max(n_queries, 2)))))
     return out
 
 

@@ -229,13 +229,13 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
     words = public_words()
     n_queries = n_charged_queries(settings, len(words))
     multipliers = calibrate(settings, n_queries)
-    require_signal(settings, multipliers, n_queries)  # data-independent: refuses before any charge or read
+    snr = require_signal(settings, multipliers, n_queries)  # data-independent: refuses before any charge or read
     event = dped_event(settings, multipliers, n_queries)
 
     docs = ctx.lakehouse.read(DOCUMENTS, date=None if all_dates else ctx.date)
     docs, adjacency = with_units_and_shards(docs.select("doc_id", "user_id", "text"), settings.n_teachers,
                                             settings.shard_salt)
-    entry_id, eps_pld, eps_rdp = _charge(ctx, settings, multipliers, event, n_queries, adjacency)
+    entry_id, eps_pld, eps_rdp = _charge(ctx, settings, multipliers, event, n_queries, adjacency, snr)
 
     tokens = tokenized(docs, words).select("doc_id", "unit", "shard", "ids").cache()
     try:
@@ -277,7 +277,7 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
 
 
 def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultipliers, event, n_queries: int,
-            adjacency: str) -> tuple[str, float, float]:
+            adjacency: str, snr: dict[str, float]) -> tuple[str, float, float]:
     """Charge the whole run (vocabulary + M queries) before anything is computed or released."""
     eps_pld = epsilon_of(event, settings.delta)
     eps_rdp = epsilon_of(event, settings.delta, accountant="rdp")
@@ -290,7 +290,7 @@ def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultiplie
                 "vocabulary_mode": settings.vocabulary_mode, "variant": settings.variant,
                 "top_k": settings.top_k, "threshold": settings.threshold, "clip_hidden": settings.clip_hidden,
                 "noise_multipliers": vars(multipliers), "sensitivities": sensitivities(settings),
-                "sigmas": sigmas(settings, multipliers), "epsilon_rdp": eps_rdp},
+                "sigmas": sigmas(settings, multipliers), "best_case_snr": snr, "epsilon_rdp": eps_rdp},
         deterministic=ctx.settings.run.deterministic), tracked=ctx.tracked)
     entry = [e for e in ledger.entries(dataset) if e["run_id"] == ctx.run_id and e["stage"] == "train_dped"][-1]
     return entry["entry_id"], eps_pld, eps_rdp
