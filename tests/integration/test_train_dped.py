@@ -125,3 +125,20 @@ def test_teacher_task_returns_only_answers(tmp_path):
     assert len(rows) == 3 * 40 and {r["shard"] for r in rows} == {0, 1, 2}
     assert all(np.linalg.norm(r["hidden"]) <= settings.clip_hidden + 1e-5 and len(r["votes"]) == settings.top_k
                for r in rows)
+
+
+def test_demo_embeddings_with_base_settings_charge_nothing(tmp_path):
+    # privtext demo --all used to charge 4 of 10 per user and stage nothing; base.yaml's DPED setting is
+    # noise-dominated (best-case SNR 0.025), so the demo's line says so and the ledger stays empty
+    import io
+
+    from privtext.demo import StageLines, dp_embeddings
+
+    settings = make_settings(tmp_path / "lake", privacy={"budgets": {"default": {"eps_max": 10.0, "delta_max": 1e-5}}})
+    assert settings.dped.n_teachers == 50 and settings.dped.min_snr == 1.0  # the shipped defaults
+    ctx = RunContext.create(settings, date=DATE.isoformat())
+    _write_docs(ctx, n=40)
+    line = dp_embeddings(settings, DATE.isoformat(), StageLines(io.StringIO()))
+    assert line.startswith("nothing published") and "would release noise" in line and "nothing charged" in line
+    assert Ledger(ctx.lakehouse, settings).entries("default") == []
+    assert ctx.lakehouse.read(STAGED_WORD_VECTORS).count() == 0
