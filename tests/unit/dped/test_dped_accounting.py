@@ -72,6 +72,20 @@ def test_best_case_snr_matches_closed_form():
     assert snr["hidden"] == pytest.approx(s.clip_hidden / (sigma * np.sqrt(s.dim)), rel=1e-3)
 
 
+def test_best_case_snr_of_votes_matches_closed_form():
+    # output_only: sigma_v = sqrt(2k) * sqrt(M / s_v) / mu; a unanimous bin holds N votes against the
+    # largest of M noisy bins, ~ sigma_v sqrt(2 ln M)
+    from privtext.dped.aggregation import best_case_snr
+
+    s = DpedSettings(epsilon=4.0, delta=1e-5, vocabulary_mode="public", variant="output_only", n_teachers=200, top_k=5)
+    m = 300
+    share = s.noise_split.vote / (s.noise_split.vote + s.noise_split.threshold)
+    sigma = np.sqrt(2 * s.top_k) * np.sqrt(m / share) / _mu_of(4.0, 1e-5)
+    snr = best_case_snr(s, calibrate(s, m), m)
+    assert set(snr) == {"vote"}
+    assert snr["vote"] == pytest.approx(s.n_teachers / (sigma * np.sqrt(2 * np.log(m))), rel=1e-3)
+
+
 def test_noise_dominated_run_is_refused_and_useful_one_is_not():
     from privtext.dped.aggregation import NoiseDominated, require_signal
     from privtext.errors import Refused
