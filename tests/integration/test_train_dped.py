@@ -18,13 +18,15 @@ from privtext.stages.runner import run_stage
 
 DATE = dt.date(2026, 1, 15)
 TINY = {"n_teachers": 3, "dim": 16, "epochs": 1, "top_k": 3, "threshold": 1.0, "max_vocab": 150,
-        "vocab_words_per_unit": 20, "vocab_threshold_sigmas": 2.0, "student_epochs": 5, "batch_size": 512}
+        "vocab_words_per_unit": 20, "vocab_threshold_sigmas": 2.0, "student_epochs": 5, "batch_size": 512,
+        "min_snr": 0.0}  # 3 teachers release noise: these tests exercise the Spark path, not the utility gate
 DOC_DDL = ("doc_id string, user_id string, text string, label string, metadata map<string,string>, "
            "ingest_date date, run_id string")
 
 
-def _context(tmp_path, eps_max: float = 10.0, tracking: bool = False, deterministic: bool = True) -> RunContext:
-    settings = make_settings(tmp_path / "lake", dped=TINY, tracking={"enabled": tracking},
+def _context(tmp_path, eps_max: float = 10.0, tracking: bool = False, deterministic: bool = True,
+             **dped) -> RunContext:
+    settings = make_settings(tmp_path / "lake", dped={**TINY, **dped}, tracking={"enabled": tracking},
                              privacy={"budgets": {"default": {"eps_max": eps_max, "delta_max": 1e-5}}},
                              run={"deterministic": deterministic})
     return RunContext.create(settings, date=DATE.isoformat())
@@ -81,6 +83,17 @@ def test_refused_budget_writes_nothing(tmp_path):
     assert Ledger(ctx.lakehouse, ctx.settings).entries("default") == []
 
 
+def test_noise_dominated_settings_are_refused_before_the_charge(tmp_path):
+    from privtext.dped.aggregation import NoiseDominated
+
+    ctx = _context(tmp_path, min_snr=1.0)  # the gate as in base.yaml: 3 teachers x 150 queries at eps 8 is noise
+    _write_docs(ctx, n=50)
+    with pytest.raises(NoiseDominated, match="nothing charged"):
+        train_dped.run(ctx, epsilon=8.0)
+    assert Ledger(ctx.lakehouse, ctx.settings).entries("default") == []
+    assert ctx.lakehouse.read(STAGED_WORD_VECTORS).count() == 0
+
+
 def test_shards_are_disjoint_by_user_or_by_document(tmp_path):
     ctx = _context(tmp_path)
     _write_docs(ctx, n=200)
@@ -130,3 +143,20 @@ def test_teacher_task_returns_only_answers(tmp_path):
     assert len(rows) == 3 * 40 and {r["shard"] for r in rows} == {0, 1, 2}
     assert all(np.linalg.norm(r["hidden"]) <= settings.clip_hidden + 1e-5 and len(r["votes"]) == settings.top_k
                for r in rows)
+
+
+def test_demo_embeddings_with_base_settings_charge_nothing(tmp_path):
+    # privtext demo --all used to charge 4 of 10 per user and stage nothing; base.yaml's DPED setting is
+    # noise-dominated (best-case SNR 0.025), so the demo's line says so and the ledger stays empty
+    import io
+
+    from privtext.demo import StageLines, dp_embeddings
+
+    settings = make_settings(tmp_path / "lake", privacy={"budgets": {"default": {"eps_max": 10.0, "delta_max": 1e-5}}})
+    assert settings.dped.n_teachers == 50 and settings.dped.min_snr == 1.0  # the shipped defaults
+    ctx = RunContext.create(settings, date=DATE.isoformat())
+    _write_docs(ctx, n=40)
+    line = dp_embeddings(settings, DATE.isoformat(), StageLines(io.StringIO()))
+    assert line.startswith("nothing published") and "would release noise" in line and "nothing charged" in line
+    assert Ledger(ctx.lakehouse, settings).entries("default") == []
+    assert ctx.lakehouse.read(STAGED_WORD_VECTORS).count() == 0

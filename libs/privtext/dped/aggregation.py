@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from privtext.dped.settings import DpedSettings
+from privtext.errors import Refused
 from privtext.privacy.accounting import epsilon_of
 from privtext.privacy.mechanisms import gaussian_release
 from privtext.privacy.secret_protection import gdp_mu_from_eps_delta
@@ -101,6 +102,43 @@ def calibrate(settings: DpedSettings, n_queries: int) -> NoiseMultipliers:
     return multipliers
 
 
+class NoiseDominated(Refused):
+    """The calibrated noise drowns every released channel even in the best case: refused before the charge."""
+
+
+def best_case_snr(settings: DpedSettings, multipliers: NoiseMultipliers, n_queries: int) -> dict[str, float]:
+    """Signal-to-noise per released query in the most favourable data (all N teachers agree), from the
+    settings and the calibrated noise only (data-independent, so deciding on it costs no privacy):
+
+    * hidden: C_h / (sigma_h sqrt(d)): the noiseless mean has norm <= C_h, the noise norm is ~ sigma_h sqrt(d);
+    * vote: N / (sigma_v sqrt(2 ln M)): the winning bin holds <= N votes, the largest of the M noisy
+      bins is ~ sigma_v sqrt(2 ln M) above its mean.
+
+    Below 1 the channel's released value is noise-dominated whatever the private data holds.
+    """
+    sig = sigmas(settings, multipliers)
+    out = {}
+    if sig["hidden"] is not None:
+        out["hidden"] = float(settings.clip_hidden / (sig["hidden"] * np.sqrt(settings.dim)))
+    if sig["vote"] is not None:
+        out["vote"] = float(settings.n_teachers / (sig["vote"] * np.sqrt(2 * np.log(max(n_queries, 2)))))
+    return out
+
+
+def require_signal(settings: DpedSettings, multipliers: NoiseMultipliers, n_queries: int) -> dict[str, float]:
+    """Fail closed before any charge when every released channel's best-case SNR is below
+    ``settings.min_snr`` (0 disables): a charge that can only buy noise is refused."""
+    snr = best_case_snr(settings, multipliers, n_queries)
+    if settings.min_snr > 0 and max(snr.values()) < settings.min_snr:
+        sig = sigmas(settings, multipliers)
+        detail = ", ".join(f"{k} {v:.3g} (sigma {sig[k]:.3g})" for k, v in snr.items())
+        raise NoiseDominated(
+            f"DPED at epsilon={settings.epsilon:g} with N={settings.n_teachers} teachers, M={n_queries} queries, "
+            f"d={settings.dim} would release noise: best-case signal/noise per query {detail} < dped.min_snr="
+            f"{settings.min_snr:g}; nothing charged (raise N or epsilon, lower M or d)")
+    return snr
+
+
 def vote_histogram(vote_sets: Iterable[np.ndarray], n_queries: int) -> sp.csr_matrix:
     """V(x) of Eq. 1: [M, M] counts, summed over teachers' [M, k] vote sets (-1 = no vote)."""
     rows, cols = [], []
@@ -121,14 +159,16 @@ class Aggregate:
 
 def aggregate(
     hidden_sum: np.ndarray | None, votes: sp.csr_matrix, settings: DpedSettings,
-    multipliers: NoiseMultipliers, rng: np.random.Generator, chunk: int = 1024,
+    multipliers: NoiseMultipliers, rng: np.random.Generator, chunk: int = 1024, first_query: int = 0,
 ) -> Aggregate:
     """Alg. 1 lines 13-28 with the noisy check: answer x iff max_w V(x)[w] + N(0, sigma_T^2) >= T,
     then release H~ = (1/N) sum_i h_i(x) + N(0, sigma_h^2 I_d) and the top-k of
     V~ = V(x) + N(0, sigma_v^2 I_M) (a post-processing of V~; the query word itself is excluded).
 
     ``hidden_sum`` is sum_i h_i(x) over the N teachers of already-clipped vectors
-    (``teacher.teacher_answers`` clips); the sensitivities assume ||h_i(x)|| <= C_h.
+    (``teacher.teacher_answers`` clips); the sensitivities assume ||h_i(x)|| <= C_h. Rows are
+    independent: row r of ``votes`` ([rows, M]) is query ``first_query + r``, so a block of queries
+    can be released on its own (the Spark stage releases blocks in executor tasks).
     """
     sig, sens = sigmas(settings, multipliers), sensitivities(settings)
     m = votes.shape[0]
@@ -142,12 +182,12 @@ def aggregate(
         hidden[ans] = gaussian_release(rng, mean, sig["hidden"], sens["hidden"])
     labels = None
     if multipliers.vote is not None:
-        k = min(settings.top_k, m - 1)
+        k = min(settings.top_k, votes.shape[1] - 1)
         labels = np.full((m, settings.top_k), -1, dtype=np.int64)
         for s in range(0, ans.size, chunk):
             rows = ans[s:s + chunk]
             noisy = gaussian_release(rng, votes[rows].toarray(), sig["vote"], 1.0)  # a teacher moves >= 1 vote
-            noisy[np.arange(rows.size), rows] = -np.inf
+            noisy[np.arange(rows.size), rows + first_query] = -np.inf
             top = np.argpartition(-noisy, k - 1, axis=1)[:, :k]
             labels[rows, :k] = top
     return Aggregate(answered=answered, hidden=hidden, labels=labels)

@@ -42,6 +42,9 @@ class DpedSettings(StrictModel):
     epsilon: float = Field(4.0, gt=0)
     delta: float = Field(1e-5, gt=0, lt=1)
     noise_split: NoiseSplit = NoiseSplit()
+    # refuse before charging when even unanimous teachers' answers would be below this signal/noise
+    # (aggregation.best_case_snr; 0 disables)
+    min_snr: float = Field(1.0, ge=0)
     # vocabulary: public word list alone, or intersected with a DP selection
     vocabulary_mode: Literal["public", "dp_selection"] = "dp_selection"
     max_vocab: int | None = Field(5000, ge=1)  # dp_selection keeps the words with the largest noisy counts

@@ -1,13 +1,15 @@
 """Stage ``train_dped``: restricted.documents -> DPED word embeddings (dped-paper.txt, Alg. 1).
 
-Flow (driver state O(|V| * d) plus the vote histogram, never O(rows)):
+Flow (driver state O(|V| * d): never O(rows), nor the O(M * N * k) teacher votes):
 
-1. Calibrate the noise for (epsilon, delta) in conf (data-independent) and CHARGE the ledger
-   (approx_dp, the full ``dped_event``) before any text is read; a refused charge (``BudgetExceeded``)
-   stops the run with nothing computed or written. The charge carries, per secret, the units (users or
-   documents, the adjacency's) holding it among the documents read, counted from the same dates'
-   ``restricted.pii_spans`` (ids only): the secret's group size when the event composes into its
-   (p, r) account (``privacy.budget``: L2 sensitivity g times for a secret in g units).
+1. Calibrate the noise for (epsilon, delta) in conf (data-independent); refuse with nothing charged
+   when even unanimous teachers' answers would be noise-dominated (``aggregation.require_signal``,
+   ``dped.min_snr``); else CHARGE the ledger (approx_dp, the full ``dped_event``) before any text is
+   read; a refused charge (``BudgetExceeded``) stops the run with nothing computed or written. The
+   charge carries, per secret, the units (users or documents, the adjacency's) holding it among the
+   documents read, counted from the same dates' ``restricted.pii_spans`` (ids only): the secret's group
+   size when the event composes into its (p, r) account (``privacy.budget``: L2 sensitivity g times for
+   a secret in g units).
 2. Read restricted.documents (the run's ``--date`` or ``--all-dates``), tokenize in Spark onto the
    PUBLIC word list, and key every row by its privacy unit: ``user_id`` when every row has one
    (user-level adjacency) else ``doc_id`` (record-level); the ledger entry says which. Shards are
@@ -19,9 +21,10 @@ Flow (driver state O(|V| * d) plus the vote histogram, never O(rows)):
 4. Teachers: ``groupBy(shard).applyInPandas``, one SGNS teacher per task (torch, 1 thread), each
    returning ONLY its answers to the public queries (clipped, anchor-rotated hidden vector and
    top-k vote set per query): no counts, no tokens, no training rows leave the task. A second
-   Spark pass sums the answers per partition; the driver adds the partial sums.
-5. Driver: noisy consensus check + noisy hidden mean + noisy votes (``aggregation.aggregate``), the
-   student (post-processing), MLflow model ``dped-word-embeddings`` (when tracking is on; its
+   Spark pass groups the answers by blocks of queries and releases each block in its task (noisy
+   consensus check + noisy hidden mean + noisy top-k votes, ``aggregation.aggregate``): the driver
+   receives only the release, O(M (d + k)).
+5. Driver: the student (post-processing), MLflow model ``dped-word-embeddings`` (when tracking is on; its
    description names the ledger entry, epsilon and delta), then ``protected.word_vectors`` (the date's
    partition); ``publish --target word_vectors`` releases them to ``published.word_vectors``.
 
@@ -41,9 +44,11 @@ import scipy.sparse as sp
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import ArrayType, FloatType, IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import (ArrayType, BooleanType, DoubleType, FloatType, IntegerType, LongType, StructField,
+                               StructType)
 
-from privtext.dped.aggregation import NoiseMultipliers, aggregate, calibrate, dped_event, sensitivities, sigmas
+from privtext.dped.aggregation import (Aggregate, NoiseMultipliers, aggregate, calibrate, dped_event,
+                                       require_signal, sensitivities, sigmas)
 from privtext.dped.settings import DpedSettings
 from privtext.dped.sharding import shard_of
 from privtext.dped.student import train_student
@@ -66,11 +71,12 @@ TEACHER_ANSWER_SCHEMA = StructType([
     StructField("hidden", ArrayType(FloatType()), False),
     StructField("votes", ArrayType(IntegerType()), False),
 ])
-_PARTIAL_SCHEMA = StructType([
+# What a release task returns per query: the noisy check's outcome and the noisy releases (NaN / -1 where abstained).
+_RELEASE_SCHEMA = StructType([
     StructField("query", IntegerType(), False),
-    StructField("hidden_sum", ArrayType(FloatType()), False),
-    StructField("vote_ids", ArrayType(IntegerType()), False),
-    StructField("vote_counts", ArrayType(LongType()), False),
+    StructField("answered", BooleanType(), False),
+    StructField("hidden", ArrayType(DoubleType()), True),
+    StructField("labels", ArrayType(LongType()), True),
 ])
 
 
@@ -164,32 +170,48 @@ def teacher_answer_frame(tokens: DataFrame, n_words: int, query_ids: np.ndarray,
     return by_shard.groupBy("shard").applyInPandas(teach, TEACHER_ANSWER_SCHEMA)
 
 
-def summed_answers(answers: DataFrame, n_queries: int, dim: int) -> tuple[np.ndarray, sp.csr_matrix]:
-    """sum_i h_i(x) [M, d] and the vote histogram V(x) [M, M] of Eq. 1, summed per partition in
-    Spark; the driver adds O(partitions) partial sums."""
-    def partial(batches):
-        hidden = np.zeros((n_queries, dim), dtype=np.float64)
-        votes = [dict() for _ in range(n_queries)]  # per query: voted word -> count
-        for pdf in batches:
-            q = pdf["query"].to_numpy()
-            np.add.at(hidden, q, np.stack(pdf["hidden"].to_numpy()).astype(np.float64))
-            for qi, vs in zip(q, pdf["votes"]):
-                for v in vs[vs >= 0]:
-                    votes[qi][v] = votes[qi].get(v, 0) + 1
-        yield pd.DataFrame({"query": np.arange(n_queries, dtype=np.int32), "hidden_sum": list(hidden.astype(np.float32)),
-                            "vote_ids": [np.fromiter(v.keys(), dtype=np.int32, count=len(v)) for v in votes],
-                            "vote_counts": [np.fromiter(v.values(), dtype=np.int64, count=len(v)) for v in votes]})
+def released_answers(answers: DataFrame, n_queries: int, settings: DpedSettings, multipliers: NoiseMultipliers,
+                     deterministic: bool, seed: int, block: int = 256) -> Aggregate:
+    """Eq. 1-2 with the noisy check, released in Spark: the teachers' answers are grouped by blocks of
+    ``block`` queries; each task sums its block's N hidden vectors and vote sets (the [block, M] vote
+    histogram) and releases the block with ``aggregation.aggregate`` (rows are independent; noise from
+    ``make_rng`` in the task: ChaCha20 keyed from os.urandom, or PCG64(seed, block) when deterministic).
+    Only the release reaches the driver: answered flag, noisy hidden mean [d] and noisy top-k labels per
+    query, O(M (d + k)) whatever N (the raw vote histogram, up to M * min(M, N k) counts, never leaves
+    the executors). A failed task's retry draws fresh noise and its first attempt's output is discarded:
+    one release per block is ever observed."""
+    def release(pdf: pd.DataFrame) -> pd.DataFrame:
+        b = int(pdf["block"].iloc[0])
+        first, last = b * block, min((b + 1) * block, n_queries)
+        local = pdf["query"].to_numpy().astype(np.int64) - first
+        hidden_sum = np.zeros((last - first, settings.dim))
+        np.add.at(hidden_sum, local, np.stack(pdf["hidden"].to_numpy()).astype(np.float64))
+        votes = [np.asarray(v, dtype=np.int64) for v in pdf["votes"]]
+        rows = np.repeat(local, [v.size for v in votes])
+        cols = np.concatenate(votes) if votes else np.zeros(0, np.int64)
+        keep = cols >= 0
+        hist = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])), shape=(last - first, n_queries))
+        rng = make_rng(deterministic, seed * 1_000_003 + b)
+        agg = aggregate(hidden_sum, hist, settings, multipliers, rng, first_query=first)
+        n = last - first
+        return pd.DataFrame({
+            "query": np.arange(first, last, dtype=np.int32), "answered": agg.answered,
+            "hidden": list(agg.hidden) if agg.hidden is not None else [None] * n,
+            "labels": list(agg.labels) if agg.labels is not None else [None] * n})
 
-    hidden_sum = np.zeros((n_queries, dim))
-    rows, cols, vals = [], [], []
-    for row in answers.mapInPandas(partial, _PARTIAL_SCHEMA).toLocalIterator():
-        hidden_sum[row["query"]] += np.asarray(row["hidden_sum"], dtype=np.float64)
-        rows += [row["query"]] * len(row["vote_ids"])
-        cols += list(row["vote_ids"])
-        vals += list(row["vote_counts"])
-    votes = sp.csr_matrix((np.asarray(vals, dtype=np.float64), (np.asarray(rows, dtype=np.int64),
-                          np.asarray(cols, dtype=np.int64))), shape=(n_queries, n_queries))
-    return hidden_sum, votes
+    released = (answers.withColumn("block", (F.col("query") / F.lit(block)).cast("int"))
+                .groupBy("block").applyInPandas(release, _RELEASE_SCHEMA))
+    answered = np.zeros(n_queries, dtype=bool)
+    hidden = np.full((n_queries, settings.dim), np.nan) if multipliers.hidden is not None else None
+    labels = np.full((n_queries, settings.top_k), -1, dtype=np.int64) if multipliers.vote is not None else None
+    for row in released.toLocalIterator():  # M rows of O(d + k)
+        q = row["query"]
+        answered[q] = row["answered"]
+        if hidden is not None:
+            hidden[q] = row["hidden"]
+        if labels is not None:
+            labels[q] = row["labels"]
+    return Aggregate(answered=answered, hidden=hidden, labels=labels)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -210,6 +232,7 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
     words = public_words()
     n_queries = n_charged_queries(settings, len(words))
     multipliers = calibrate(settings, n_queries)
+    snr = require_signal(settings, multipliers, n_queries)  # data-independent: refuses before any charge or read
     event = dped_event(settings, multipliers, n_queries)
 
     docs = ctx.lakehouse.read(DOCUMENTS, date=None if all_dates else ctx.date)
@@ -217,7 +240,7 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
                                             settings.shard_salt)
     spans = ctx.lakehouse.read(PII_SPANS, date=None if all_dates else ctx.date)
     entry_id, eps_pld, eps_rdp = _charge(ctx, settings, multipliers, event, n_queries, adjacency,
-                                         secret_units(docs, spans))
+                                         secret_units(docs, spans), snr)
 
     tokens = tokenized(docs, words).select("doc_id", "unit", "shard", "ids").cache()
     try:
@@ -235,12 +258,11 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
         anchor = public_anchor(words, settings.dim)
         t0 = time.time()
         answers = teacher_answer_frame(tokens, len(words), query_ids, settings, anchor, seed)
-        hidden_sum, votes = summed_answers(answers, len(vocab), settings.dim)
+        agg = released_answers(answers, len(vocab), settings, multipliers, ctx.settings.run.deterministic, seed)
         teacher_seconds = time.time() - t0
     finally:
         tokens.unpersist()
 
-    agg = aggregate(hidden_sum, votes, settings, multipliers, rng)
     vectors = train_student(agg, settings, seed)
     released = np.flatnonzero(agg.answered)
     model_version = _log_model(ctx, settings, vocab, vectors, released, entry_id)
@@ -268,7 +290,7 @@ def secret_units(docs: DataFrame, spans: DataFrame) -> dict[str, Exposure]:
 
 
 def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultipliers, event, n_queries: int,
-            adjacency: str, exposures: dict[str, Exposure]) -> tuple[str, float, float]:
+            adjacency: str, exposures: dict[str, Exposure], snr: dict[str, float]) -> tuple[str, float, float]:
     """Charge the whole run (vocabulary + M queries) before anything is computed or released."""
     eps_pld = epsilon_of(event, settings.delta)
     eps_rdp = epsilon_of(event, settings.delta, accountant="rdp")
@@ -281,7 +303,8 @@ def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultiplie
                 "vocabulary_mode": settings.vocabulary_mode, "variant": settings.variant,
                 "top_k": settings.top_k, "threshold": settings.threshold, "clip_hidden": settings.clip_hidden,
                 "noise_multipliers": vars(multipliers), "sensitivities": sensitivities(settings),
-                "sigmas": sigmas(settings, multipliers), "epsilon_rdp": eps_rdp, "secrets": len(exposures)},
+                "sigmas": sigmas(settings, multipliers), "best_case_snr": snr, "epsilon_rdp": eps_rdp,
+                "secrets": len(exposures)},
         deterministic=ctx.settings.run.deterministic), exposures, tracked=ctx.tracked)
     entry = [e for e in ledger.entries(dataset) if e["run_id"] == ctx.run_id and e["stage"] == "train_dped"][-1]
     return entry["entry_id"], eps_pld, eps_rdp

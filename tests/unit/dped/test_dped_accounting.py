@@ -47,3 +47,57 @@ def test_dped_event_matches_gdp_closed_form():
     pld = epsilon_of(dped_event(s, nm, m), s.delta)
     # the pessimistic PLD is an upper bound, within its discretisation of the exact value
     assert closed <= pld <= closed * 1.01
+
+
+def _mu_of(eps: float, delta: float) -> float:
+    """GDP mu for (eps, delta), solved from delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    return brentq(lambda mu: norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * norm.cdf(-eps / mu - mu / 2) - delta, 1e-3, 50)
+
+
+def test_best_case_snr_matches_closed_form():
+    # hidden_only + public vocabulary: the hidden mean gets share s_h of mu^2 over M queries, so
+    # sigma_h = (2 C_h / N) * sqrt(M / s_h) / mu and the unanimous-teacher SNR is C_h / (sigma_h sqrt d)
+    from privtext.dped.aggregation import best_case_snr
+
+    s = DpedSettings(epsilon=8.0, delta=1e-5, vocabulary_mode="public", variant="hidden_only", n_teachers=300,
+                     dim=25, clip_hidden=2.0)
+    m = 418
+    share = s.noise_split.hidden / (s.noise_split.hidden + s.noise_split.threshold)
+    sigma = 2 * s.clip_hidden / s.n_teachers * np.sqrt(m / share) / _mu_of(8.0, 1e-5)
+    snr = best_case_snr(s, calibrate(s, m), m)
+    assert set(snr) == {"hidden"}
+    assert snr["hidden"] == pytest.approx(s.clip_hidden / (sigma * np.sqrt(s.dim)), rel=1e-3)
+
+
+def test_best_case_snr_of_votes_matches_closed_form():
+    # output_only: sigma_v = sqrt(2k) * sqrt(M / s_v) / mu; a unanimous bin holds N votes against the
+    # largest of M noisy bins, ~ sigma_v sqrt(2 ln M)
+    from privtext.dped.aggregation import best_case_snr
+
+    s = DpedSettings(epsilon=4.0, delta=1e-5, vocabulary_mode="public", variant="output_only", n_teachers=200, top_k=5)
+    m = 300
+    share = s.noise_split.vote / (s.noise_split.vote + s.noise_split.threshold)
+    sigma = np.sqrt(2 * s.top_k) * np.sqrt(m / share) / _mu_of(4.0, 1e-5)
+    snr = best_case_snr(s, calibrate(s, m), m)
+    assert set(snr) == {"vote"}
+    assert snr["vote"] == pytest.approx(s.n_teachers / (sigma * np.sqrt(2 * np.log(m))), rel=1e-3)
+
+
+def test_noise_dominated_run_is_refused_and_useful_one_is_not():
+    from privtext.dped.aggregation import NoiseDominated, require_signal
+    from privtext.errors import Refused
+
+    # base.yaml's defaults (N=50, d=100, 5,000 queries) at eps 4: noise ~ 40x the largest possible hidden signal
+    noisy = DpedSettings(epsilon=4.0, delta=1e-5)
+    with pytest.raises(NoiseDominated, match="nothing charged") as refused:
+        require_signal(noisy, calibrate(noisy, 5000), 5000)
+    assert isinstance(refused.value, Refused) and "N=50" in str(refused.value)
+    # negative control: many teachers, few queries, low dimension clear the bar and pass
+    ok = noisy.model_copy(update={"n_teachers": 300, "dim": 10, "variant": "hidden_only", "vocabulary_mode": "public",
+                                  "epsilon": 8.0})
+    assert require_signal(ok, calibrate(ok, 400), 400)["hidden"] > 1
+    # min_snr 0 disables the gate
+    assert require_signal(noisy.model_copy(update={"min_snr": 0.0}), calibrate(noisy, 5000), 5000)["hidden"] < 0.1

@@ -59,3 +59,28 @@ def test_released_labels_are_top_votes_when_noise_is_small():
     assert a.answered.all()
     assert a.labels[:, 0].tolist() == [(i + 1) % 6 for i in range(6)]
     assert np.allclose(a.hidden, 0.1, atol=0.01 * 6)  # 5/50 plus noise with sigma 0.01*2/50
+
+
+def test_block_release_matches_whole_release_and_excludes_its_own_query():
+    # a block of rows released on its own (the Spark stage's tasks) gives the same labels as the whole
+    # matrix when the noise is negligible; each row's own query column (first_query + r) is excluded
+    s = DpedSettings(n_teachers=50, threshold=1.0, top_k=2, dim=3, vocabulary_mode="public")
+    nm = NoiseMultipliers(threshold=0.01, hidden=0.01, vote=0.01)
+    m = 8
+    dense = np.zeros((m, m))
+    for q in range(m):
+        dense[q, q] = 50  # the query's own word has the most votes: never a label
+        dense[q, (q + 3) % m] = 30
+        dense[q, (q + 5) % m] = 20
+    votes = sp.csr_matrix(dense)
+    hidden = np.arange(m * 3, dtype=float).reshape(m, 3)
+    whole = aggregate(hidden, votes, s, nm, np.random.default_rng(0))
+    parts = [aggregate(hidden[b:b + 3], votes[b:b + 3], s, nm, np.random.default_rng(b), first_query=b)
+             for b in range(0, m, 3)]
+    labels = np.concatenate([p.labels for p in parts])
+    assert [sorted(r) for r in labels.tolist()] == [sorted(((q + 3) % m, (q + 5) % m)) for q in range(m)]
+    assert np.array_equal(np.sort(labels, 1), np.sort(whole.labels, 1))
+    assert np.allclose(np.concatenate([p.hidden for p in parts]), hidden / 50, atol=1e-3)
+    # without the offset the block would exclude the wrong column and label its own query
+    wrong = aggregate(hidden[3:6], votes[3:6], s, nm, np.random.default_rng(3))
+    assert any(q + 3 in row for q, row in enumerate(wrong.labels.tolist()))
