@@ -304,3 +304,25 @@ def test_published_doc_ids_are_keyed_pseudonyms_whatever_the_input_supplied(tmp_
     ids = [r["doc_id"] for p in exported if p.suffix == ".parquet" for r in pq.read_table(p).to_pylist()]
     assert sorted(ids) == sorted(r["doc_id"] for r in rows)
     assert not any(d.encode() in p.read_bytes() for d in supplied for p in exported)  # JSONL and manifest too
+
+
+def test_a_publisher_overtaken_after_its_commit_leaves_the_later_manifests_files(tmp_path, monkeypatch):
+    """Two publishers of one date (the lease bypassed): B commits its manifest right after A's; A's
+    clean-up must not delete the files B's manifest names."""
+    ctx = make_ctx(tmp_path, "pub-a", require_audit=False)
+    stage(ctx, ["a [PERSON]"])
+    date_dir = tmp_path / "exports" / TARGET / DATE.isoformat()
+    commit = publish.commit_manifest
+
+    def then_b_commits(fs, folder, manifest):
+        path = commit(fs, folder, manifest)
+        (date_dir / "b-version").mkdir()
+        (date_dir / "b-version" / "part.parquet").write_bytes(b"b")
+        commit(fs, folder, {**manifest, "publish_run_id": "pub-b",
+                            "files": [{**manifest["files"][0], "path": "b-version/part.parquet"}]})
+        return path
+
+    monkeypatch.setattr(publish, "commit_manifest", then_b_commits)
+    publish.run(ctx, target=TARGET)
+    manifest = json.loads((date_dir / "manifest.json").read_text())
+    assert manifest["publish_run_id"] == "pub-b" and (date_dir / "b-version" / "part.parquet").exists()

@@ -41,7 +41,7 @@ def partition_state(lakehouse, spec, day: dt.date, version: int | None = None) -
         table = lakehouse.delta_table(spec, version)
     except LakehouseError:  # no such table yet: an empty partition
         return "files:none"
-    files = sorted(f"{a['path']}:{a.get('size_bytes', a.get('size'))}"
+    files = sorted(f"{a['path']}:{a['size_bytes']}"
                    for a in files_matching(table, None) if a.get(column) == day)
     return "files:" + hashlib.sha256("\n".join(files).encode()).hexdigest()[:16]
 

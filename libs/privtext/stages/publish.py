@@ -263,6 +263,12 @@ def _delete_dir(fs: pafs.FileSystem, path: str) -> None:
         fs.delete_dir(path)
 
 
+def _committed_by(fs: pafs.FileSystem, date_dir: str) -> str | None:
+    """The publish run whose manifest is the date's committed one now."""
+    with fs.open_input_stream(f"{date_dir}/manifest.json") as stream:
+        return json.loads(stream.read()).get("publish_run_id")
+
+
 def _remove_other_versions(fs: pafs.FileSystem, date_dir: str, keep: str) -> None:
     for info in fs.get_file_info(pafs.FileSelector(date_dir)):
         if info.base_name != keep:
@@ -374,7 +380,8 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Sch
         _delete_dir(fs, tmp_dir)
         _delete_dir(fs, f"{date_dir}/{version}")
         raise
-    _remove_other_versions(fs, date_dir, keep=version)
+    if _committed_by(fs, date_dir) == ctx.run_id:  # else a later publisher's manifest names its own files
+        _remove_other_versions(fs, date_dir, keep=version)
     return manifest, len(files)
 
 
