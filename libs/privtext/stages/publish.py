@@ -55,7 +55,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from privtext.pii.hashing import doc_pseudonym, load_hmac_key
 from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
-from privtext.ledger import Ledger, latest_measurement
+from privtext.ledger import Ledger
 from privtext.errors import Refused
 from privtext.platform.config import ObjectStoreSettings
 from privtext.platform.leases import check_held
@@ -142,19 +142,6 @@ def _audits(ctx: RunContext, target: str) -> list[dict]:
     return [r.asDict() for r in ctx.lakehouse.read(LEAKAGE_AUDITS, date=ctx.date).where(F.col("target") == target)
             .select("adversary", "eps", "violation_ratio", "delta_target", "log10_p_fail", "passed", "release", "valid",
                     "staged_runs", "run_id").collect()]
-
-
-def canary_problem(entries: list[dict], day: dt.date, minimum: float) -> tuple[list[str], dict | None]:
-    """The gate's detection check: the latest canary measurement of ``day`` must reach ``minimum``."""
-    latest = latest_measurement(entries, day)
-    if latest is None:
-        return ([f"no detection recall measured for {day} (run detect_pii with pii.canaries.count > 0)"]
-                if minimum > 0 else []), None
-    recall = latest["spend"]["overall"]["recall"]
-    if recall < minimum:
-        return [f"detection recall on canaries {recall:.3f} < publish.min_canary_recall {minimum:g}: "
-                "missed values would be published verbatim"], latest
-    return [], latest
 
 
 def verbatim_tail(observed: int, expected: float) -> float:

@@ -1,5 +1,4 @@
 """The publish gate's pure parts: audit checks, the outcome, the canary check, fixed-seed runs, the manifest."""
-import datetime as dt
 
 from privtext.stages import publish
 
@@ -37,23 +36,6 @@ def test_gate_outcome():
     assert publish.gate_outcome(True, False, [], False) == "not_required"
     assert publish.gate_outcome(True, False, ["low recall"], False) == "refused"  # the canary check still counts
     assert publish.gate_outcome(False, True, [], False) == "ledger_charged"
-
-
-def _measured(entry_id, date, recall):
-    return {"entry_id": entry_id, "guarantee": "detection_recall", "stage": "detect_pii", "run_id": "d",
-            "params": {"date": date, "canaries": 40}, "created_at": entry_id,
-            "spend": {"overall": {"recall": recall, "coverage": recall - 0.05}, "by_type": {}}}
-
-
-def test_canary_problem_reads_the_latest_measurement_of_the_date():
-    day = dt.date(2026, 1, 15)
-    assert publish.canary_problem([], day, 0.0) == ([], None)
-    assert "no detection recall measured for 2026-01-15" in publish.canary_problem([], day, 0.9)[0][0]
-    entries = [_measured("1", "2026-01-15", 0.8), _measured("2", "2026-01-16", 0.99)]  # the ledger's ISO text
-    problems, latest = publish.canary_problem(entries, day, 0.9)
-    assert latest["entry_id"] == "1" and "0.800 < publish.min_canary_recall 0.9" in problems[0]
-    problems, latest = publish.canary_problem(entries + [_measured("3", "2026-01-15", 0.95)], day, 0.9)
-    assert problems == [] and latest["entry_id"] == "3"
 
 
 def test_deterministic_runs_only_among_the_staged_runs():
