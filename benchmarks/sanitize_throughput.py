@@ -35,11 +35,11 @@ def plain(settings, texts: list[str], spans: list[list]) -> dict[str, float]:
 
     from privtext.clusant.sanitizer import merge_spans, sanitize_documents
     from privtext.embed.encoder import encode_texts
-    from privtext.stages.sanitize import _piece_table, build_sanitizer, phrase_encoder
+    from privtext.sanitizer_setup import build_sanitizer, phrase_encoder, piece_table
 
     torch.set_num_threads(1)
     sanitizer = build_sanitizer(settings)
-    encode, _ = phrase_encoder(settings, _piece_table(settings))
+    encode, _ = phrase_encoder(settings, piece_table(settings))
     docs = [merge_spans(s, len(t)) for t, s in zip(texts, spans)]
     sanitize_documents(sanitizer, encode, np.random.default_rng(0), texts[:50], docs[:50])  # loads the encoder
     started = time.perf_counter()

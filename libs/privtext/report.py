@@ -167,7 +167,7 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
              audits: list[dict], detection: dict | None) -> list[dict]:
     """Per product of the date: published or not and why, its guarantee and what it does not cover
     (``detection``: the date's canary measurement)."""
-    from privtext.stages.lineage import lineage_problems, staged_state
+    from privtext.lineage import lineage_problems, staged_state
     from privtext.stages.publish import gate_decision
 
     out = []

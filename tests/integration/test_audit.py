@@ -13,7 +13,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
-from privtext.stages.lineage import staged_state
+from privtext.lineage import staged_state
 from privtext.stages.runner import run_stage
 
 DATE = dt.date(2026, 1, 15)

@@ -66,7 +66,7 @@ def test_offsets_unicode_and_multichunk(night_settings):
     assert record["spend"]["overall"]["recall"] == result.canary_recall and record["params"]["date"] == NIGHT1
     assert record["spend"]["overall"]["values"] == 3 * night_settings.pii.canaries.count
     from privtext.platform.tables import PII_SPANS
-    from privtext.stages.lineage import partition_state, settings_digest
+    from privtext.lineage import partition_state, settings_digest
 
     day = __import__("datetime").date.fromisoformat(NIGHT1)  # the measurement names the spans it measured
     assert record["params"]["spans_state"] == partition_state(ctx.lakehouse, PII_SPANS, day)

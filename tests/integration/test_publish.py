@@ -16,7 +16,7 @@ from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge
 from privtext.platform.tables import LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS
 from privtext.stages import publish
-from privtext.stages.lineage import staged_state
+from privtext.lineage import staged_state
 from privtext.stages.publish import PublishRefused
 from conftest import make_settings
 
@@ -186,7 +186,7 @@ def detect(ctx, values: dict[str, str], recall: float = 0.99, run_id: str = "det
 
 def sanitize(ctx, texts, run_id="san-1"):
     """A sanitize run as the stage stages it: its rows' params carry the detection lineage it read."""
-    from privtext.stages.lineage import detection_lineage
+    from privtext.lineage import detection_lineage
 
     lineage = detection_lineage(ctx.lakehouse, ctx.settings, Ledger(ctx.lakehouse, ctx.settings).entries("default"), DATE)
     stage(ctx, texts, run_id=run_id, params=json.dumps({"k": 16.0, "lineage": lineage}))

@@ -15,7 +15,7 @@ from privtext.platform.tables import (LEAKAGE_AUDITS, PRIVACY_LEDGER, PUBLISHED_
                                       STAGED_SANITIZED_DOCUMENTS)
 from privtext.privacy.budget import measurement, mldp_charge
 from privtext.report import collect, write_report
-from privtext.stages.lineage import staged_state
+from privtext.lineage import staged_state
 
 DATE = "2026-01-15"
 DAY = dt.date(2026, 1, 15)

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
-from privtext.stages.lineage import partition_state, settings_digest
+from privtext.lineage import partition_state, settings_digest
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.stages import sanitize
 from conftest import make_settings

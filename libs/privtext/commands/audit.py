@@ -28,7 +28,7 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     from privtext.platform.context import RunContext
     from privtext.privacy.mechanisms import make_rng
     from privtext.stages.audit import AuditError, encoder, sample_tokens
-    from privtext.stages.sanitize import build_sanitizer
+    from privtext.sanitizer_setup import build_sanitizer
 
     ctx = RunContext.create(settings, date=date)
     ampl, clusant = settings.ampl, settings.clusant

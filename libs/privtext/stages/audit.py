@@ -57,7 +57,7 @@ from privtext.clusant.surface_format import adjacency_group, render, surface_for
 from privtext.platform.context import RunContext
 from privtext.errors import PrivtextError
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
-from privtext.stages.lineage import staged_state
+from privtext.lineage import staged_state
 from privtext.privacy.mechanisms import make_rng
 from privtext.torch_scope import torch_scope
 
@@ -189,10 +189,10 @@ def guarantee_distance(ctx: RunContext, batch):
     the sanitizer's own phrase embeddings of the two values, so a release that keeps its eps-mLDP bound
     can show no violation to an exact adversary; Euclidean between the audit's embeddings for types the
     sanitizer masks (their placeholder releases nothing of the value)."""
-    from privtext.stages.sanitize import _piece_table, build_sanitizer, phrase_encoder
+    from privtext.sanitizer_setup import build_sanitizer, phrase_encoder, piece_table
 
     sanitizer = build_sanitizer(ctx.settings)
-    encode, _ = phrase_encoder(ctx.settings, _piece_table(ctx.settings))
+    encode, _ = phrase_encoder(ctx.settings, piece_table(ctx.settings))
     values = np.asarray(encode(list(batch.candidate_values)), dtype=np.float64)
     types = np.asarray(batch.candidate_types, dtype=object)
 

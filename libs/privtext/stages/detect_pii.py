@@ -36,7 +36,7 @@ from privtext.pii.settings import PiiSettings
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.platform.tables import DOCUMENTS, PII_SPANS
-from privtext.stages.lineage import partition_state, settings_digest
+from privtext.lineage import partition_state, settings_digest
 
 SPAN_SCHEMA = StructType(
     [
@@ -190,7 +190,7 @@ def _record_canaries(ctx: RunContext, canaries, found) -> dict:
 
 
 def _lineage(ctx: RunContext) -> dict:
-    """What the canary measurement measured (``stages.lineage``): the spans partition this run wrote and its
+    """What the canary measurement measured (``privtext.lineage``): the spans partition this run wrote and its
     detection settings, so a release sanitized from these spans can name this measurement by content."""
     return {"spans_state": partition_state(ctx.lakehouse, PII_SPANS, ctx.date),
             "settings_digest": settings_digest(ctx.settings.pii)}

@@ -11,7 +11,7 @@ and writes nothing. ``--override-gate --reason "..."`` publishes anyway and reco
 skips the audit and records that the same way. Never published, override or not: a partition sanitized
 without a guarantee (CusText), and a release from a ``run.deterministic`` run (fixed-seed noise: its
 charges say so) or by a deterministic publish run. Sanitized exports also need the detection lineage the
-staged rows record (``stages.lineage``): the spans partition and detection settings they were sanitized
+staged rows record (``privtext.lineage``): the spans partition and detection settings they were sanitized
 from must still be current, and that detect_pii run's own canary measurement must reach
 ``publish.min_canary_recall`` and cover every configured type that has canaries: missed PII is
 published verbatim. And the partition's draws equal to their input (the staged ``verbatim`` count,
@@ -62,7 +62,7 @@ from privtext.platform.leases import check_held
 from privtext.platform.storage import filesystem, move_dir
 from privtext.privacy.budget import none_charge
 from privtext.platform import zones
-from privtext.stages.lineage import lineage_problems, staged_state
+from privtext.lineage import lineage_problems, staged_state
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, STAGED_WORD_VECTORS,
                                       WORD_VECTORS)
@@ -172,7 +172,7 @@ def _verbatim(staged) -> tuple[int, float, int]:
 
 
 def _detection_problems(ctx: RunContext, target: str, entries: list[dict]) -> tuple[list[str], dict | None]:
-    """The staged release's detection lineage (``stages.lineage.lineage_problems``): the spans, settings and
+    """The staged release's detection lineage (``privtext.lineage.lineage_problems``): the spans, settings and
     canary measurement of the detect_pii run it was sanitized from, not the date's latest measurement."""
     staged = ctx.lakehouse.read(TARGETS[target][0], date=ctx.date)
     params = [r["params"] for r in staged.select("params").distinct().collect()]  # O(runs)

@@ -51,13 +51,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
 
-from privtext.clusant.sanitizer import ADJACENCY, ClusantSanitizer, build_vocabularies, merge_spans, sanitize_documents
+from privtext.clusant.sanitizer import ADJACENCY, ClusantSanitizer, merge_spans, sanitize_documents
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
-from privtext.stages.lineage import detection_lineage
+from privtext.lineage import detection_lineage
+from privtext.sanitizer_setup import phrase_encoder, piece_table, tier_function, vocabularies
 from privtext.worker_cache import per_process
 
 TARGET = "sanitized_documents"
@@ -89,58 +90,6 @@ class SanitizeResult:
     masked_by_type: dict[str, int] = field(default_factory=dict)
 
 
-def _tier_of(ctx_settings):
-    pii = ctx_settings.pii
-
-    def tier_of(entity_type: str) -> str:
-        try:
-            return pii.tier_of(entity_type)
-        except KeyError:
-            return "PII"  # unknown type: the stricter tier
-
-    return tier_of
-
-
-def _piece_table(settings):
-    """The static encoder's piece table (None for the transformer encoder): built once, cached on disk."""
-    if settings.clusant.phrase_encoder != "static":
-        return None
-    from privtext.embed.static_phrases import piece_table
-    from privtext.settings import resolve_uri
-
-    return piece_table(settings.embed, resolve_uri(settings.embed.cache_dir))
-
-
-def phrase_encoder(settings, table):
-    """The encoder of span values and candidates (``clusant.phrase_encoder``) and its cache-key name;
-    ``table``: ``_piece_table(settings)`` (a worker gets it by broadcast)."""
-    if settings.clusant.phrase_encoder == "transformer":
-        from privtext.embed.encoder import encode_phrases
-
-        return (lambda phrases: encode_phrases(phrases, settings.embed)), settings.embed.model
-    from privtext.embed.static_phrases import encode_static, get_tokenizer
-
-    tokenizer = per_process(("tokenizer", settings.embed.model_dump_json()), lambda: get_tokenizer(settings.embed))
-    return (lambda phrases: encode_static(phrases, table, tokenizer)), f"{settings.embed.model}+static-pieces"
-
-
-def _cache_dir(settings) -> str:
-    from privtext.settings import resolve_uri
-
-    return resolve_uri(settings.clusant.cache_dir)
-
-
-def _vocabularies(settings, encode, model_name: str) -> dict:
-    """Every type's (phrases, embeddings), built once per vocabulary version and encoder (disk cache)."""
-    return build_vocabularies(settings.clusant, encode, model_name, cache_dir=_cache_dir(settings))
-
-
-def build_sanitizer(settings) -> ClusantSanitizer:
-    """The settings' sanitizer, as the stage builds it (``privtext tune sanitize`` tunes this one)."""
-    encode, name = phrase_encoder(settings, _piece_table(settings))
-    return ClusantSanitizer.from_vocabularies(settings.clusant, _vocabularies(settings, encode, name), _tier_of(settings))
-
-
 def _sanitizer_key(settings) -> str:
     return hashlib.sha256(json.dumps([settings.clusant.model_dump(mode="json"), settings.embed.model_dump(mode="json"),
                                       settings.pii.model_dump(mode="json")]).encode()).hexdigest()
@@ -161,7 +110,7 @@ def _sanitize_batches(settings, seed_material: str, shared):
 
         vocabularies, table = shared.value
         sanitizer = per_process(("sanitizer", _sanitizer_key(settings)), lambda: ClusantSanitizer.from_vocabularies(
-            settings.clusant, vocabularies, _tier_of(settings)))
+            settings.clusant, vocabularies, tier_function(settings)))
         encode, _ = phrase_encoder(settings, table)
         for frame in frames:
             seed = int.from_bytes(hashlib.sha256((seed_material + "".join(frame["doc_id"])).encode()).digest()[:8], "little")
@@ -264,7 +213,7 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[s
 
 
 def _row_params(sanitizer: ClusantSanitizer, lineage: dict) -> str:
-    """The staged rows' ``params``: the mechanism's and the detection lineage (``stages.lineage``)."""
+    """The staged rows' ``params``: the mechanism's and the detection lineage (``privtext.lineage``)."""
     p = sanitizer.ledger_params()
     keep = ("guarantee", "mechanism", "metric", "k", "clustering", "eps_by_type", "n_clusters_by_type")
     return json.dumps({**{k: p[k] for k in keep}, "placeholder_types": sorted(sanitizer.missing),
@@ -283,10 +232,10 @@ def run(ctx: RunContext) -> SanitizeResult:
     lineage = detection_lineage(ctx.lakehouse, settings, Ledger(ctx.lakehouse, settings).entries(settings.run.dataset),
                                 ctx.date, spans_version)
     inputs = _inputs(ctx, spans_version)
-    table = _piece_table(settings)
+    table = piece_table(settings)
     encode, encoder_name = phrase_encoder(settings, table)
-    vocabularies = _vocabularies(settings, encode, encoder_name)
-    sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies, _tier_of(settings))
+    vocabs = vocabularies(settings, encode, encoder_name)
+    sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabs, tier_function(settings))
     values_by_type: dict[str, dict[str, int]] = {}  # occurrences = documents holding the value (one draw each)
     for r in (ctx.lakehouse.read(PII_SPANS, spans_version, date=ctx.date)
               .groupBy("entity_type", "secret_id").agg(F.countDistinct("doc_id").alias("docs"))
@@ -295,7 +244,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     _charge(ctx, sanitizer, values_by_type)  # before anything is written
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
-    shared = ctx.spark.sparkContext.broadcast((vocabularies, table))
+    shared = ctx.spark.sparkContext.broadcast((vocabs, table))
     out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer, lineage)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
