@@ -88,6 +88,7 @@ class SanitizedDocuments:
     replaced: list[dict[str, int]]  # per document: replaced spans per type
     masked: list[dict[str, int]]  # per document: placeholder spans per type
     same_as_input: list[int]  # per document: replacements whose key equals the input value's key
+    format_kept: list[int]  # per document: replacements (not placeholders) in the input's surface format
 
 
 def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.random.Generator,
@@ -108,7 +109,7 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         emb = np.asarray(encode([values[tk] for tk in distinct]), dtype=np.float64)
         picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
         chosen = dict(zip(groups, picks))
-    out = SanitizedDocuments([], [], [], [])
+    out = SanitizedDocuments([], [], [], [], [])
     for i, spans in enumerate(docs):
         picks = [None if chosen.get((i, t, k)) is None else render(t, chosen[(i, t, k)], surface_format(t, texts[i][s:e]))
                  for (s, e, _, _), (t, k) in zip(spans, keys[i])]
@@ -121,6 +122,8 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         out.replaced.append(replaced)
         out.masked.append(masked)
         out.same_as_input.append(sum(r is not None and normalize_value(t, r) == k for r, (t, k) in zip(picks, keys[i])))
+        out.format_kept.append(sum(r is not None and surface_format(t, r) == surface_format(t, texts[i][s:e])
+                                   for r, (s, e, t, _) in zip(picks, spans)))
     return out
 
 

@@ -160,3 +160,5 @@ def test_one_draw_per_secret_key_per_document_and_counts(tmp_path):
     assert len({doc for doc in out.texts}) > 1  # documents draw independently
     assert out.replaced == [{"CREDIT_CARD": 2, "PERSON": 2}] * 40 and out.masked == [{"US_PASSPORT": 1}] * 40
     assert all(n in (0, 2, 4) for n in out.same_as_input)
+    # both cards are written in their own layout, names have no format; the passport mask keeps none
+    assert out.format_kept == [4] * 40
