@@ -30,7 +30,9 @@ replacement has the input value's key (``same_as_input``) is measured and report
 Metrics (MLflow, aggregates only): replaced and masked span counts per type, spans per second (the
 whole stage), and, in a small job after the write over at most ``clusant.metrics.max_documents``
 documents with spans, mean cosine similarity of sentence embeddings original vs sanitized and mean
-perplexity of the sanitized text under the local LM (``privtext.generate.perplexity``, when installed).
+perplexity of the sanitized text under the local LM (``privtext.generate.perplexity``, when installed);
+then ``evaluate.export_utility`` writes the date's ``sanitized_documents`` utility rows (classifier trained
+on sanitized vs original text, that similarity, the share of replacements kept in their surface format).
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.stages.evaluate import export_utility
 from privtext.worker_cache import per_process
 
 TARGET = "sanitized_documents"
@@ -63,6 +66,7 @@ OUT_SCHEMA = StructType([
     StructField("replaced", MapType(StringType(), IntegerType())),
     StructField("masked", MapType(StringType(), IntegerType())),
     StructField("same_as_input", IntegerType()),
+    StructField("format_kept", IntegerType()),
 ])
 QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
 
@@ -74,6 +78,7 @@ class SanitizeResult:
     replaced: int
     masked: int
     same_as_input: int  # replaced occurrences whose surrogate has the input value's key
+    format_kept: int  # replaced occurrences written in their input's type and surface format
     semantic_similarity: float | None
     perplexity: float | None
     spans_per_second: float  # the whole stage, the metrics job included
@@ -164,6 +169,7 @@ def _sanitize_batches(settings, seed_material: str, shared):
                 "doc_id": frame["doc_id"], "sanitized_text": out.texts,
                 "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in out.replaced],
                 "replaced": out.replaced, "masked": out.masked, "same_as_input": out.same_as_input,
+                "format_kept": out.format_kept,
             })
 
     return run
@@ -292,10 +298,11 @@ def run(ctx: RunContext) -> SanitizeResult:
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
                                                    {"date": [ctx.date]})
         agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
-                      F.sum("same_as_input").alias("same")).first()
+                      F.sum("same_as_input").alias("same"), F.sum("format_kept").alias("format_kept")).first()
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
         metrics_started = time.perf_counter()
         similarity, perplexity = _quality(ctx, out)
+        export_utility(ctx, out, similarity, int(agg["format_kept"] or 0) / max(1, int(agg["replaced"] or 0)))
         metrics_seconds = time.perf_counter() - metrics_started
     finally:
         out.unpersist()
@@ -303,7 +310,8 @@ def run(ctx: RunContext) -> SanitizeResult:
     spans = int(agg["spans"] or 0)
     result = SanitizeResult(
         documents=written.rows, spans=spans, replaced=int(agg["replaced"] or 0), masked=sum(masked_by_type.values()),
-        same_as_input=int(agg["same"] or 0), semantic_similarity=similarity, perplexity=perplexity,
+        same_as_input=int(agg["same"] or 0), format_kept=int(agg["format_kept"] or 0),
+        semantic_similarity=similarity, perplexity=perplexity,
         spans_per_second=spans / max(time.perf_counter() - started, 1e-9), metrics_seconds=metrics_seconds,
         replaced_by_type=replaced_by_type, masked_by_type=masked_by_type)
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
@@ -311,6 +319,7 @@ def run(ctx: RunContext) -> SanitizeResult:
                             "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
                             "perplexity_measured": perplexity is not None})
     ctx.tracked.log_metrics({"same_as_input_share": result.same_as_input / max(1, result.replaced),
+                             "format_kept_share": result.format_kept / max(1, result.replaced),
                              **{f"replaced_{t}": n for t, n in replaced_by_type.items()},
                              **{f"masked_{t}": n for t, n in masked_by_type.items()}})
     return result
