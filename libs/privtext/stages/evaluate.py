@@ -1,7 +1,6 @@
 """Stage ``evaluate``: utility of the date's staged synthetic documents -> ``protected.utility_reports``.
 
-The sanitized export's utility rows are written by ``export_utility`` here, called from the ``sanitize``
-stage after its write (``metrics.export_utility``: a classifier trained on sanitized vs original text).
+The sanitized export's utility rows are written by the ``sanitize`` stage itself (its ``_export_utility``).
 
 Metrics (SecPE Sec. 4): Fréchet distance between the real and synthetic sentence-embedding sets
 (FID on ``embed.model`` embeddings), word-length distributions (summary + KS distance), and
@@ -19,24 +18,19 @@ With ``holdout_fraction: 0`` the corpus synthesize voted with is scored, and the
 """
 from __future__ import annotations
 
-import json
-import math
 import os
 import tempfile
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import DoubleType, StructField, StructType
 
-from privtext.metrics.export_utility import ACCURACY_METRICS, TEST_FRACTION, downstream_accuracy, is_test
 from privtext.metrics.fid import fit_from_moments, frechet_distance, gaussian_fit
 from privtext.metrics.utility import fit_classifier, histogram_summary, length_histogram, length_ks, length_plot
 from privtext.platform.context import RunContext
 from privtext.platform.spark import held_out, tree_sum
-from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS
+from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
+from privtext.platform.utility_reports import write_utility
 
 
 @dataclass
@@ -94,60 +88,6 @@ def utility_metrics(n_real: int, total, gram, correct: float, scored: float, rea
                **{f"real_length_{k}": v for k, v in histogram_summary(real_hist).items()},
                **{f"synthetic_length_{k}": v for k, v in histogram_summary(syn_hist).items()}}
     return metrics, syn_hist
-
-
-def write_utility(ctx: RunContext, target: str, method: str, metrics: dict, details: dict) -> None:
-    """Replace ``target``'s rows of the date in ``protected.utility_reports`` (other targets' rows of the
-    date are kept: the export and the synthetic refresh may run on the same date)."""
-    rows = pd.DataFrame({"target": target, "method": method, "metric": list(metrics),
-                         "value": [float(v) for v in metrics.values()], "details": json.dumps(details),
-                         "run_id": ctx.run_id, "date": ctx.date})
-    new = ctx.spark.createDataFrame(rows, from_arrow_schema(UTILITY_REPORTS.schema))
-    kept = ctx.lakehouse.read(UTILITY_REPORTS, date=ctx.date).where(F.col("target") != target)
-    ctx.lakehouse.replace_partitions(UTILITY_REPORTS, kept.unionByName(new), {"date": [ctx.date]})
-
-
-ACCURACY_SCHEMA = StructType([StructField(name, DoubleType()) for name in ACCURACY_METRICS])
-
-
-def _accuracy_batches(seed: int):
-    """mapInPandas body (one partition): a classifier trained on the sanitized vs the original text, one row of
-    aggregates (``metrics.export_utility.downstream_accuracy``); no text leaves the executor."""
-
-    def run(frames):
-        frame = pd.concat(list(frames), ignore_index=True)
-        if len(frame):
-            test = [is_test(d, TEST_FRACTION) for d in frame["doc_id"]]
-            yield pd.DataFrame([downstream_accuracy(frame["text"].tolist(), frame["sanitized_text"].tolist(),
-                                                    frame["label"].tolist(), test, seed)])[list(ACCURACY_METRICS)]
-
-    return run
-
-
-def export_utility(ctx: RunContext, staged, similarity: float | None, format_kept_share: float) -> None:
-    """What an analyst loses with the sanitized export, as the date's ``sanitized_documents`` rows (aggregates
-    only): a classifier trained on the sanitized vs the original text of at most
-    ``clusant.metrics.utility_documents`` labelled documents of the date (first by hash of doc_id; split by
-    doc_id hash; both scored on the original test texts), in one small job after sanitize's write, with
-    sanitize's sampled similarity and its share of replacements kept in their type and surface format.
-    ``staged``: sanitize's output (doc_id, sanitized_text). An empty training or test split (no labelled
-    document) gives no accuracy rows."""
-    limit = ctx.settings.clusant.metrics.utility_documents
-    if limit == 0:
-        return
-    labelled = (ctx.lakehouse.read(DOCUMENTS, date=ctx.date).where(F.col("label").isNotNull())
-                .select("doc_id", "text", "label"))
-    sample = (labelled.join(staged.select("doc_id", "sanitized_text"), "doc_id")
-              .orderBy(F.sha2("doc_id", 256)).limit(limit).coalesce(1))
-    row = sample.mapInPandas(_accuracy_batches(ctx.settings.run.seed), ACCURACY_SCHEMA).first()
-    measured = {**(row.asDict() if row is not None else {}), "format_kept_share": format_kept_share,
-                "semantic_similarity": similarity}
-    metrics = {k: v for k, v in measured.items() if v is not None and math.isfinite(v)}  # an empty split: no row
-    write_utility(ctx, "sanitized_documents", ctx.settings.clusant.method, metrics, {
-        "classifier": "tfidf_logistic_regression", "trained_on": "sanitized vs original text, same split",
-        "scored_on": "original test texts", "max_documents": limit, "test_fraction": TEST_FRACTION,
-        "split_rule": "sha256('privtext-holdout:' + doc_id)[:13 hex] / 16^13 < test_fraction",
-        "similarity_documents": ctx.settings.clusant.metrics.max_documents})
 
 
 def run(ctx: RunContext) -> EvaluateResult:

@@ -31,13 +31,14 @@ Metrics (MLflow, aggregates only): replaced and masked span counts per type, spa
 whole stage), and, in a small job after the write over at most ``clusant.metrics.max_documents``
 documents with spans, mean cosine similarity of sentence embeddings original vs sanitized and mean
 perplexity of the sanitized text under the local LM (``privtext.generate.perplexity``, when installed);
-then ``evaluate.export_utility`` writes the date's ``sanitized_documents`` utility rows (classifier trained
+then ``_export_utility`` writes the date's ``sanitized_documents`` utility rows (classifier trained
 on sanitized vs original text, that similarity, the share of replacements kept in their surface format).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -54,7 +55,8 @@ from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
 from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
-from privtext.stages.evaluate import export_utility
+from privtext.metrics.export_utility import ACCURACY_METRICS, TEST_FRACTION, downstream_accuracy, is_test
+from privtext.platform.utility_reports import write_utility
 from privtext.worker_cache import per_process
 
 TARGET = "sanitized_documents"
@@ -227,6 +229,49 @@ def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | Non
     return row["similarity"], row["perplexity"]
 
 
+ACCURACY_SCHEMA = StructType([StructField(name, DoubleType()) for name in ACCURACY_METRICS])
+
+
+def _accuracy_batches(seed: int):
+    """mapInPandas body (one partition): a classifier trained on the sanitized vs the original text, one row of
+    aggregates (``metrics.export_utility.downstream_accuracy``); no text leaves the executor."""
+
+    def run(frames):
+        frame = pd.concat(list(frames), ignore_index=True)
+        if len(frame):
+            test = [is_test(d, TEST_FRACTION) for d in frame["doc_id"]]
+            yield pd.DataFrame([downstream_accuracy(frame["text"].tolist(), frame["sanitized_text"].tolist(),
+                                                    frame["label"].tolist(), test, seed)])[list(ACCURACY_METRICS)]
+
+    return run
+
+
+def _export_utility(ctx: RunContext, staged: DataFrame, similarity: float | None, format_kept_share: float) -> None:
+    """What an analyst loses with the sanitized export, as the date's ``sanitized_documents`` rows (aggregates
+    only): a classifier trained on the sanitized vs the original text of at most
+    ``clusant.metrics.utility_documents`` labelled documents of the date (first by hash of doc_id; split by
+    doc_id hash; both scored on the original test texts), in one small job after sanitize's write, with
+    sanitize's sampled similarity and its share of replacements kept in their type and surface format.
+    ``staged``: sanitize's output (doc_id, sanitized_text). An empty training or test split (no labelled
+    document) gives no accuracy rows."""
+    limit = ctx.settings.clusant.metrics.utility_documents
+    if limit == 0:
+        return
+    labelled = (ctx.lakehouse.read(DOCUMENTS, date=ctx.date).where(F.col("label").isNotNull())
+                .select("doc_id", "text", "label"))
+    sample = (labelled.join(staged.select("doc_id", "sanitized_text"), "doc_id")
+              .orderBy(F.sha2("doc_id", 256)).limit(limit).coalesce(1))
+    row = sample.mapInPandas(_accuracy_batches(ctx.settings.run.seed), ACCURACY_SCHEMA).first()
+    measured = {**(row.asDict() if row is not None else {}), "format_kept_share": format_kept_share,
+                "semantic_similarity": similarity}
+    metrics = {k: v for k, v in measured.items() if v is not None and math.isfinite(v)}  # an empty split: no row
+    write_utility(ctx, TARGET, ctx.settings.clusant.method, metrics, {
+        "classifier": "tfidf_logistic_regression", "trained_on": "sanitized vs original text, same split",
+        "scored_on": "original test texts", "max_documents": limit, "test_fraction": TEST_FRACTION,
+        "split_rule": "sha256('privtext-holdout:' + doc_id)[:13 hex] / 16^13 < test_fraction",
+        "similarity_documents": ctx.settings.clusant.metrics.max_documents})
+
+
 def _inputs(ctx: RunContext) -> DataFrame:
     """The date's documents, each with the list of its spans (empty for documents without spans)."""
     documents = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
@@ -302,7 +347,7 @@ def run(ctx: RunContext) -> SanitizeResult:
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
         metrics_started = time.perf_counter()
         similarity, perplexity = _quality(ctx, out)
-        export_utility(ctx, out, similarity, int(agg["format_kept"] or 0) / max(1, int(agg["replaced"] or 0)))
+        _export_utility(ctx, out, similarity, int(agg["format_kept"] or 0) / max(1, int(agg["replaced"] or 0)))
         metrics_seconds = time.perf_counter() - metrics_started
     finally:
         out.unpersist()
