@@ -2,8 +2,9 @@
 
 ``downstream_accuracy`` fits the same classifier twice on one training split, once on the original texts and
 once on their sanitized versions, and scores both on the ORIGINAL texts of the test split (the task the
-analyst wants to solve is on real text); the gap is what sanitization cost. The classifier is word uni- and
-bigram TF-IDF (any script) with a logistic regression: cheap enough for a bounded nightly sample, and it
+analyst wants to solve is on real text); the gap is what sanitization cost. The classifier is word TF-IDF (any
+script) with a logistic regression: cheap enough for a bounded nightly sample (about 0.1 s of a core per fit
+on 1,400 documents; bigrams cost 6 to 10 times more for no better accuracy on the movie reviews), and it
 sees exactly the words the sanitizer changed. Baseline: the accuracy of always guessing the training
 split's most frequent label. Pure functions on lists; outputs are aggregates.
 
@@ -30,7 +31,7 @@ def is_test(doc_id: str, fraction: float) -> bool:
 
 def classifier_accuracy(train_texts: Sequence[str], train_labels: Sequence, test_texts: Sequence[str],
                         test_labels: Sequence, seed: int = 0) -> float:
-    """Accuracy on the test texts of TF-IDF (word uni- and bigrams, any script) + logistic regression fitted
+    """Accuracy on the test texts of word TF-IDF (any script) + logistic regression fitted
     on the training texts. Training texts without any word (or a single label) give the constant
     majority-label predictor."""
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -39,7 +40,7 @@ def classifier_accuracy(train_texts: Sequence[str], train_labels: Sequence, test
     train_y, test_y = np.asarray([str(v) for v in train_labels]), np.asarray([str(v) for v in test_labels])
     if not test_y.size or not train_y.size:
         return float("nan")
-    vectorizer = TfidfVectorizer(token_pattern=r"(?u)\b\w+\b", ngram_range=(1, 2), sublinear_tf=True)
+    vectorizer = TfidfVectorizer(token_pattern=r"(?u)\b\w+\b", sublinear_tf=True)
     clean = [t if isinstance(t, str) else "" for t in train_texts]
     analyze = vectorizer.build_analyzer()
     if np.unique(train_y).size < 2 or not any(analyze(t) for t in clean):
