@@ -12,9 +12,14 @@ For each: a TF-IDF + logistic-regression classifier trained on the original / th
 (``metrics.export_utility.downstream_accuracy``), the majority-label baseline, the mean cosine of sentence
 embeddings (``embed.model``) original vs sanitized over the documents with spans (at most
 ``--similarity-docs``), and the share of CluSanT replacements kept in their type and surface format.
+With ``--stage-docs N``, instead: the nightly cost of the ``sanitize`` stage's utility job on the sample corpus
+(N documents, local[2], warm Python workers): the stage's metrics seconds with the similarity/perplexity job
+off (``clusant.metrics.max_documents: 0``), so that they time the utility job alone, with
+``clusant.metrics.utility_documents`` at its default and at 0 (off), alternating, ``--repeats`` times each.
 Prints ``name: value`` lines.
 
     .venv/bin/python benchmarks/export_utility.py [--n 3000] [--seed 7]
+    .venv/bin/python benchmarks/export_utility.py --stage-docs 1000
 """
 from __future__ import annotations
 
@@ -87,12 +92,54 @@ def measure(settings, sanitizer, encode, analyzer, ids, texts, labels, seed: int
     }
 
 
+def stage_cost(n: int, seed: int, repeats: int) -> None:
+    """Seconds the utility job adds to the sanitize stage (its metrics seconds with and without it)."""
+    import statistics
+    import tempfile
+
+    from privtext import sample_data
+    from privtext.settings import load_settings
+    from privtext.stages.runner import run_stage
+
+    date = "2026-01-15"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        overrides = {"spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}},
+                     "lakehouse": {"root": str(root / "lake")}, "tracking": {"enabled": False},
+                     "clusant": {"cache_dir": str(Path(__file__).resolve().parents[1] / "cache" / "clusant"),
+                                 "metrics": {"max_documents": 0}},
+                     "run": {"deterministic": True},
+                     "privacy": {"budgets": {"default": {"r_over_p_max": 50.0, "eps_max": 10.0, "delta_max": 1e-5,
+                                                         "mldp_eps_max": 1e12}}}}
+        settings = load_settings(None, environ={}, overrides=overrides)
+        off = load_settings(None, environ={}, overrides={**overrides, "clusant": {
+            **overrides["clusant"], "metrics": {"max_documents": 0, "utility_documents": 0}}})
+        source = sample_data.write_jsonl(sample_data.generate(n, seed=seed), root / "docs.jsonl")
+        run_stage("ingest", settings, date=date, input_path=str(source))
+        run_stage("detect_pii", settings, date=date)
+        run_stage("sanitize", settings, date=date)  # warm-up: vocabularies, models in the Python workers
+        seconds = {"on": [], "off": []}
+        for _ in range(repeats):
+            for name, s in (("on", settings), ("off", off)):
+                seconds[name].append(run_stage("sanitize", s, date=date).metrics_seconds)
+    on, off_ = statistics.median(seconds["on"]), statistics.median(seconds["off"])
+    print(f"export_utility_stage_documents: {n}")
+    print(f"export_utility_stage_metrics_seconds_with_utility: {on:.2f} (runs: {', '.join(f'{x:.2f}' for x in seconds['on'])})")
+    print(f"export_utility_stage_metrics_seconds_without: {off_:.2f} (runs: {', '.join(f'{x:.2f}' for x in seconds['off'])})")
+    print(f"export_utility_stage_extra_seconds: {on - off_:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=3000, help="documents per corpus")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--similarity-docs", type=int, default=500)
+    parser.add_argument("--stage-docs", type=int, default=0, help="measure the stage's utility job instead")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    if args.stage_docs:
+        stage_cost(args.stage_docs, args.seed, args.repeats)
+        return
     from privtext.pii.detect import get_analyzer
     from privtext.settings import load_settings
     from privtext.stages.sanitize import _piece_table, build_sanitizer, phrase_encoder
