@@ -51,7 +51,7 @@ UTILITY_READING = {"downstream_accuracy": ("classifier trained on synthetic, acc
                                            "majority_label_accuracy"),
                    "fid": ("Fréchet distance of embeddings (real vs synthetic)", "lower is better", None),
                    "length_ks": ("length distribution distance (KS)", "0 identical, 1 disjoint", None),
-                   # the sanitized export (stages.evaluate.export_utility); baseline: the same classifier on the original
+                   # the sanitized export (stages.sanitize._export_utility); baseline: the same classifier on the original
                    "sanitized_train_accuracy": ("classifier trained on sanitized text, accuracy on original text",
                                                 "higher is better; baseline: trained on the original",
                                                 "original_train_accuracy"),
