@@ -50,7 +50,16 @@ ROW_NAMES = {"sanitized export": "documents", "synthetic documents": "texts", "w
 UTILITY_READING = {"downstream_accuracy": ("classifier trained on synthetic, accuracy on real", "higher is better",
                                            "majority_label_accuracy"),
                    "fid": ("Fréchet distance of embeddings (real vs synthetic)", "lower is better", None),
-                   "length_ks": ("length distribution distance (KS)", "0 identical, 1 disjoint", None)}
+                   "length_ks": ("length distribution distance (KS)", "0 identical, 1 disjoint", None),
+                   # the sanitized export (stages.sanitize._export_utility); baseline: the same classifier on the original
+                   "sanitized_train_accuracy": ("classifier trained on sanitized text, accuracy on original text",
+                                                "higher is better; baseline: trained on the original",
+                                                "original_train_accuracy"),
+                   "accuracy_gap": ("accuracy lost to sanitization (original minus sanitized)", "0: nothing lost",
+                                    None),
+                   "semantic_similarity": ("cosine of sentence embeddings, original vs sanitized", "1: same meaning",
+                                           None),
+                   "format_kept_share": ("replacements keeping their type and surface format", "1: every one", None)}
 
 
 def _fmt(value) -> str:

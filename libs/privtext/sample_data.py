@@ -64,8 +64,10 @@ SLOT_TYPES = {"name": "PERSON", "email": "EMAIL_ADDRESS", "phone": "PHONE_NUMBER
               "order": "ORDER_NUMBER"}
 
 
-def _fill(template: str, fake: Faker, rng: random.Random) -> tuple[str, list[tuple[int, int, str, str]]]:
-    """The message and its planted values as (start, end, slot, entity type)."""
+def _fill(template: str, fake: Faker, rng: random.Random,
+          given: dict[str, str] | None = None) -> tuple[str, list[tuple[int, int, str, str]]]:
+    """The message and its planted values as (start, end, slot, entity type); ``given`` fills slots that are
+    not PII (a review's own text), never listed as planted."""
     values = {
         "name": fake.name(),
         "email": fake.email(),
@@ -80,12 +82,14 @@ def _fill(template: str, fake: Faker, rng: random.Random) -> tuple[str, list[tup
         "city": fake.city(),
         "ip": fake.ipv4_public(),
         "order": f"#{rng.randint(100000, 999999)}",
+        **(given or {}),
     }
     text, planted = "", []
     for literal, slot, _, _ in string.Formatter().parse(template):
         text += literal
         if slot is not None:
-            planted.append((len(text), len(text) + len(values[slot]), slot, SLOT_TYPES[slot]))
+            if slot in SLOT_TYPES:
+                planted.append((len(text), len(text) + len(values[slot]), slot, SLOT_TYPES[slot]))
             text += values[slot]
     return text, planted
 
@@ -104,6 +108,29 @@ def generate(n: int, seed: int = 7, users: int | None = None, with_planted: bool
         row = {"doc_id": f"d{idx:06d}", "user_id": rng.choice(user_ids), "text": text, "label": label,
                "channel": rng.choice(("email", "chat", "web"))}
         rows.append({**row, "planted": planted} if with_planted else row)
+    return rows
+
+
+# real text with PII planted around it (``plant_pii``): the review itself is kept as written
+REVIEW_FRAMES = (
+    "{review} Watched it with {name} on {date}.",
+    "{name} from {city} writes: {review}",
+    "{review} Tell me what you think at {email}.",
+    "Saw it at the {company} staff screening. {review}",
+    "{review} Call me on {phone} if you want to borrow the DVD.",
+    "{review}",
+)
+
+
+def plant_pii(texts: list[str], seed: int = 7) -> list[dict]:
+    """Each text inside one of ``REVIEW_FRAMES`` filled with this generator's values (names, emails, phones,
+    dates, cities, companies): ``text`` and ``planted`` as in ``generate(with_planted=True)``."""
+    rng = random.Random(seed)
+    fake = make_faker(seed)
+    rows = []
+    for review in texts:
+        text, planted = _fill(rng.choice(REVIEW_FRAMES), fake, rng, {"review": review})
+        rows.append({"text": text, "planted": planted})
     return rows
 
 

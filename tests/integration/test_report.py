@@ -1,6 +1,7 @@
 """``privtext report``: budget over time, the date's guarantees, audits, utility; logged to the pipeline run."""
 import datetime as dt
 import json
+import re
 
 import pytest
 import yaml
@@ -41,6 +42,10 @@ def conf(tmp_path):
     return path
 
 
+EXPORT_UTILITY = {"original_train_accuracy": 0.912, "sanitized_train_accuracy": 0.874, "accuracy_gap": 0.038,
+                  "semantic_similarity": 0.781, "format_kept_share": 0.963}
+
+
 def _fill(settings):
     """Two earlier days of charges, today's three charges (one run of another date), audits, utility."""
     lake = Lakehouse(None, settings.lakehouse)
@@ -65,9 +70,12 @@ def _fill(settings):
          "run_id": "run-a"},
         {**audit, "date": dt.date(2026, 1, 14), "adversary": "rnn", "violation_ratio": 0.5, "passed": False,
          "run_id": "run-x"}])
+    export = {"target": "sanitized_documents", "method": "clusant", "details": "{}", "run_id": "run-s",
+              "date": dt.date(2026, 1, 15)}
     lake.append_rows(UTILITY_REPORTS, [
         {"target": "synthetic_documents", "method": "secpe", "metric": "accuracy", "value": 0.8, "details": "{}",
-         "run_id": "run-d", "date": dt.date(2026, 1, 15)}])
+         "run_id": "run-d", "date": dt.date(2026, 1, 15)},
+        *({**export, "metric": m, "value": v} for m, v in EXPORT_UTILITY.items())])
     return event
 
 
@@ -101,12 +109,21 @@ def test_report_html_pngs_guarantees_and_mlflow_run_tree(conf, tmp_path, monkeyp
     words = " ".join(c["plain_words"] for c in data["charges"])
     assert "differential privacy" in words and "metric local DP" in words and "one document" in words
     assert [a["adversary"] for a in data["audits"]] == ["lstm", "rnn"]  # 2026-01-14's audit left out
-    assert data["utility"][0]["value"] == pytest.approx(0.8)
+    assert {(r["method"], r["metric"]): r["value"] for r in data["utility"]} == {
+        ("secpe", "accuracy"): pytest.approx(0.8), **{("clusant", m): pytest.approx(v) for m, v in EXPORT_UTILITY.items()}}
     assert data["stage_metrics"][0]["metrics"]["documents"] == 12
     assert sorted(p.name for p in folder.iterdir()) == ["report.html", "report.json"]  # images inside the page
     page = (folder / "report.html").read_text()
     assert page.count('src="data:image/png;base64,') == 2 and "metric local DP" in page  # trend, audits
     assert "2026-01-10" not in page  # the other date's charge is not among this date's guarantees
+    # the export's utility: sanitized-trained accuracy beside the original-trained baseline, the gap, similarity, format
+    utility = page.split("<h2>Utility</h2>")[1].split("<details>")[0]
+    assert "none for this date" not in utility
+    assert re.search(r"<td>clusant</td><td>classifier trained on sanitized text[^<]*</td><td>0\.874</td><td>0\.912</td>",
+                     utility)
+    for label, value in (("accuracy lost to sanitization", "0.038"), ("cosine of sentence embeddings", "0.781"),
+                         ("replacements keeping their type and surface format", "0.963")):
+        assert re.search(f"<td>{label}[^<]*</td><td>{re.escape(value)}</td>", utility), label
 
     # MLflow: one pipeline run holding the report artifacts, the stage run nested under it
     import mlflow

@@ -13,7 +13,7 @@ from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
 from privtext.lineage import partition_state, settings_digest
-from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS, UTILITY_REPORTS
 from privtext.stages import sanitize
 from conftest import make_settings
 
@@ -69,6 +69,11 @@ def write_inputs(ctx, names, city):
     return {d: text for d, text, _ in docs}, merged
 
 
+def utility(ctx):
+    rows = ctx.lakehouse.read(UTILITY_REPORTS, date=DATE).collect()
+    return {(r["target"], r["method"], r["metric"]): r["value"] for r in rows}, len(rows)
+
+
 def staged(ctx):
     rows = ctx.lakehouse.read(STAGED_SANITIZED_DOCUMENTS).where(F.col("date") == F.lit(DATE)).collect()
     return {r["doc_id"]: r for r in rows}
@@ -96,6 +101,8 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
     # a fixed public reserved list (here the first name) is never emitted; nothing depends on the data
     settings = make_settings(tmp_path / "lake", clusant=clusant_conf(tmp_path, reserved_values=[private[0]]))
     ctx = RunContext.create(settings, date=DATE.isoformat(), run_id="run-1")
+    ctx.lakehouse.append_rows(UTILITY_REPORTS, [{"target": "synthetic_documents", "method": "secpe", "metric": "fid",
+                                                 "value": 1.5, "details": "{}", "run_id": "run-e", "date": DATE}])
 
     result = sanitize.run(ctx)
     out = staged(ctx)
@@ -126,6 +133,15 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
     assert result.masked_by_type == {"US_PASSPORT": 1} and result.replaced_by_type == {"PERSON": 4, "LOCATION": 2}
     assert 0 < result.same_as_input <= 4  # the public city and second name can come out as themselves
     assert 0.3 < result.semantic_similarity < 1.0
+    # the export's utility rows beside the synthetic refresh's row of the date (kept): names and places have no
+    # format of their own, so all 6 replacements keep it; one label only: the classifier is the majority guess
+    rows, _ = utility(ctx)
+    export = {m: v for (t, method, m), v in rows.items() if t == "sanitized_documents" and method == "clusant"}
+    assert rows[("synthetic_documents", "secpe", "fid")] == 1.5 and result.format_kept == 6
+    assert export["format_kept_share"] == 1.0 and export["semantic_similarity"] == pytest.approx(result.semantic_similarity)
+    # every labelled document of the date, none in the test split (d1..d4 by hash): no accuracy rows
+    assert export["train_documents"] == 4 and export["test_documents"] == 0
+    assert "sanitized_train_accuracy" not in export and "accuracy_gap" not in export
 
     entries = Ledger(ctx.lakehouse, ctx.settings).entries()
     assert sorted(e["params"]["entity_type"] for e in entries) == ["LOCATION", "PERSON"]  # no spend for placeholders
@@ -146,6 +162,8 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
     out = staged(ctx)
     assert len(out) == 4 and {r["run_id"] for r in out.values()} == {"run-2"}
     assert {r["method"] for r in out.values()} == {"custext"}
+    rows, count = utility(ctx)  # the rerun replaced the export's rows of the date
+    assert {m for t, m, _ in rows if t == "sanitized_documents"} == {"custext"} and count == len(rows) == 1 + len(export)
     ledger = Ledger(ctx.lakehouse, ctx.settings)
     entries = ledger.entries()
     assert [e["guarantee"] for e in entries if e["run_id"] == "run-2"] == ["none", "none"]

@@ -89,6 +89,7 @@ class SanitizedDocuments:
     masked: list[dict[str, int]]  # per document: placeholder spans per type
     same_as_input: list[int]  # per document: draws (distinct values) whose key equals the input value's key
     same_expected: list[float]  # per document: the mechanism's own probability of that, summed over draws (exact)
+    format_kept: list[int]  # per document: replacements (not placeholders) in the input's surface format
 
 
 def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.random.Generator,
@@ -111,7 +112,7 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
         chosen = dict(zip(groups, picks))
         expected = {tk: sanitizer.self_probability(tk[0], tk[1], emb[j]) for tk, j in row.items()}
-    out = SanitizedDocuments([], [], [], [], [])
+    out = SanitizedDocuments([], [], [], [], [], [])
     for i, spans in enumerate(docs):
         picks = [None if chosen.get((i, t, k)) is None else render(t, chosen[(i, t, k)], surface_format(t, texts[i][s:e]))
                  for (s, e, _, _), (t, k) in zip(spans, keys[i])]
@@ -126,6 +127,8 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         drawn = {tk: r for r, tk in zip(picks, keys[i]) if r is not None}  # one draw per distinct value
         out.same_as_input.append(sum(normalize_value(t, r) == k for (t, k), r in drawn.items()))
         out.same_expected.append(sum(expected[tk] for tk in drawn))
+        out.format_kept.append(sum(r is not None and surface_format(t, r) == surface_format(t, texts[i][s:e])
+                                   for r, (s, e, t, _) in zip(picks, spans)))
     return out
 
 

@@ -1,5 +1,7 @@
 """Stage ``evaluate``: utility of the date's staged synthetic documents -> ``protected.utility_reports``.
 
+The sanitized export's utility rows are written by the ``sanitize`` stage itself (its ``_export_utility``).
+
 Metrics (SecPE Sec. 4): Fréchet distance between the real and synthetic sentence-embedding sets
 (FID on ``embed.model`` embeddings), word-length distributions (summary + KS distance), and
 downstream accuracy of a classifier fitted on the synthetic texts' embeddings and labels, tested on
@@ -16,21 +18,19 @@ With ``holdout_fraction: 0`` the corpus synthesize voted with is scored, and the
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from privtext.metrics.fid import fit_from_moments, frechet_distance, gaussian_fit
 from privtext.metrics.utility import fit_classifier, histogram_summary, length_histogram, length_ks, length_plot
 from privtext.platform.context import RunContext
 from privtext.platform.spark import held_out, tree_sum
-from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS
+from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
+from privtext.platform.utility_reports import write_utility
 
 
 @dataclass
@@ -90,14 +90,6 @@ def utility_metrics(n_real: int, total, gram, correct: float, scored: float, rea
     return metrics, syn_hist
 
 
-def _write(ctx: RunContext, method: str, metrics: dict, details: dict) -> None:
-    rows = pd.DataFrame({"target": "synthetic_documents", "method": method, "metric": list(metrics),
-                         "value": [float(v) for v in metrics.values()], "details": json.dumps(details),
-                         "run_id": ctx.run_id, "date": ctx.date})
-    ctx.lakehouse.replace_partitions(UTILITY_REPORTS, ctx.spark.createDataFrame(
-        rows, from_arrow_schema(UTILITY_REPORTS.schema)), {"date": [ctx.date]})
-
-
 def run(ctx: RunContext) -> EvaluateResult:
     from privtext.embed.encoder import encode_texts
 
@@ -124,10 +116,10 @@ def run(ctx: RunContext) -> EvaluateResult:
     label_counts = [r["count"] for r in real.where(F.col("label").isNotNull()).groupBy("label").count().collect()]
     metrics, syn_hist = utility_metrics(n_real, total, gram, correct[0], scored[0], real_hist, syn_emb,
                                         synth["text"].tolist(), label_counts)
-    _write(ctx, method, metrics, {"synthetic": len(synth), "real": n_real, "scored": int(scored[0]),
-                                  "classifier": "logistic_regression", "embedding": ctx.settings.embed.model,
-                                  "split": split, "holdout_fraction": fraction,
-                                  "holdout_rule": "sha256('privtext-holdout:' + doc_id)[:13 hex] / 16^13 < fraction"})
+    write_utility(ctx, "synthetic_documents", method, metrics, {
+        "synthetic": len(synth), "real": n_real, "scored": int(scored[0]), "classifier": "logistic_regression",
+        "embedding": ctx.settings.embed.model, "split": split, "holdout_fraction": fraction,
+        "holdout_rule": "sha256('privtext-holdout:' + doc_id)[:13 hex] / 16^13 < fraction"})
     if ctx.tracked is not None:
         ctx.tracked.log_metrics({f"utility.{k}": v for k, v in metrics.items()})
         with tempfile.TemporaryDirectory() as tmp:

@@ -35,12 +35,15 @@ the mechanism explains (``publish.verbatim_significance``) beyond ``publish.max_
 Metrics (MLflow, aggregates only): replaced and masked span counts per type, spans per second (the
 whole stage), and, in a small job after the write over at most ``clusant.metrics.max_documents``
 documents with spans, mean cosine similarity of sentence embeddings original vs sanitized and mean
-perplexity of the sanitized text under the local LM (``privtext.generate.perplexity``, when installed).
+perplexity of the sanitized text under the local LM (``privtext.generate.perplexity``, when installed);
+then ``_export_utility`` writes the date's ``sanitized_documents`` utility rows (classifier trained
+on sanitized vs original text, that similarity, the share of replacements kept in their surface format).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -59,6 +62,8 @@ from privtext.privacy.budget import mldp_charge, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.lineage import detection_lineage
 from privtext.sanitizer_setup import phrase_encoder, piece_table, tier_function, vocabularies
+from privtext.metrics.export_utility import ACCURACY_METRICS, TEST_FRACTION, downstream_accuracy, is_test
+from privtext.platform.utility_reports import write_utility
 from privtext.worker_cache import per_process
 
 TARGET = "sanitized_documents"
@@ -71,6 +76,7 @@ OUT_SCHEMA = StructType([
     StructField("masked", MapType(StringType(), IntegerType())),
     StructField("same_as_input", IntegerType()),
     StructField("same_expected", DoubleType()),
+    StructField("format_kept", IntegerType()),
 ])
 QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
 
@@ -82,6 +88,7 @@ class SanitizeResult:
     replaced: int
     masked: int
     same_as_input: int  # replaced occurrences whose surrogate has the input value's key
+    format_kept: int  # replaced occurrences written in their input's type and surface format
     semantic_similarity: float | None
     perplexity: float | None
     spans_per_second: float  # the whole stage, the metrics job included
@@ -121,6 +128,7 @@ def _sanitize_batches(settings, seed_material: str, shared):
                 "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in out.replaced],
                 "replaced": out.replaced, "masked": out.masked, "same_as_input": out.same_as_input,
                 "same_expected": out.same_expected,
+                "format_kept": out.format_kept,
             })
 
     return run
@@ -176,6 +184,49 @@ def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | Non
     row = (by_document(sample.join(texts, "doc_id"), ctx.settings).mapInPandas(_quality_batches(ctx.settings), QUALITY_SCHEMA)
            .agg(F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity")).first())
     return row["similarity"], row["perplexity"]
+
+
+ACCURACY_SCHEMA = StructType([StructField(name, DoubleType()) for name in ACCURACY_METRICS])
+
+
+def _accuracy_batches(seed: int):
+    """mapInPandas body (one partition): a classifier trained on the sanitized vs the original text, one row of
+    aggregates (``metrics.export_utility.downstream_accuracy``); no text leaves the executor."""
+
+    def run(frames):
+        frame = pd.concat(list(frames), ignore_index=True)
+        if len(frame):
+            test = [is_test(d, TEST_FRACTION) for d in frame["doc_id"]]
+            yield pd.DataFrame([downstream_accuracy(frame["text"].tolist(), frame["sanitized_text"].tolist(),
+                                                    frame["label"].tolist(), test, seed)])[list(ACCURACY_METRICS)]
+
+    return run
+
+
+def _export_utility(ctx: RunContext, staged: DataFrame, similarity: float | None, format_kept_share: float) -> None:
+    """What an analyst loses with the sanitized export, as the date's ``sanitized_documents`` rows (aggregates
+    only): a classifier trained on the sanitized vs the original text of at most
+    ``clusant.metrics.utility_documents`` labelled documents of the date (first by hash of doc_id; split by
+    doc_id hash; both scored on the original test texts), in one small job after sanitize's write, with
+    sanitize's sampled similarity and its share of replacements kept in their type and surface format.
+    ``staged``: sanitize's output (doc_id, sanitized_text). An empty training or test split (no labelled
+    document) gives no accuracy rows."""
+    limit = ctx.settings.clusant.metrics.utility_documents
+    if limit == 0:
+        return
+    labelled = (ctx.lakehouse.read(DOCUMENTS, date=ctx.date).where(F.col("label").isNotNull())
+                .select("doc_id", "text", "label"))
+    sample = (labelled.join(staged.select("doc_id", "sanitized_text"), "doc_id")
+              .orderBy(F.sha2("doc_id", 256)).limit(limit).coalesce(1))
+    row = sample.mapInPandas(_accuracy_batches(ctx.settings.run.seed), ACCURACY_SCHEMA).first()
+    measured = {**(row.asDict() if row is not None else {}), "format_kept_share": format_kept_share,
+                "semantic_similarity": similarity}
+    metrics = {k: v for k, v in measured.items() if v is not None and math.isfinite(v)}  # an empty split: no row
+    write_utility(ctx, TARGET, ctx.settings.clusant.method, metrics, {
+        "classifier": "tfidf_logistic_regression", "trained_on": "sanitized vs original text, same split",
+        "scored_on": "original test texts", "max_documents": limit, "test_fraction": TEST_FRACTION,
+        "split_rule": "sha256('privtext-holdout:' + doc_id)[:13 hex] / 16^13 < test_fraction",
+        "similarity_documents": ctx.settings.clusant.metrics.max_documents})
 
 
 def _inputs(ctx: RunContext, spans_version: int) -> DataFrame:
@@ -254,10 +305,11 @@ def run(ctx: RunContext) -> SanitizeResult:
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
                                                    {"date": [ctx.date]})
         agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
-                      F.sum("same_as_input").alias("same")).first()
+                      F.sum("same_as_input").alias("same"), F.sum("format_kept").alias("format_kept")).first()
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
         metrics_started = time.perf_counter()
         similarity, perplexity = _quality(ctx, out)
+        _export_utility(ctx, out, similarity, int(agg["format_kept"] or 0) / max(1, int(agg["replaced"] or 0)))
         metrics_seconds = time.perf_counter() - metrics_started
     finally:
         out.unpersist()
@@ -265,7 +317,8 @@ def run(ctx: RunContext) -> SanitizeResult:
     spans = int(agg["spans"] or 0)
     result = SanitizeResult(
         documents=written.rows, spans=spans, replaced=int(agg["replaced"] or 0), masked=sum(masked_by_type.values()),
-        same_as_input=int(agg["same"] or 0), semantic_similarity=similarity, perplexity=perplexity,
+        same_as_input=int(agg["same"] or 0), format_kept=int(agg["format_kept"] or 0),
+        semantic_similarity=similarity, perplexity=perplexity,
         spans_per_second=spans / max(time.perf_counter() - started, 1e-9), metrics_seconds=metrics_seconds,
         replaced_by_type=replaced_by_type, masked_by_type=masked_by_type)
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
@@ -273,6 +326,7 @@ def run(ctx: RunContext) -> SanitizeResult:
                             "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
                             "perplexity_measured": perplexity is not None})
     ctx.tracked.log_metrics({"same_as_input_share": result.same_as_input / max(1, result.replaced),
+                             "format_kept_share": result.format_kept / max(1, result.replaced),
                              **{f"replaced_{t}": n for t, n in replaced_by_type.items()},
                              **{f"masked_{t}": n for t, n in masked_by_type.items()}})
     return result

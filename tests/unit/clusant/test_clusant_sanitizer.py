@@ -160,6 +160,8 @@ def test_one_draw_per_secret_key_per_document_and_counts(tmp_path):
     assert len({doc for doc in out.texts}) > 1  # documents draw independently
     assert out.replaced == [{"CREDIT_CARD": 2, "PERSON": 2}] * 40 and out.masked == [{"US_PASSPORT": 1}] * 40
     assert all(n in (0, 1, 2) for n in out.same_as_input)  # per distinct value drawn, not per occurrence
+    # both cards are written in their own layout, names have no format; the passport mask keeps none
+    assert out.format_kept == [4] * 40
 
 
 def test_verbatim_draws_match_the_mechanisms_exact_probability_of_drawing_the_input(tmp_path):
