@@ -25,7 +25,6 @@ here is private (raw tokens): it lives in memory inside the restricted-zone job 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -126,8 +125,9 @@ Companion = Callable[[str, str, int], str]  # (entity_type, value, i) -> the i-t
 
 def companions_for(first: dict[str, tuple[str, str]], counts: dict[str, int], group_of: Callable[[str, str], str],
                    companion: Companion, tries: int = 8) -> list[tuple[str, str, str]]:
-    """(group, entity_type, phrase): one public companion for every group holding a single secret
-    (``first``: group -> (type, value) of its secret); a companion must fall in the same group."""
+    """(group, entity_type, phrase): one public companion for every group whose secrets are a single point
+    (``counts``: group -> distinct embeddings; ``first``: group -> (type, value) of a secret); a companion
+    must fall in the same group."""
     out = []
     for group, (entity_type, value) in sorted(first.items()):
         if counts[group] > 1:
@@ -160,15 +160,21 @@ def embed_documents(docs: Sequence[DocTokens], encode: Callable[[list[str]], np.
                 secret_value.append(token)
                 secret_type.append(span.entity_type)
                 secret_group.append(group_of(span.entity_type, token))
-    counts = Counter(secret_group)
-    first = {g: (t, v) for g, t, v in reversed(list(zip(secret_group, secret_type, secret_value)))}
-    extra = companions_for(first, counts, group_of, companion) if companion else []
-    vocab = sorted({t for d in docs for t in (*d.original, *d.released)} | {p for _, _, p in extra})
+    vocab = sorted({t for d in docs for t in (*d.original, *d.released)})
     index = {t: i for i, t in enumerate(vocab)}
     table = np.asarray(encode(vocab), dtype=np.float32)
+    candidates = table[[index[v] for v in secret_value]]
+    # a group needs a companion when its secrets are one point to the encoder (a single secret, or values the
+    # encoder maps to one embedding, e.g. digits of a script it has no token for)
+    points: dict[str, set] = {}
+    for g, row in zip(secret_group, candidates):
+        points.setdefault(g, set()).add(row.tobytes())
+    first = {g: (t, v) for g, t, v in reversed(list(zip(secret_group, secret_type, secret_value)))}
+    extra = companions_for(first, {g: len(p) for g, p in points.items()}, group_of, companion) if companion else []
+    if extra:
+        candidates = np.concatenate([candidates, np.asarray(encode([p for _, _, p in extra]), dtype=np.float32)])
     secret_type += [t for _, t, _ in extra]
     secret_group += [g for g, _, _ in extra]
-    candidates = table[[index[v] for v in secret_value + [p for _, _, p in extra]]]
     n, length, dim = len(docs), max(len(d.original) for d in docs), table.shape[1]
     original = np.zeros((n, length, dim), dtype=np.float32)
     released = np.zeros((n, length, dim), dtype=np.float32)

@@ -188,7 +188,9 @@ def guarantee_distance(ctx: RunContext, batch):
     """d of Eq. 5, the metric of the recorded guarantee: CluSanT's D_k with its k (``mechanism.metric``) between
     the sanitizer's own phrase embeddings of the two values, so a release that keeps its eps-mLDP bound
     can show no violation to an exact adversary; Euclidean between the audit's embeddings for types the
-    sanitizer masks (their placeholder releases nothing of the value)."""
+    sanitizer masks (their placeholder releases nothing of the value), and for two values the sanitizer's
+    encoder maps to one embedding (D_k = 0, e.g. digits it has no wordpiece for: the mechanism cannot tell
+    them apart, so any belief shift between them is the adversary's, measured in its own distance)."""
     from privtext.sanitizer_setup import build_sanitizer, phrase_encoder, piece_table
 
     sanitizer = build_sanitizer(ctx.settings)
@@ -197,12 +199,13 @@ def guarantee_distance(ctx: RunContext, batch):
     types = np.asarray(batch.candidate_types, dtype=object)
 
     def distance(i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        out = np.linalg.norm(batch.candidates[i] - batch.candidates[j], axis=1)
+        euclidean = np.linalg.norm(batch.candidates[i] - batch.candidates[j], axis=1)
+        out = euclidean.copy()
         for entity_type, ts in sanitizer.per_type.items():
             rows = np.flatnonzero(types[i] == entity_type)
             if rows.size:
                 out[rows] = ts.mechanism.metric(values[i[rows]], values[j[rows]])
-        return out
+        return np.where(out > 0, out, euclidean)  # D_k = 0: the sanitizer's encoder cannot tell them apart
     return distance
 
 
