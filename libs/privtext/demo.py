@@ -24,7 +24,7 @@ from pathlib import Path
 from privtext.settings import PROJECT_ROOT, Settings, resolve_uri
 
 # The synthetic refresh is accounted under its own ledger dataset: the sanitized export's pure-LDP charges
-# already compose into every secret's (p, r) in the export's dataset (see README, "demo").
+# already compose into every secret's (p, r) in the export's dataset (see docs/demo.md).
 SYNTHETIC_DATASET = "demo_synthetic"
 USEFUL_VOCABULARY = 1000  # fewer released word vectors than this cannot serve as an embedding
 OVERRIDE_REASON = "privtext demo --show-refusal: Faker-generated sample, not personal data"
