@@ -28,20 +28,29 @@ _WIDTH = 70  # longest default shown whole; longer ones are cut with " ..." (bas
 
 
 def base_comments(text: str) -> dict[str, str]:
-    """``dotted.key -> comment`` for every ``key: value  # comment`` line of a block-style YAML mapping."""
+    """``dotted.key -> comment`` of a block-style YAML mapping: the comment lines right above a nested key
+    (above a top-level section they describe the file or a group of sections), then the comment at the end
+    of its line."""
     comments: dict[str, str] = {}
     stack: list[tuple[int, str]] = []
+    above: list[str] = []
     for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            above.append(line.lstrip()[1:].strip())
+            continue
         match = re.match(r"^(\s*)([A-Za-z_][\w.-]*):(.*)$", line)
-        if not match or line.lstrip().startswith("#"):
+        if not match:
+            above = []
             continue
         indent, key, rest = len(match.group(1)), match.group(2), match.group(3)
         while stack and stack[-1][0] >= indent:
             stack.pop()
         stack.append((indent, key))
-        comment = re.search(r"\s#\s?(.*)$", rest)
-        if comment:
-            comments[".".join(k for _, k in stack)] = comment.group(1).strip()
+        inline = re.search(r"\s#\s?(.*)$", rest)
+        note = " ".join((above if indent else []) + ([inline.group(1).strip()] if inline else []))
+        if note:
+            comments[".".join(k for _, k in stack)] = note
+        above = []
     return comments
 
 

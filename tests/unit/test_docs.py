@@ -84,5 +84,6 @@ def test_the_configuration_reference_lists_every_key_with_its_base_yaml_comment(
 
 
 def test_base_comments_follow_the_nesting(tmp_path):
-    text = "a:\n  b: 1   # one\n  c:\n    d: x  # two\n  # a comment line: c\ne: 3 # three\n"
-    assert config_reference.base_comments(text) == {"a.b": "one", "a.c.d": "two", "e": "three"}
+    text = ("# file\na:\n  b: 1   # one\n  c:\n    # above d,\n    # two lines\n    d: x  # two\n  # not e's\n"
+            "e: 3 # three\n- f: 4\ng: 5\n")
+    assert config_reference.base_comments(text) == {"a.b": "one", "a.c.d": "above d, two lines two", "e": "three"}
