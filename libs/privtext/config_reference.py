@@ -1,13 +1,14 @@
 """The configuration reference (``docs/configuration.md``), generated from the settings models.
 
 Every key of ``privtext.settings.Settings`` (sections, nested sections, leaves) with its type, its default
-as ``conf/base.yaml`` sets it, and the comment on its line in ``base.yaml``. The page's hand-written part
+as ``conf/base.yaml`` sets it, and the comment on its line in ``base.yaml`` (else on the field's line in its model). The page's hand-written part
 ends at ``MARKER``; everything after it is ``render()``'s output, so the reference cannot drift from the
 models: ``python -m privtext.config_reference --write`` rewrites it, and a unit test checks it is current.
 """
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
@@ -54,6 +55,16 @@ def base_comments(text: str) -> dict[str, str]:
     return comments
 
 
+def model_comments(model: type[BaseModel]) -> dict[str, str]:
+    """``field -> comment`` of the comment at the end of each field's line in the model's source."""
+    out = {}
+    for line in inspect.getsource(model).splitlines():
+        match = re.match(r"^\s+(\w+)\s*:[^#]*#\s?(.*)$", line)
+        if match and match.group(1) in model.model_fields:
+            out[match.group(1)] = match.group(2).strip()
+    return out
+
+
 def _type_name(annotation) -> str:
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
@@ -78,14 +89,15 @@ def _shown(value) -> str:
 
 def _rows(model: type[BaseModel], values: dict, prefix: str, comments: dict[str, str]) -> list[str]:
     rows = []
+    in_source = model_comments(model)
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
         annotation = field.annotation
+        note = (comments.get(key) or in_source.get(name, "")).replace("|", "\\|")
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            rows.append(f"| **`{key}`** | section | | {comments.get(key, '')} |")
+            rows.append(f"| **`{key}`** | section | | {note} |")
             rows += _rows(annotation, values[name], f"{key}.", comments)
             continue
-        note = comments.get(key, "").replace("|", "\\|")
         rows.append(f"| `{key}` | {_type_name(annotation)} | {_shown(values[name])} | {note} |")
     return rows
 
@@ -97,7 +109,7 @@ def render(base: Path = BASE) -> str:
     lines = [MARKER, "", "## Every key", "",
              f"Generated from the settings models (`libs/privtext/**/settings.py`, `platform/config.py`) and "
              f"`conf/base.yaml` ({len(text.splitlines())} lines): each key, its type, its default there and "
-             f"the comment on its line. Long defaults are cut; `conf/base.yaml` has them whole.", "",
+             f"the comment on its line (else the comment on the field's line in its model). Long defaults are cut; `conf/base.yaml` has them whole.", "",
              "| key | type | default | note |", "|---|---|---|---|"]
     lines += _rows(Settings, values, "", base_comments(text))
     return "\n".join(lines) + "\n"
