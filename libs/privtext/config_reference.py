@@ -1,9 +1,10 @@
 """The configuration reference (``docs/configuration.md``), generated from the settings models.
 
 Every key of ``privtext.settings.Settings`` (sections, nested sections, leaves) with its type, its default
-as ``conf/base.yaml`` sets it, and the comment on its line in ``base.yaml`` (else on the field's line in its model). The page's hand-written part
-ends at ``MARKER``; everything after it is ``render()``'s output, so the reference cannot drift from the
-models: ``python -m privtext.config_reference --write`` rewrites it, and a unit test checks it is current.
+as ``conf/base.yaml`` sets it, and the comment on its line in ``base.yaml`` (else on the field's line in its
+model). The page's hand-written part ends at ``MARKER``; everything after it is ``render()``'s output, so
+the reference cannot drift from the models: ``python -m privtext.config_reference --write`` rewrites it,
+and a unit test checks it is current.
 """
 from __future__ import annotations
 
