@@ -109,8 +109,8 @@ def render(base: Path = BASE) -> str:
     values = Settings.model_validate(yaml.safe_load(text)).model_dump(mode="json")
     lines = [MARKER, "", "## Every key", "",
              f"Generated from the settings models (`libs/privtext/**/settings.py`, `platform/config.py`) and "
-             f"`conf/base.yaml` ({len(text.splitlines())} lines): each key, its type, its default there and "
-             f"the comment on its line (else the comment on the field's line in its model). Long defaults are cut; `conf/base.yaml` has them whole.", "",
+             "`conf/base.yaml`: each key, its type, its default there and the comment on its line (else the "
+             "comment on the field's line in its model). Long defaults are cut; `conf/base.yaml` has them whole.", "",
              "| key | type | default | note |", "|---|---|---|---|"]
     lines += _rows(Settings, values, "", base_comments(text))
     return "\n".join(lines) + "\n"
