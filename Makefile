@@ -39,17 +39,20 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 		$(PY) -m pip install -q --no-deps -e .)
 	touch $(STAMP)
 
-demo: setup detector
-	$(VENV)/bin/privtext demo
+# the three products on the sample; the first run builds the trained NER and the sanitizer's vocabularies
+# in the background while its first stages run (privtext.prepare); `privtext demo` alone: the export only
+demo: setup
+	$(VENV)/bin/privtext demo --all
 
-# the trained NER of pii.recognizers.trained_ner (a few CPU minutes once, then cached under cache/detector);
-# without its training data detection runs on without it (a warning says so)
+# the trained NER of pii.recognizers.trained_ner (a few CPU minutes once, then cached under cache/detector;
+# `privtext demo` builds it in the background when missing); without its training data detection runs on
+# without it (a warning says so)
 detector: setup
 	$(VENV)/bin/privtext train detector >/dev/null || echo "no trained detector: detection runs without it"
 
 # the demo on a standalone Spark cluster (master + 2 workers, separate JVMs) over a SeaweedFS S3 store, both
 # started and stopped here
-cluster-demo: setup detector
+cluster-demo: setup
 	$(PY) -m privtext.platform.local_cluster --s3 --conf-out build/cluster/cluster.yaml -- \
 		$(VENV)/bin/privtext --conf build/cluster/cluster.yaml demo
 
