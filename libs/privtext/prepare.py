@@ -95,10 +95,10 @@ class Background:
         self.done[job] = (now - started, now - waiting, code)
 
     def before(self, stage: str, lines) -> None:
-        """Wait, under a stage line of its own, for the builds ``stage`` reads."""
+        """Wait for the builds ``stage`` reads, under a stage line of its own while one is still running."""
         for job, reader in JOBS.items():
             if reader == stage and job in self.running:
-                with lines(job):
+                with lines(job) if self.running[job][0].poll() is None else contextlib.nullcontext():
                     self.wait(job)
 
     def waiting(self, lines):

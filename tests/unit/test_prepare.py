@@ -77,6 +77,12 @@ def test_a_stage_waits_for_the_build_it_reads_under_a_line_of_its_own():
                     "start detect_pii", "end detect_pii"]
     assert background.running == {} and background.done["detector"][2] == 0
     assert background.summary()[0].startswith("one-time     built in the background, cached for later runs: detector ")
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    background.running["vocabularies"] = (finished, 0.0)
+    with stage("sanitize"):  # a build already finished: no line of its own
+        pass
+    assert seen[-2:] == ["start sanitize", "end sanitize"] and "vocabularies" in background.done
 
 
 def test_stop_ends_a_build_the_demo_no_longer_needs():
