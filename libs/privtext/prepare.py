@@ -17,6 +17,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,17 +83,29 @@ def build(job: str, settings: Settings) -> None:
 class Background:
     """The background builds of one demo run: their processes and, once waited for, their times."""
 
-    running: dict[str, tuple[subprocess.Popen, float]] = field(default_factory=dict)
+    running: dict[str, tuple[subprocess.Popen, threading.Thread]] = field(default_factory=dict)
+    ended: dict[str, float] = field(default_factory=dict)  # job -> seconds from its start to its exit
     done: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # job -> (build s, waited s, exit code)
+
+    def add(self, job: str, process: subprocess.Popen) -> None:
+        """Follow ``process``: a watcher thread notes when it exits."""
+        started = time.perf_counter()
+
+        def watch():
+            process.wait()
+            self.ended[job] = time.perf_counter() - started
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        self.running[job] = (process, watcher)
 
     def wait(self, job: str) -> None:
         if job not in self.running:
             return
-        process, started = self.running.pop(job)
+        process, watcher = self.running.pop(job)
         waiting = time.perf_counter()
-        code = process.wait()
-        now = time.perf_counter()
-        self.done[job] = (now - started, now - waiting, code)
+        watcher.join()
+        self.done[job] = (self.ended[job], time.perf_counter() - waiting, process.returncode)
 
     def before(self, stage: str, lines) -> None:
         """Wait for the builds ``stage`` reads, under a stage line of its own while one is still running."""
@@ -112,9 +125,9 @@ class Background:
 
     def stop(self) -> None:
         """End builds still running (the demo failed before it needed them); their caches stay unwritten."""
-        for process, _ in self.running.values():
+        for process, watcher in self.running.values():
             process.terminate()
-            process.wait()
+            watcher.join()
         self.running.clear()
 
     def summary(self) -> list[str]:
@@ -139,7 +152,7 @@ def start(settings: Settings) -> Background:
                                        text=True)
             process.stdin.write(settings.model_dump_json())
             process.stdin.close()
-            background.running[job] = (process, time.perf_counter())
+            background.add(job, process)
     return background
 
 

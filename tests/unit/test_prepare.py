@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+import time
 
 from privtext import prepare
 from privtext.pii import tagger
@@ -67,7 +68,7 @@ def test_a_stage_waits_for_the_build_it_reads_under_a_line_of_its_own():
 
     background = prepare.Background()
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
-    background.running["detector"] = (sleeper, 0.0)
+    background.add("detector", sleeper)
     stage = background.waiting(lines)
     with stage("ingest"):
         assert sleeper.poll() is None  # ingest reads no build: it does not wait
@@ -78,16 +79,22 @@ def test_a_stage_waits_for_the_build_it_reads_under_a_line_of_its_own():
     assert background.running == {} and background.done["detector"][2] == 0
     assert background.summary()[0].startswith("one-time     built in the background, cached for later runs: detector ")
     finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = time.perf_counter()
+    background.add("vocabularies", finished)
     finished.wait()
-    background.running["vocabularies"] = (finished, 0.0)
+    exited = time.perf_counter() - started
+    time.sleep(1.0)  # the build ends long before the stage that reads it
     with stage("sanitize"):  # a build already finished: no line of its own
         pass
-    assert seen[-2:] == ["start sanitize", "end sanitize"] and "vocabularies" in background.done
+    assert seen[-2:] == ["start sanitize", "end sanitize"]
+    built, waited, code = background.done["vocabularies"]
+    assert code == 0 and built <= exited + 0.2  # its own run time, not the time until the stage came
+    assert time.perf_counter() - started >= exited + 1.0 and waited < 0.5
 
 
 def test_stop_ends_a_build_the_demo_no_longer_needs():
     background = prepare.Background()
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    background.running["vocabularies"] = (sleeper, 0.0)
+    background.add("vocabularies", sleeper)
     background.stop()
     assert sleeper.poll() is not None and background.running == {}
