@@ -21,7 +21,7 @@ setup: $(STAMP)
 INSTALLER ?= uv
 # built from its sdist (llama.cpp: minutes of C++): pip keeps the wheel it built in its cache for the next
 # venv; uv here fetched a new revision of the sdist and compiled it again on every install (7 revisions in
-# its cache after 7 installs). So pip installs this one package first (its dependencies are in the lock),
+# its cache after 7 uv runs). So pip installs this one package first (its dependencies are in the lock),
 # and uv, finding it installed, leaves it.
 PIP_BUILT := llama_cpp_python
 FIND_LINKS := $(foreach dir,$(PIP_FIND_LINKS),--find-links $(dir))
