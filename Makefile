@@ -13,28 +13,52 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 
 setup: $(STAMP)
 
+# The installer: uv (installed from PyPI into the venv; parallel downloads and installs, one resolution
+# of torch + requirements.lock, bytecode compiled at install as pip does), with pip as the fallback when
+# uv does not install or fails; INSTALLER=pip uses pip alone. torch==2.13.0 (CPU) comes from the
+# PIP_FIND_LINKS folders when that is set (pip reads them itself; uv is told with --find-links), else
+# from PyPI. Timings: docs/benchmarks.md, "Setup".
+INSTALLER ?= uv
+# built from its sdist (llama.cpp: minutes of C++): pip keeps the wheel it built in its cache for the next
+# venv; uv here fetched a new revision of the sdist and compiled it again on every install (7 revisions in
+# its cache after 7 uv runs). So pip installs this one package first (its dependencies are in the lock),
+# and uv, finding it installed, leaves it.
+PIP_BUILT := llama_cpp_python
+FIND_LINKS := $(foreach dir,$(PIP_FIND_LINKS),--find-links $(dir))
+UV_INSTALL = $(1)/bin/uv pip install -q --compile-bytecode --python $(1)/bin/python $(FIND_LINKS)
+# $(call with_uv,VENV,UV STEPS,PIP STEPS): the uv steps when INSTALLER=uv, uv installs and they succeed, else pip's
+with_uv = if [ "$(INSTALLER)" = uv ] && { test -x $(1)/bin/uv || $(1)/bin/python -m pip install -q uv; } && $(2); \
+	then echo "installed with uv"; else echo "installing with pip"; $(3); fi
+
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	@java -version 2>&1 | grep -qE 'version "17\.' || { echo "Java 17 is required (java -version)"; exit 1; }
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -r requirements.lock
-	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
-	$(PY) -m pip install -q --no-deps -e .
+	$(call with_uv,$(VENV),\
+		grep '^$(PIP_BUILT)==' requirements.lock | xargs $(PY) -m pip install -q --no-deps && \
+		$(call UV_INSTALL,$(VENV)) torch==2.13.0 -r requirements.lock && \
+		$(call UV_INSTALL,$(VENV)) --no-deps -r requirements-nodeps.txt -e .,\
+		$(PY) -m pip install -q --upgrade pip && \
+		$(PY) -m pip install -q torch==2.13.0 && \
+		$(PY) -m pip install -q -r requirements.lock && \
+		$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt && \
+		$(PY) -m pip install -q --no-deps -e .)
 	touch $(STAMP)
 
-demo: setup detector
-	$(VENV)/bin/privtext demo
+# the three products on the sample; the first run builds the trained NER and the sanitizer's vocabularies
+# in the background while its first stages run (privtext.prepare); `privtext demo` alone: the export only
+demo: setup
+	$(VENV)/bin/privtext demo --all
 
-# the trained NER of pii.recognizers.trained_ner (a few CPU minutes once, then cached under cache/detector);
-# without its training data detection runs on without it (a warning says so)
+# the trained NER of pii.recognizers.trained_ner (a few CPU minutes once, then cached under cache/detector;
+# `privtext demo` builds it in the background when missing); without its training data detection runs on
+# without it (a warning says so)
 detector: setup
 	$(VENV)/bin/privtext train detector >/dev/null || echo "no trained detector: detection runs without it"
 
 # the demo on a standalone Spark cluster (master + 2 workers, separate JVMs) over a SeaweedFS S3 store, both
 # started and stopped here
-cluster-demo: setup detector
+cluster-demo: setup
 	$(PY) -m privtext.platform.local_cluster --s3 --conf-out build/cluster/cluster.yaml -- \
 		$(VENV)/bin/privtext --conf build/cluster/cluster.yaml demo
 
@@ -55,8 +79,10 @@ airflow: setup $(AIRFLOW_STAMP) $(PROJECT_ZIP) $(SAMPLE)
 
 $(AIRFLOW_STAMP): requirements-airflow.txt
 	test -x $(AIRFLOW_VENV)/bin/python || $(PYTHON) -m venv $(AIRFLOW_VENV)
-	$(AIRFLOW_VENV)/bin/pip install -q --upgrade pip
-	$(AIRFLOW_VENV)/bin/pip install -q -r requirements-airflow.txt
+	$(call with_uv,$(AIRFLOW_VENV),\
+		$(call UV_INSTALL,$(AIRFLOW_VENV)) -r requirements-airflow.txt,\
+		$(AIRFLOW_VENV)/bin/pip install -q --upgrade pip && \
+		$(AIRFLOW_VENV)/bin/pip install -q -r requirements-airflow.txt)
 	$(AIRFLOW_ENV) $(AIRFLOW_VENV)/bin/airflow db migrate >/dev/null
 	$(AIRFLOW_ENV) $(AIRFLOW_VENV)/bin/airflow connections delete spark_default >/dev/null 2>&1 || true
 	$(AIRFLOW_ENV) $(AIRFLOW_VENV)/bin/airflow connections add spark_default --conn-type spark --conn-host 'local[2]'

@@ -231,7 +231,7 @@ def _rel(path) -> str:
 
 def run(settings: Settings, date: str, sample: Path, everything: bool = False, show_refusal: bool = False) -> int:
     """The demo: prints stage lines and the summary to the terminal, everything else to build/logs/."""
-    from privtext import report
+    from privtext import prepare, report
     from privtext.platform.tracking import pipeline_run
     from privtext.status import datasets
 
@@ -242,7 +242,8 @@ def run(settings: Settings, date: str, sample: Path, everything: bool = False, s
         say(f"privtext demo: the nightly sanitized export of {sample.name} for {date}"
             f"{', then a synthetic refresh and DP word embeddings' if everything else ''}\n"
             f"  (Spark and library logs: {_rel(log_path)})\n")
-        lines = StageLines(terminal)
+        background = prepare.start(settings)  # what a fresh clone lacks (trained NER, vocabularies), built meanwhile
+        lines = background.waiting(StageLines(terminal))
         try:
             with pipeline_run(settings, "demo", date) as parent:
                 say("nightly sanitized export\n")
@@ -263,6 +264,9 @@ def run(settings: Settings, date: str, sample: Path, everything: bool = False, s
             say(f"\nthe demo failed: {type(error).__name__}: {error}\n  see {_rel(log_path)}\n")
             logging.getLogger("privtext").exception("demo failed")
             return 1
-        say("\n" + "\n".join(summary(settings, date, verdict, products, reports, show_refusal)) + "\n")
+        finally:
+            background.stop()
+        say("\n" + "\n".join(summary(settings, date, verdict, products, reports, show_refusal) + background.summary())
+            + "\n")
         say(f"time         {_minutes(time.perf_counter() - started)}\n")
     return 0

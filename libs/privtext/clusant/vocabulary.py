@@ -177,6 +177,13 @@ def _source_versions() -> list[str]:
     return out
 
 
+def cached_vocabulary_path(entity_type: str, settings: VocabularySettings, cache_dir: str | Path) -> Path:
+    """Where ``cached_vocabulary`` keeps the phrases of ``entity_type`` under these settings."""
+    key = json.dumps([entity_type, VOCABULARY_VERSION, settings.model_dump(mode="json"), _source_versions()],
+                     sort_keys=True)
+    return Path(cache_dir) / f"{entity_type}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.phrases.json"
+
+
 def cached_vocabulary(entity_type: str, settings: VocabularySettings, cache_dir: str | Path | None,
                       generate: Generate | None = None) -> list[str]:
     """``build_vocabulary``, its phrases kept as JSON in ``cache_dir`` under a key of (type,
@@ -184,9 +191,7 @@ def cached_vocabulary(entity_type: str, settings: VocabularySettings, cache_dir:
     type). Not cached when the generator augments it: its output is not a function of that key."""
     if cache_dir is None or ("generator" in settings.sources and generate is not None):
         return build_vocabulary(entity_type, settings, generate=generate)
-    key = json.dumps([entity_type, VOCABULARY_VERSION, settings.model_dump(mode="json"), _source_versions()],
-                     sort_keys=True)
-    path = Path(cache_dir) / f"{entity_type}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.phrases.json"
+    path = cached_vocabulary_path(entity_type, settings, cache_dir)
     if path.exists():
         return json.loads(path.read_text(encoding="utf-8"))
     phrases = build_vocabulary(entity_type, settings)
@@ -203,6 +208,11 @@ def vocabulary_hash(entity_type: str, phrases: Sequence[str], model_name: str) -
     return hashlib.sha256(payload).hexdigest()[:24]
 
 
+def embedded_vocabulary_path(entity_type: str, phrases: Sequence[str], model_name: str, cache_dir: str | Path) -> Path:
+    """Where ``embed_vocabulary`` keeps the embeddings of ``phrases`` by ``model_name``."""
+    return Path(cache_dir) / f"{entity_type}-{vocabulary_hash(entity_type, phrases, model_name)}.npy"
+
+
 def embed_vocabulary(
     entity_type: str,
     phrases: Sequence[str],
@@ -213,7 +223,7 @@ def embed_vocabulary(
     """Unit-norm embeddings of ``phrases`` (V, dim), computed once and cached as .npy in ``cache_dir``."""
     path = None
     if cache_dir is not None:
-        path = Path(cache_dir) / f"{entity_type}-{vocabulary_hash(entity_type, phrases, model_name)}.npy"
+        path = embedded_vocabulary_path(entity_type, phrases, model_name, cache_dir)
         if path.exists():
             cached = np.load(path)
             if cached.shape[0] == len(phrases):

@@ -26,7 +26,8 @@ from privtext.embed.settings import EmbedSettings
 _CHUNK = 512
 
 
-def _table_path(settings: EmbedSettings, cache_dir: str | Path) -> Path:
+def table_path(settings: EmbedSettings, cache_dir: str | Path) -> Path:
+    """Where ``piece_table`` caches the table: keyed by the model's name and its files' names and sizes."""
     model = Path(resolve_model(settings.model))
     files = sorted(p for p in model.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".bin", ".txt"}) \
         if model.is_dir() else []
@@ -38,7 +39,7 @@ def _table_path(settings: EmbedSettings, cache_dir: str | Path) -> Path:
 
 def piece_table(settings: EmbedSettings, cache_dir: str | Path) -> np.ndarray:
     """float32 ``[vocab, dim]``: the encoder's output for each wordpiece alone (cached)."""
-    path = _table_path(settings, cache_dir)
+    path = table_path(settings, cache_dir)
     if path.exists():
         return np.load(path)
     import torch

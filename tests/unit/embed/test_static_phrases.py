@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from privtext.embed.settings import EmbedSettings
-from privtext.embed.static_phrases import _table_path, encode_static, get_tokenizer
+from privtext.embed.static_phrases import table_path, encode_static, get_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -45,5 +45,5 @@ def test_phrase_is_the_normalised_mean_of_its_pieces(tokenizer, reference):
 
 
 def test_table_cache_key_follows_the_model(tmp_path):
-    assert _table_path(EmbedSettings(), tmp_path) == _table_path(EmbedSettings(batch_size=8), tmp_path)
-    assert _table_path(EmbedSettings(), tmp_path) != _table_path(EmbedSettings(model=str(tmp_path)), tmp_path)
+    assert table_path(EmbedSettings(), tmp_path) == table_path(EmbedSettings(batch_size=8), tmp_path)
+    assert table_path(EmbedSettings(), tmp_path) != table_path(EmbedSettings(model=str(tmp_path)), tmp_path)

@@ -1,0 +1,176 @@
+"""One-time builds in the background: the trained detector and the sanitizer's vocabularies.
+
+A fresh clone has neither cached: the trained NER (``privtext train detector``, about two CPU minutes on
+one thread) and CluSanT's vocabularies (the static phrase encoder's piece table, one encoder pass over
+30,522 wordpieces, plus every type's phrases and their embeddings, about a CPU minute). ``privtext demo``
+starts what is missing as background processes at its beginning (``start``) and waits for each only
+right before the stage that reads it (``Background.before``): detect_pii for the detector, sanitize for
+the vocabularies. Each builds with the same functions, settings and content-keyed caches as the stages
+(``tagger.ensure_trained``, ``sanitizer_setup.build_sanitizer``), so what the stages read is exactly what they
+would have built themselves, and a cached build costs nothing. A background build that fails changes
+nothing: detect_pii then runs without the trained NER (it says so), sanitize builds its vocabularies.
+Nothing here reads private data: both builds use public sources only.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from privtext.settings import Settings
+
+JOBS = {"detector": "detect_pii", "vocabularies": "sanitize"}  # build -> the first stage that reads it
+
+
+def detector_missing(settings: Settings) -> bool:
+    """True when the trained NER is switched on, its training data exists and its weights are not cached."""
+    from privtext.pii.tagger import MANIFEST, model_dir
+
+    if not settings.pii.recognizers.trained_ner:
+        return False
+    try:
+        directory, _, _ = model_dir(settings.pii.detector)
+    except FileNotFoundError:  # no training data: detection runs without it, as before
+        return False
+    return not (directory / MANIFEST).exists()
+
+
+def vocabularies_missing(settings: Settings) -> bool:
+    """True when the static encoder's piece table or a type's phrases or embeddings are not cached yet."""
+    from privtext.clusant.vocabulary import cached_vocabulary_path, embedded_vocabulary_path
+    from privtext.settings import resolve_uri
+
+    clusant = settings.clusant
+    if clusant.phrase_encoder == "static":
+        from privtext.embed.static_phrases import table_path
+
+        if not table_path(settings.embed, resolve_uri(settings.embed.cache_dir)).exists():
+            return True
+        model_name = f"{settings.embed.model}+static-pieces"
+    else:
+        model_name = settings.embed.model
+    cache_dir = resolve_uri(clusant.cache_dir)
+    for entity_type in clusant.entity_types:
+        phrases = cached_vocabulary_path(entity_type, clusant.vocabulary, cache_dir)
+        if phrases is None or not phrases.exists():
+            return True
+        words = json.loads(phrases.read_text(encoding="utf-8"))
+        if not embedded_vocabulary_path(entity_type, words, model_name, cache_dir).exists():
+            return True
+    return False
+
+
+def build(job: str, settings: Settings) -> None:
+    """Build ``job`` into its cache, in this process."""
+    if job == "detector":
+        from privtext.pii.tagger import ensure_trained
+
+        ensure_trained(settings.pii.detector)
+    elif job == "vocabularies":
+        from privtext.sanitizer_setup import build_sanitizer
+
+        build_sanitizer(settings)
+    else:
+        raise ValueError(f"unknown one-time build {job!r}; allowed: {', '.join(JOBS)}")
+
+
+@dataclass
+class Background:
+    """The background builds of one demo run: their processes and, once waited for, their times."""
+
+    running: dict[str, tuple[subprocess.Popen, threading.Thread]] = field(default_factory=dict)
+    ended: dict[str, float] = field(default_factory=dict)  # job -> seconds from its start to its exit
+    done: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # job -> (build s, waited s, exit code)
+
+    def add(self, job: str, process: subprocess.Popen) -> None:
+        """Follow ``process``: a watcher thread notes when it exits."""
+        started = time.perf_counter()
+
+        def watch():
+            process.wait()
+            self.ended[job] = time.perf_counter() - started
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        self.running[job] = (process, watcher)
+
+    def wait(self, job: str) -> None:
+        if job not in self.running:
+            return
+        process, watcher = self.running.pop(job)
+        waiting = time.perf_counter()
+        watcher.join()
+        self.done[job] = (self.ended[job], time.perf_counter() - waiting, process.returncode)
+
+    def before(self, stage: str, lines) -> None:
+        """Wait for the builds ``stage`` reads, under a stage line of its own while one is still running."""
+        for job, reader in JOBS.items():
+            if reader == stage and job in self.running:
+                with lines(job) if self.running[job][0].poll() is None else contextlib.nullcontext():
+                    self.wait(job)
+
+    def waiting(self, lines):
+        """``lines`` (the demo's stage lines) that first wait for the builds each stage reads."""
+        @contextlib.contextmanager
+        def stage(name: str):
+            self.before(name, lines)
+            with lines(name):
+                yield
+        return stage
+
+    def stop(self) -> None:
+        """End builds still running (the demo failed before it needed them); their caches stay unwritten."""
+        for process, watcher in self.running.values():
+            process.terminate()
+            watcher.join()
+        self.running.clear()
+
+    def summary(self) -> list[str]:
+        if not self.done:
+            return []
+        parts = [f"{job} {_seconds(built)} (waited {_seconds(waited)})" + (f", failed: exit {code}" if code else "")
+                 for job, (built, waited, code) in self.done.items()]
+        return [f"one-time     built in the background, cached for later runs: {'; '.join(parts)}"]
+
+
+def _seconds(value: float) -> str:
+    return f"{int(value // 60)} min {value % 60:.0f} s" if value >= 60 else f"{value:.0f} s"
+
+
+def start(settings: Settings) -> Background:
+    """Start a background process for each missing build; its output goes where this process's stdout and
+    stderr go (the demo's log)."""
+    background = Background()
+    for job, missing in (("detector", detector_missing), ("vocabularies", vocabularies_missing)):
+        if missing(settings):
+            process = subprocess.Popen([sys.executable, "-m", "privtext.prepare", job], stdin=subprocess.PIPE,
+                                       text=True)
+            process.stdin.write(settings.model_dump_json())
+            process.stdin.close()
+            background.add(job, process)
+    return background
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m privtext.prepare JOB`` with the settings as JSON on stdin (what ``start`` runs)."""
+    import logging
+
+    from privtext.settings import LOG_FORMAT, use_offline_models
+
+    use_offline_models()
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    job = (argv if argv is not None else sys.argv[1:])[0]
+    settings = Settings.model_validate_json(sys.stdin.read())
+    started = time.perf_counter()
+    build(job, settings)
+    logging.getLogger("privtext").info("one-time build %s done in %.1f s", job, time.perf_counter() - started)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
