@@ -80,7 +80,8 @@ def cmd_pipeline_run(args) -> int:
     from privtext.pipelines import run_pipeline
 
     results = run_pipeline(args.name, _settings(args), args.date, input_path=args.input, skip=tuple(args.skip))
-    print(json.dumps({stage: result.__dict__ for stage, result in results.items()}, default=str, indent=2))
+    print(json.dumps({stage: getattr(result, "__dict__", result) for stage, result in results.items()}, default=str,
+                     indent=2))
     return 0
 
 
