@@ -53,3 +53,16 @@ def test_no_round_after_a_pass_or_invalid_controls_and_at_most_retune_rounds(sta
     ratios += [(0.2,), (0.2,)]
     rounds = pipelines.retune(settings, "2026-01-15", "n", {**first, "audit": audited(0.3)})
     assert len(rounds) == 1 + settings.ampl.retune_rounds == 3 and not rounds[-1]["passed"]
+
+
+def test_pipeline_run_prints_every_result_with_the_retune_rounds(monkeypatch, capsys):
+    """``privtext pipeline run`` prints stage results (dataclasses) and the retune rounds (a list) as JSON."""
+    import json
+
+    from privtext import cli
+
+    rounds = [{"alpha": 1.0, "violation_ratio": 0.01, "passed": True}]
+    monkeypatch.setattr(pipelines, "run_pipeline",
+                        lambda *a, **k: {"audit": SimpleNamespace(passed=True), "retune": rounds})
+    assert cli.main(["pipeline", "run", "nightly_sanitized_export", "--date", "2026-01-15", "--input", "x"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"audit": {"passed": True}, "retune": rounds}
