@@ -26,7 +26,8 @@ log = logging.getLogger("privtext")
 
 STAGES = ("ingest", "detect_pii", "embed", "sanitize", "audit", "publish", "synthesize", "evaluate",
           "train_dped")
-KEYED_STAGES = ("ingest", "detect_pii", "publish")  # they need run.hmac_key_env / run.hmac_key_file
+# stages that need run.hmac_key_env / run.hmac_key_file (publish: for the targets whose doc_ids it pseudonymises)
+KEYED_STAGES = {"ingest": None, "detect_pii": None, "publish": ("sanitized_documents",)}
 
 
 def stage_module(stage: str):
@@ -52,7 +53,8 @@ def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline:
     day, run_id = parse_date(date).isoformat(), uuid.uuid4().hex
     lease_name = "-".join(str(part) for part in (stage, kwargs.get("target"), day) if part)
     with stage_lease(settings.lakehouse, lease_name, run_id):
-        if stage in KEYED_STAGES and kwargs.get("target") != "word_vectors":  # a missing key stops before Spark
+        targets = KEYED_STAGES.get(stage, ())
+        if targets is None or kwargs.get("target", "sanitized_documents") in targets:  # a missing key stops before Spark
             load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
         ctx = RunContext.create(settings, date=day, pipeline=pipeline, run_id=run_id)
         with stage_run(settings, pipeline, stage, day, run_id) as tracked:
