@@ -142,12 +142,11 @@ def main() -> None:
         return
     from privtext.pii.detect import get_analyzer
     from privtext.settings import load_settings
-    from privtext.sanitizer_setup import build_sanitizer, phrase_encoder, piece_table
+    from privtext.sanitizer_setup import build_sanitizer
 
     settings = load_settings(None, environ={}, overrides={
         "clusant": {"cache_dir": str(Path(__file__).resolve().parents[1] / "cache" / "clusant")}})
-    sanitizer = build_sanitizer(settings)
-    encode, _ = phrase_encoder(settings, piece_table(settings))
+    sanitizer, encode = build_sanitizer(settings)
     analyzer = get_analyzer(settings.pii)
     print(f"export_utility_seed: {args.seed}")
     print(f"export_utility_eps: PII {settings.clusant.eps['PII']}, PoII {settings.clusant.eps['PoII']}")

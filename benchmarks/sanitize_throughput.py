@@ -35,11 +35,10 @@ def plain(settings, texts: list[str], spans: list[list]) -> dict[str, float]:
 
     from privtext.clusant.sanitizer import merge_spans, sanitize_documents
     from privtext.embed.encoder import encode_texts
-    from privtext.sanitizer_setup import build_sanitizer, phrase_encoder, piece_table
+    from privtext.sanitizer_setup import build_sanitizer
 
     torch.set_num_threads(1)
-    sanitizer = build_sanitizer(settings)
-    encode, _ = phrase_encoder(settings, piece_table(settings))
+    sanitizer, encode = build_sanitizer(settings)
     docs = [merge_spans(s, len(t)) for t, s in zip(texts, spans)]
     sanitize_documents(sanitizer, encode, np.random.default_rng(0), texts[:50], docs[:50])  # loads the encoder
     started = time.perf_counter()

@@ -11,17 +11,19 @@ the next lower ``ampl.alpha_grid`` value, at most ``ampl.retune_rounds`` rounds;
 is charged to the ledger like any other) and re-audits it against the SAME leakage target (each secret
 at its configured type eps), so the first setting whose release passes is the one published. Each
 round's eps, violation ratio and semantic similarity go to MLflow and the pipeline's results; a date
-that passes on the first audit costs nothing more.
+that passes on the first audit costs nothing more. The Airflow DAG runs the audit and the loop as one task
+(``audit_and_retune``), so a night that passes pays no extra spark-submit.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
+import uuid
 
 from privtext.errors import UsageError
 from privtext.settings import Settings
-from privtext.platform.tracking import pipeline_run
+from privtext.platform.tracking import pipeline_run, stage_run
 from privtext.stages.runner import run_stage
 
 log = logging.getLogger("privtext")
@@ -75,13 +77,14 @@ def stricter(settings: Settings, alpha: float) -> Settings:
 def retune(settings: Settings, date: str, name: str, results: dict, progress=None) -> list[dict]:
     """AmPL's loop after a refused audit (module doc): re-sanitize at the next lower alphas, re-audit at the
     configured target; stops at the first pass, when the controls misbehave, or after the rounds. Returns
-    one row per setting tried (the first: the configured one), aggregates only."""
-    def row(alpha, sanitized, audited):
+    one row per setting tried (the first: the configured one), aggregates only, also written to
+    ``protected.eps_frontier`` (source ``retune``; ``chosen``: the setting staged, if its audit passed)."""
+    def row(alpha, similarity, audited):
         return {"alpha": alpha, "eps": {t: alpha * e for t, e in settings.clusant.eps.items()},
                 "violation_ratio": audited.worst_violation_ratio, "passed": audited.passed, "valid": audited.valid,
-                "semantic_similarity": sanitized.semantic_similarity}
+                "semantic_similarity": similarity}
 
-    rounds = [row(1.0, results["sanitize"], results["audit"])]
+    rounds = [row(1.0, results["sanitize"].semantic_similarity, results["audit"])]
     lower = [a for a in sorted(settings.ampl.alpha_grid, reverse=True) if a < 1.0][:settings.ampl.retune_rounds]
     for alpha in lower:
         if results["audit"].passed or not results["audit"].valid:
@@ -89,6 +92,66 @@ def retune(settings: Settings, date: str, name: str, results: dict, progress=Non
         with progress(f"retune {alpha:g}") if progress else contextlib.nullcontext():
             results["sanitize"] = run_stage("sanitize", stricter(settings, alpha), date=date, pipeline=name)
             results["audit"] = run_stage("audit", settings, date=date, pipeline=name, target="sanitized_documents")
-        rounds.append(row(alpha, results["sanitize"], results["audit"]))
+        rounds.append(row(alpha, results["sanitize"].semantic_similarity, results["audit"]))
         log.info("%s: retune at alpha %g: violation ratio %.4f", name, alpha, results["audit"].worst_violation_ratio)
+    _record(settings, date, name, rounds)
     return rounds
+
+
+def _record(settings: Settings, date: str, name: str, rounds: list[dict]) -> None:
+    from privtext.platform.context import RunContext
+    from privtext.platform.utility_reports import write_frontier
+
+    eps = settings.clusant.eps
+    write_frontier(RunContext.create(settings, date=date, pipeline=name), "sanitized_documents", "retune", [
+        {"eps_pii": r["alpha"] * eps["PII"], "eps_poii": r["alpha"] * eps["PoII"],
+         "violation_ratio": r["violation_ratio"], "chosen": r is rounds[-1] and r["passed"],
+         "utility_loss": None if r["semantic_similarity"] is None else 1.0 - r["semantic_similarity"]}
+        for r in rounds])
+
+
+def audit_and_retune(settings: Settings, date: str, name: str = "nightly_sanitized_export") -> list[dict]:
+    """The DAG's ``audit`` task of the nightly export (``jobs/audit_and_retune.py``): the audit stage, then
+    the loop on its result, with the staged release's semantic similarity read back from
+    ``protected.utility_reports`` (sanitize ran in another task)."""
+    from types import SimpleNamespace
+
+    from pyspark.sql import functions as F
+
+    from privtext.platform.context import RunContext
+    from privtext.platform.tables import UTILITY_REPORTS
+
+    audited = run_stage("audit", settings, date=date, pipeline=name, target="sanitized_documents")
+    ctx = RunContext.create(settings, date=date, pipeline=name)
+    similarity = next((r["value"] for r in ctx.lakehouse.read(UTILITY_REPORTS, date=ctx.date)
+                       .where((F.col("target") == "sanitized_documents") & (F.col("metric") == "semantic_similarity"))
+                       .select("value").collect()), None)
+    return retune(settings, date, name, {"audit": audited, "sanitize": SimpleNamespace(semantic_similarity=similarity)})
+
+
+def audit_and_retune_main(argv: list[str]) -> int:
+    """``spark-submit jobs/audit_and_retune.py [--conf FILE] --date YYYY-MM-DD [--pipeline NAME]``: prints the
+    rounds as one JSON line; exit 0 whether or not a round passed (publish's gate decides), a PrivtextError's
+    code otherwise."""
+    import argparse
+    import json
+
+    from privtext.errors import PrivtextError, report_error
+    from privtext.settings import LOG_FORMAT, load_settings, use_offline_models
+
+    use_offline_models()
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    parser = argparse.ArgumentParser(prog="jobs/audit_and_retune.py", description=audit_and_retune.__doc__.split("\n")[0])
+    parser.add_argument("--conf", default="conf/local.yaml")
+    parser.add_argument("--date", required=True)
+    parser.add_argument("--pipeline", default="nightly_sanitized_export")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args.conf)
+        with stage_run(settings, args.pipeline, "retune", args.date, uuid.uuid4().hex) as tracked:
+            rounds = audit_and_retune(settings, args.date, args.pipeline)
+            tracked.log_dict({"rounds": rounds}, "ampl/retune.json")
+    except PrivtextError as error:
+        return report_error(error)
+    print(json.dumps({"stage": "retune", "rounds": rounds}, default=str))
+    return 0

@@ -33,7 +33,7 @@ from pathlib import Path
 from privtext.settings import Settings, resolve_uri
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.ledger import Ledger, charged_date, composed_spend, latest_measurement
-from privtext.platform.tables import (LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
+from privtext.platform.tables import (EPS_FRONTIER, LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
                                       PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS,
                                       STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS, WORD_VECTORS)
 from privtext.privacy.budget import describe, usage
@@ -41,6 +41,7 @@ from privtext.privacy.budget import describe, usage
 AUDIT_COLUMNS = ("target", "adversary", "release", "valid", "eps", "triplets", "violation_ratio", "delta_target",
                  "log10_p_fail", "utility_loss", "passed", "staged_runs", "run_id")
 UTILITY_COLUMNS = ("target", "method", "metric", "value")
+FRONTIER_COLUMNS = ("target", "source", "eps_pii", "eps_poii", "violation_ratio", "utility_loss", "chosen")
 # product -> (the stage whose ledger charge of the date makes it part of the report, its staged and published tables)
 PRODUCTS = {"sanitized export": ("sanitize", STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS),
             "synthetic documents": ("synthesize", STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS),
@@ -296,6 +297,7 @@ def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
     budget = settings.budget(dataset)
     audits = _rows_of_date(lakehouse, LEAKAGE_AUDITS, day, AUDIT_COLUMNS)
     utility = _rows_of_date(lakehouse, UTILITY_REPORTS, day, UTILITY_COLUMNS + ("run_id",))
+    frontier = _rows_of_date(lakehouse, EPS_FRONTIER, day, FRONTIER_COLUMNS)
     centers = _rows_of_date(lakehouse, NOISY_CENTERS, day, ("run_id",))
     runs = _mlflow_runs(settings, day.isoformat())
     run_ids = {r["run_id"] for r in audits + utility + centers} | {r.data.tags.get("privtext.run_id") for r in runs}
@@ -320,6 +322,7 @@ def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
         "detection": detection["spend"] if detection else None,
         "audits": [{k: r[k] for k in AUDIT_COLUMNS} for r in audits],
         "utility": [{k: r[k] for k in UTILITY_COLUMNS} for r in utility],
+        "frontier": sorted(frontier, key=lambda r: (r["source"], r["eps_pii"], r["eps_poii"])),
         "stage_metrics": [{"stage": r.data.tags.get("stage"), "pipeline": r.data.tags.get("pipeline"),
                            "metrics": dict(sorted(r.data.metrics.items()))} for r in runs],
     }
@@ -390,10 +393,43 @@ def _plot_audits(audits: list[dict]) -> str | None:
     return _png(fig)
 
 
+def _plot_frontier(points: list[dict], target: float | None) -> str | None:
+    """AmPL's eps -> leakage and utility points of the date: the tuner's grid and the nightly loop's rounds,
+    the setting staged for publishing circled."""
+    import matplotlib.pyplot as plt
+
+    if not points:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 2.8))
+    for source, marker, label in (("tune", "o", "privtext tune sanitize"), ("retune", "s", "nightly loop")):
+        rows = [p for p in points if p["source"] == source]
+        if not rows:
+            continue
+        x = [p["eps_pii"] for p in rows]
+        left.scatter(x, [p["violation_ratio"] for p in rows], marker=marker, label=label)
+        right.scatter(x, [p["utility_loss"] if p["utility_loss"] is not None else float("nan") for p in rows],
+                      marker=marker, label=label)
+        for ax, key in ((left, "violation_ratio"), (right, "utility_loss")):
+            for p in rows:
+                if p["chosen"] and p[key] is not None:
+                    ax.scatter([p["eps_pii"]], [p[key]], s=160, facecolors="none", edgecolors="black")
+    if target is not None:
+        left.axhline(target, color="black", linestyle="--", label=f"target {target:g}")
+    left.set_ylabel("violation ratio", fontsize=8)
+    right.set_ylabel("utility loss (tune: Eq. 14; loop: 1 - similarity)", fontsize=7)
+    for ax in (left, right):
+        ax.set_xlabel("eps of the PII tier (PoII: its own eps, see table)", fontsize=8)
+        ax.legend(fontsize=7)
+    fig.suptitle("what a stricter or looser sanitizer would cost (circled: the setting staged)", fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
 RELEASES = {"candidate": "the release", "control_identity": "control: unchanged text",
             "control_uniform": "control: every secret random"}
 SHORT_RELEASES = {"candidate": "release", "control_identity": "control: unchanged",
                   "control_uniform": "control: random"}
+FRONTIER_SOURCES = {"tune": "privtext tune sanitize", "retune": "nightly loop"}
 CONTROL_EXPECTED = {"control_identity": False, "control_uniform": True}  # passed, as it must be
 
 
@@ -433,6 +469,10 @@ def _html(data: dict) -> str:
         audit_rows.append([r["adversary"], RELEASES.get(r["release"], r["release"]), _fmt(r["violation_ratio"]),
                            _fmt(r["delta_target"]), _fmt(r["triplets"]), _fmt(r["eps"]), reading])
     audit_png = _plot_audits(audits)
+    frontier = data.get("frontier", [])
+    frontier_png = _plot_frontier(frontier, audits[0]["delta_target"] if audits else None)
+    frontier_rows = [[FRONTIER_SOURCES[p["source"]], _fmt(p["eps_pii"]), _fmt(p["eps_poii"]), _fmt(p["violation_ratio"]),
+                      _fmt(p["utility_loss"]), "yes" if p["chosen"] else ""] for p in frontier]
     utility = {(r["method"], r["metric"]): r["value"] for r in data["utility"]}
     utility_rows = [[method, UTILITY_READING[metric][0], _fmt(value),
                      _fmt(utility.get((method, UTILITY_READING[metric][2]))) if UTILITY_READING[metric][2] else "–",
@@ -463,6 +503,11 @@ replacement. Its two controls must behave: the unchanged text must fail, a rando
 otherwise the audit cannot tell leaking from safe releases.</p>
 {_table(audit_rows, ['adversary', 'release', 'violation ratio', 'target', 'triplets', 'eps', 'reading'])}
 {img(audit_png, 'leakage audits') if audits else ''}
+<h3>The sanitizer's eps against leakage and utility</h3><p>Points AmPL measured for this date: the nightly
+loop's rounds (the configured eps first, stricter ones only after a refused audit) and, where it ran,
+<code>privtext tune sanitize</code>'s grid. A privacy officer reads what a stricter or looser setting would cost.</p>
+{_table(frontier_rows, ['measured by', 'eps PII', 'eps PoII', 'violation ratio', 'utility loss', 'staged'])}
+{img(frontier_png, 'eps frontier') if frontier else ''}
 <h2>Utility</h2>{_table(utility_rows, ['method', 'metric', 'value', 'baseline', 'reading'])}
 <details><summary>Details: every charge of this date, detection per type, stage metrics</summary>
 <h3>Charges of this date, in words</h3><ul>{charges}</ul>

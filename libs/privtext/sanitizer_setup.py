@@ -56,7 +56,9 @@ def vocabularies(settings, encode, model_name: str) -> dict:
     return build_vocabularies(settings.clusant, encode, model_name, cache_dir=cache_dir(settings))
 
 
-def build_sanitizer(settings) -> ClusantSanitizer:
-    """The settings' sanitizer, as the stage builds it (``privtext tune sanitize`` tunes this one)."""
+def build_sanitizer(settings):
+    """(sanitizer, its phrase encoder): the settings' sanitizer as the stage builds it (``privtext tune
+    sanitize`` tunes this one), with the encoder that embeds a span's value for it."""
     encode, name = phrase_encoder(settings, piece_table(settings))
-    return ClusantSanitizer.from_vocabularies(settings.clusant, vocabularies(settings, encode, name), tier_function(settings))
+    vocab = vocabularies(settings, encode, name)
+    return ClusantSanitizer.from_vocabularies(settings.clusant, vocab, tier_function(settings)), encode

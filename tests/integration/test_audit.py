@@ -166,6 +166,13 @@ def test_tune_sanitize_writes_a_conf_file_that_loads(tmp_path, spark):
     assert all(h["utility_loss_remapped"] <= h["utility_loss"] + 1e-9 for h in report["history"])
     text = out.read_text()
     assert not any(v in text for v in NAMES + CITIES)
+    from privtext.platform.tables import EPS_FRONTIER
+
+    points = RunContext.create(settings, date=DATE.isoformat()).lakehouse.read(EPS_FRONTIER, date=DATE).collect()
+    assert len(points) == len(report["history"]) and {p.source for p in points} == {"tune"}
+    chosen = [p for p in points if p.chosen]  # the recommended point, for the report's frontier plot
+    assert len(chosen) == 1 and (chosen[0].eps_pii, chosen[0].eps_poii) == pytest.approx(
+        (report["eps"]["PII"], report["eps"]["PoII"]))
 
 
 def _many_secrets_corpus(n=400, seed=1):
@@ -198,16 +205,46 @@ def test_verdicts_at_more_than_300_secrets(tmp_path, spark, release, passes):
     rng = np.random.default_rng(7)
     pick = {"identity": lambda v: v, "uniform": lambda v: people[int(rng.integers(len(people)))],
             "forty_percent_verbatim": lambda v: v if rng.random() < 0.4 else people[int(rng.integers(len(people)))]}
+    _write_one_span_each(ctx, docs, spans, pick[release])
+    result = run_stage("audit", settings, date=DATE.isoformat(), eps=2.0)
+    assert result.candidates >= 300 and result.valid
+    assert result.passed == passes, result
+
+
+def _write_one_span_each(ctx, docs, spans, replace):
+    """Documents, their one span each, and the staged release with each span's value replaced by ``replace``."""
     spark_ = ctx.spark
     ctx.lakehouse.replace_partitions(DOCUMENTS, spark_.createDataFrame(
         [(d, "u", t, "x", {}, DATE, "r") for d, t in docs], from_arrow_schema(DOCUMENTS.schema)), {"ingest_date": [DATE]})
     ctx.lakehouse.replace_partitions(PII_SPANS, spark_.createDataFrame(
         [(d, e, s, t, 0.9, tier, sid, "r", DATE) for (d, _), ss in zip(docs, spans) for s, t, e, tier, sid in ss],
         from_arrow_schema(PII_SPANS.schema)), {"date": [DATE]})
-    sanitized = [(d, text[:s] + pick[release](text[s:t]) + text[t:], 1, 1, "test", "{}", "r", DATE, 0, 0.0)
+    sanitized = [(d, text[:s] + replace(text[s:t]) + text[t:], 1, 1, "test", "{}", "r", DATE, 0, 0.0)
                  for (d, text), [(s, t, *_)] in zip(docs, spans)]
     ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, spark_.createDataFrame(
         sanitized, from_arrow_schema(STAGED_SANITIZED_DOCUMENTS.schema)), {"date": [DATE]})
-    result = run_stage("audit", settings, date=DATE.isoformat(), eps=2.0)
-    assert result.candidates >= 300 and result.valid
-    assert result.passed == passes, result
+
+
+def test_full_width_numbers_left_verbatim_fail_the_audit(tmp_path, spark):
+    """Negative control (issue 38): phone numbers written in full-width digits are unknown tokens to the
+    encoder, one point for all of them, so an audit encoding them as written saw no leak in a release that
+    kept them verbatim (its identity control passed too). Encoded as ``ascii_digits`` writes them they are
+    80 distinct points: the identity release fails, a release drawing ASCII numbers passes."""
+    from conftest import make_settings
+
+    settings = make_settings(tmp_path / "lake", ampl={**TINY, "min_documents": 20})
+    ctx = RunContext.create(settings, date=DATE.isoformat())
+    wide = str.maketrans("0123456789-", "０１２３４５６７８９－")
+    rng = np.random.default_rng(3)
+    numbers = [f"090-{rng.integers(1000, 9999)}-{rng.integers(1000, 9999)}".translate(wide) for _ in range(80)]
+    head = "Call me back on "
+    docs = [(f"d{i}", f"{head}{n} after five.") for i, n in enumerate(numbers)]
+    spans = [[(len(head), len(head) + len(n), "PHONE_NUMBER", "PII", hashlib.sha256(n.encode()).hexdigest()[:16])]
+             for n in numbers]
+    _write_one_span_each(ctx, docs, spans, lambda v: v)
+    kept = run_stage("audit", settings, date=DATE.isoformat(), eps=2.0)
+    assert kept.valid and kept.candidates == len(set(numbers))  # distinct points: no companion needed
+    assert not kept.passed and kept.worst_violation_ratio > 0.5, kept
+    _write_one_span_each(ctx, docs, spans, lambda v: f"415-{rng.integers(100, 999)}-{rng.integers(1000, 9999)}")
+    drawn = run_stage("audit", settings, date=DATE.isoformat(), eps=2.0)
+    assert drawn.valid and drawn.passed, drawn

@@ -14,7 +14,7 @@ import math
 
 from privtext.privacy.budget import dp_charge, mldp_charge, secret_charge
 from privtext.privacy.secret_protection import r_from_mu
-from privtext.platform.tables import LEAKAGE_AUDITS, PRIVACY_LEDGER, UTILITY_REPORTS
+from privtext.platform.tables import EPS_FRONTIER, LEAKAGE_AUDITS, PRIVACY_LEDGER, UTILITY_REPORTS
 from privtext.platform.tracking import PIPELINE_RUN_ENV, pipeline_run, stage_run
 from privtext.privacy.accounting import epsilon_of, event_to_json, gaussian_event
 
@@ -49,7 +49,7 @@ EXPORT_UTILITY = {"original_train_accuracy": 0.912, "sanitized_train_accuracy": 
 def _fill(settings):
     """Two earlier days of charges, today's three charges (one run of another date), audits, utility."""
     lake = Lakehouse(None, settings.lakehouse)
-    for spec in (PRIVACY_LEDGER, LEAKAGE_AUDITS, UTILITY_REPORTS):
+    for spec in (PRIVACY_LEDGER, LEAKAGE_AUDITS, UTILITY_REPORTS, EPS_FRONTIER):
         lake.create(spec)
     lake.append_rows(PRIVACY_LEDGER, [_ledger_row("2026-01-13", "old1", 0.01, 8.0),
                                       _ledger_row("2026-01-14", "old2", 0.01, 8.0)])
@@ -76,6 +76,14 @@ def _fill(settings):
         {"target": "synthetic_documents", "method": "secpe", "metric": "accuracy", "value": 0.8, "details": "{}",
          "run_id": "run-d", "date": dt.date(2026, 1, 15)},
         *({**export, "metric": m, "value": v} for m, v in EXPORT_UTILITY.items())])
+    point = {"target": "sanitized_documents", "run_id": "run-t", "date": dt.date(2026, 1, 15), "chosen": False}
+    lake.append_rows(EPS_FRONTIER, [
+        {**point, "source": "tune", "eps_pii": 4.0, "eps_poii": 4.0, "violation_ratio": 0.004, "utility_loss": 0.31},
+        {**point, "source": "tune", "eps_pii": 1.6, "eps_poii": 4.0, "violation_ratio": 0.003, "utility_loss": 0.33},
+        {**point, "source": "retune", "eps_pii": 2.0, "eps_poii": 4.0, "violation_ratio": 0.0039, "utility_loss": 0.22,
+         "chosen": True},
+        {**point, "source": "tune", "eps_pii": 9.0, "eps_poii": 9.0, "violation_ratio": 0.9, "utility_loss": 0.1,
+         "date": dt.date(2026, 1, 14)}])
     return event
 
 
@@ -114,7 +122,12 @@ def test_report_html_pngs_guarantees_and_mlflow_run_tree(conf, tmp_path, monkeyp
     assert data["stage_metrics"][0]["metrics"]["documents"] == 12
     assert sorted(p.name for p in folder.iterdir()) == ["report.html", "report.json"]  # images inside the page
     page = (folder / "report.html").read_text()
-    assert page.count('src="data:image/png;base64,') == 2 and "metric local DP" in page  # trend, audits
+    assert page.count('src="data:image/png;base64,') == 3 and "metric local DP" in page  # trend, audits, frontier
+    # the eps frontier of the date (the other date's point left out), the staged setting marked
+    assert [(p["source"], p["eps_pii"]) for p in data["frontier"]] == [("retune", 2.0), ("tune", 1.6), ("tune", 4.0)]
+    frontier = page.split("against leakage and utility</h3>")[1].split("<h2>")[0]
+    assert re.search(r"<td>nightly loop</td><td>2</td><td>4</td><td>0\.0039</td><td>0\.22</td><td>yes</td>", frontier)
+    assert frontier.count("<td>privtext tune sanitize</td>") == 2 and "<td>9</td>" not in frontier
     assert "2026-01-10" not in page  # the other date's charge is not among this date's guarantees
     # the export's utility: sanitized-trained accuracy beside the original-trained baseline, the gap, similarity, format
     utility = page.split("<h2>Utility</h2>")[1].split("<details>")[0]

@@ -101,10 +101,12 @@ def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedS
 
 def audit(train_batch: ReleasedSequences, test_batch: ReleasedSequences, candidates: np.ndarray,
           truth: np.ndarray, *, adversary: str = "transformer", eps: float, settings: AmplSettings,
-          rng: np.random.Generator, delta_target: float | None = None) -> AuditResult:
+          rng: np.random.Generator, delta_target: float | None = None, groups=None,
+          distance: Distance | None = None) -> AuditResult:
     """One audit row for (target, date, adversary): see ``audit_with_diagnostics``."""
     return audit_with_diagnostics(train_batch, test_batch, candidates, truth, adversary=adversary, eps=eps,
-                                  settings=settings, rng=rng, delta_target=delta_target)[0]
+                                  settings=settings, rng=rng, delta_target=delta_target, groups=groups,
+                                  distance=distance)[0]
 
 
 CONTROLS = ("control_identity", "control_uniform")

@@ -109,9 +109,11 @@ def tune(secrets: SecretSequences, candidates: np.ndarray, *, eps: float, advers
 
 def tune_release(secrets: SecretSequences, release: Callable[[Alphas, np.random.Generator], ReleasedSequences],
                  losses: Callable[[Alphas], tuple[float, float]], candidates: np.ndarray, *, eps: float,
-                 adversary: str, settings: AmplSettings, rng: np.random.Generator) -> TuneResult:
+                 adversary: str, settings: AmplSettings, rng: np.random.Generator, groups=None,
+                 distance=None) -> TuneResult:
     """The loop for any tiered mechanism: ``release(alphas, rng)`` draws the release of the documents of
-    ``secrets``, ``losses(alphas)`` gives (L_utility, remapped L_utility); the audit runs at ``eps``."""
+    ``secrets``, ``losses(alphas)`` gives (L_utility, remapped L_utility); the audit runs at ``eps`` with
+    the adjacency ``groups`` and the metric ``distance`` of the guarantee (``audit_with_diagnostics``)."""
     train_rows, test_rows = split_rows(rng, secrets.mask.shape[0], 0.2)
     truth = secrets.take(test_rows).truth()
     noise_seed, audit_seed = (int(s) for s in rng.integers(0, 2**31 - 1, size=2))
@@ -119,7 +121,8 @@ def tune_release(secrets: SecretSequences, release: Callable[[Alphas, np.random.
     def evaluate(alphas: Alphas) -> TuneStep:
         released = release(alphas, np.random.default_rng(noise_seed))
         result = audit(released.take(train_rows), released.take(test_rows), candidates, truth, adversary=adversary,
-                       eps=eps, settings=settings, rng=np.random.default_rng(audit_seed))
+                       eps=eps, settings=settings, rng=np.random.default_rng(audit_seed), groups=groups,
+                       distance=distance)
         utility, remapped = losses(alphas)
         objective = settings.lambda_1 * result.violation_ratio + settings.lambda_2 * utility
         return TuneStep(alphas, result.violation_ratio, utility, remapped, objective)

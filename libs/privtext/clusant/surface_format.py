@@ -51,6 +51,11 @@ def fold(value: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def ascii_digits(value: str) -> str:
+    """``fold(value)`` with every decimal digit of any script written as its ASCII digit."""
+    return "".join(str(unicodedata.decimal(c)) if unicodedata.decimal(c, None) is not None else c for c in fold(value))
+
+
 def _is_number(c: str) -> bool:
     return unicodedata.category(c).startswith("N")  # Nd digits of every script, Nl, No
 
@@ -59,8 +64,7 @@ def surface_format(entity_type: str, value: str) -> str | None:
     """The surface format class of ``value`` (None: no format of its own, the draw is used as it is)."""
     value = fold(value)
     if entity_type == "DATE_TIME":
-        ascii_value = "".join(str(unicodedata.digit(c)) if c.isdigit() else c for c in value)
-        layout = next((f for f in (*_DATE_LAYOUTS, *_TIME_LAYOUTS) if _parses(ascii_value, f)), None)
+        layout = next((f for f in (*_DATE_LAYOUTS, *_TIME_LAYOUTS) if _parses(ascii_digits(value), f)), None)
         if layout is None:
             return None
         # the layout alone is the class (never whether a day is under 10): a spelled-out month takes an

@@ -3,10 +3,12 @@
 Reads the date's documents and detected spans (restricted zone; a bounded sample of ``ampl.max_documents``
 collected to the driver, in memory only), simulates CluSanT releases at candidate tier eps
 (``ampl.sanitizer_tune``), audits each with the learned adversary and picks the eps minimising
-lambda_1 * violation ratio + lambda_2 * expected utility loss (``ampl.tune``). The result is an
+lambda_1 * violation ratio + lambda_2 * expected utility loss (``ampl.tune``), audited like the audit stage
+(its candidates, companions and (type, format) groups, CluSanT's D_k as the distance). The result is an
 environment file: the ``--conf`` file's content with ``clusant.eps`` replaced, so
 ``privtext --conf conf/tuned/clusant.yaml run sanitize ...`` uses it. Printed: the trade-off of every
-evaluated (eps_PII, eps_PoII), aggregates only.
+evaluated (eps_PII, eps_PoII), aggregates only; the same points go to ``protected.eps_frontier`` (source
+``tune``), which the privacy report plots.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from privtext.platform.utility_reports import write_frontier
 from privtext.settings import PROJECT_ROOT, Settings
 
 
@@ -25,9 +28,10 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     from privtext.ampl.documents import embed_documents
     from privtext.ampl.sanitizer_tune import clusant_losses, clusant_release, mechanisms_at
     from privtext.ampl.tune import tune_release
+    from privtext.clusant.surface_format import adjacency_group, render, surface_format
     from privtext.platform.context import RunContext
     from privtext.privacy.mechanisms import make_rng
-    from privtext.stages.audit import AuditError, encoder, sample_tokens
+    from privtext.stages.audit import AuditError, companion, encoder, guarantee_distance, sample_tokens, unpaired
     from privtext.sanitizer_setup import build_sanitizer
 
     ctx = RunContext.create(settings, date=date)
@@ -39,19 +43,33 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
         raise AuditError(f"tune sanitize: {len(docs)} documents with sensitive tokens on {ctx.date} "
                          f"(ampl.min_documents = {ampl.min_documents})")
     encode = encoder(ctx)
-    batch = embed_documents(docs, encode)
+    batch = embed_documents(docs, encode, adjacency_group, companion)  # the audit stage's candidates and groups
+    sanitizer, phrase_encode = build_sanitizer(settings)  # the stage's vocabularies and phrase encoder
+    distance = guarantee_distance(batch, sanitizer, phrase_encode)  # D_k with its k, as the audit stage
+    if unpaired(batch.candidate_groups, distance):
+        raise AuditError(f"tune sanitize: {unpaired(batch.candidate_groups, distance)} secret(s) the audit cannot pair")
+    values = np.asarray(phrase_encode(list(batch.candidate_values)), dtype=np.float64)
     tier_of = {t: settings.pii.tiers.get(t, "PII") for t in clusant.entity_types}
-    sanitizer = build_sanitizer(settings)  # the stage's vocabularies and phrase encoder
     base = {t: ts.mechanism for t, ts in sanitizer.per_type.items()}
     eps_base = clusant.eps["PoII"]
     audit_eps = ampl.audit_eps or clusant.eps["PII"]
+    seen: dict[str, np.ndarray] = {}  # phrase as written -> the audit encoder's vector (one Spark job per release)
+
+    def released_vectors(draws):
+        written = {t: [render(t, sanitizer.per_type[t].phrases[d], surface_format(t, batch.candidate_values[c]))
+                       for d, c in zip(drawn, rows)] for t, (drawn, rows) in draws.items()}
+        new = sorted({p for ps in written.values() for p in ps} - seen.keys())
+        if new:
+            seen.update(zip(new, encode(new)))
+        return {t: np.stack([seen[p] for p in ps]) for t, ps in written.items()}
 
     def mechanisms(alphas):
         return mechanisms_at(base, tier_of, clusant.method, eps_base, alphas)
 
-    result = tune_release(batch.secrets, lambda a, gen: clusant_release(batch, mechanisms(a), gen),
-                          lambda a: clusant_losses(batch, mechanisms(a)), batch.candidates, eps=audit_eps,
-                          adversary=adversary, settings=ampl, rng=rng)
+    result = tune_release(batch.secrets, lambda a, gen: clusant_release(batch, mechanisms(a), values, released_vectors, gen),
+                          lambda a: clusant_losses(batch, mechanisms(a), values), batch.candidates, eps=audit_eps,
+                          adversary=adversary, settings=ampl, rng=rng,
+                          groups=np.asarray(batch.candidate_groups, dtype=object), distance=distance)
     eps = {"PII": round(result.alphas[0] * eps_base, 6), "PoII": round(result.alphas[1] * eps_base, 6)}
     history = [{"eps_pii": s.alphas[0] * eps_base, "eps_poii": s.alphas[1] * eps_base,
                 "violation_ratio": s.violation_ratio, "utility_loss": s.utility_loss,
@@ -67,6 +85,10 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
               f" + {ampl.lambda_2:g} * utility loss {result.best.utility_loss:.4f}\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(header + yaml.safe_dump(data, sort_keys=False))
+    write_frontier(ctx, "sanitized_documents", "tune", [
+        {"eps_pii": h["eps_pii"], "eps_poii": h["eps_poii"], "violation_ratio": h["violation_ratio"],
+         "utility_loss": h["utility_loss"], "chosen": step.alphas == result.alphas}
+        for h, step in zip(history, result.history)])
     return {"eps": eps, "history": history, "documents": batch.release.n}
 
 

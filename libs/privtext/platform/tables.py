@@ -223,6 +223,26 @@ UTILITY_REPORTS = TableSpec(
     "Utility metrics of a release (FID, length statistics, downstream accuracy...).",
 )
 
+EPS_FRONTIER = TableSpec(
+    "protected",
+    "eps_frontier",
+    pa.schema(
+        [
+            ("target", STR),
+            ("source", STR),  # tune: privtext tune sanitize's grid; retune: the nightly loop's rounds
+            ("eps_pii", pa.float64()),
+            ("eps_poii", pa.float64()),
+            ("violation_ratio", pa.float64()),
+            ("utility_loss", pa.float64()),  # tune: expected cosine loss (Eq. 14); retune: 1 - semantic similarity
+            ("chosen", pa.bool_()),  # tune: the recommended point; retune: the setting staged for publishing
+            ("run_id", STR),
+            ("date", DATE),
+        ]
+    ),
+    ("date",),
+    "The sanitizer's eps -> leakage / utility points AmPL measured for a date (aggregates only).",
+)
+
 WORD_VECTOR_COLUMNS = [("word", STR), ("vector", F32_VECTOR), ("model_version", STR), ("run_id", STR)]
 
 STAGED_WORD_VECTORS = TableSpec(
@@ -244,6 +264,6 @@ WORD_VECTORS = TableSpec(
 ALL_TABLES: tuple[TableSpec, ...] = (
     DOCUMENTS, QUARANTINE, PRIVACY_LEDGER, PII_SPANS, DOC_EMBEDDINGS,
     STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, LEAKAGE_AUDITS,
-    STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, NOISY_CENTERS, UTILITY_REPORTS, STAGED_WORD_VECTORS,
-    WORD_VECTORS,
+    STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, NOISY_CENTERS, UTILITY_REPORTS, EPS_FRONTIER,
+    STAGED_WORD_VECTORS, WORD_VECTORS,
 )

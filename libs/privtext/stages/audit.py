@@ -39,7 +39,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import tempfile
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +52,7 @@ from privtext.ampl.audit import CONTROLS, audit_with_diagnostics, control_releas
 from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
-from privtext.clusant.surface_format import adjacency_group, render, surface_format
+from privtext.clusant.surface_format import adjacency_group, ascii_digits, render, surface_format
 from privtext.platform.context import RunContext
 from privtext.errors import PrivtextError
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
@@ -171,11 +170,15 @@ def _encode_task(settings):
 def encoder(ctx: RunContext):
     """``encode_phrases`` run in the Python workers, which hold the embed stage's model already; on the
     driver it would first import and load sentence-transformers (~4 s of every nightly run). The phrases
-    are private tokens: they go to the executors and come back as vectors, in memory only."""
+    are private tokens: they go to the executors and come back as vectors, in memory only. Each is encoded
+    as ``ascii_digits`` writes it: numbers in full-width or other scripts' digits are unknown tokens to the
+    encoder (one point for all of them, so a release keeping them would look like no leak at all); the
+    adversary may read them in any form, and this is the one the encoder can tell apart."""
     settings = ctx.settings.embed
 
     def encode(phrases: list[str]) -> np.ndarray:
-        frame = pd.DataFrame({"i": np.arange(len(phrases), dtype=np.int64), "phrase": list(phrases)})
+        phrases = [ascii_digits(p) for p in phrases]
+        frame = pd.DataFrame({"i": np.arange(len(phrases), dtype=np.int64), "phrase": phrases})
         out = (ctx.spark.createDataFrame(frame, "i long, phrase string")
                .mapInPandas(_encode_task(settings), PHRASE_VECTORS).toPandas().sort_values("i"))
         if len(out) != len(phrases):
@@ -184,17 +187,14 @@ def encoder(ctx: RunContext):
     return encode
 
 
-def guarantee_distance(ctx: RunContext, batch):
+def guarantee_distance(batch, sanitizer, encode):
     """d of Eq. 5, the metric of the recorded guarantee: CluSanT's D_k with its k (``mechanism.metric``) between
-    the sanitizer's own phrase embeddings of the two values, so a release that keeps its eps-mLDP bound
-    can show no violation to an exact adversary; Euclidean between the audit's embeddings for types the
-    sanitizer masks (their placeholder releases nothing of the value), and for two values the sanitizer's
-    encoder maps to one embedding (D_k = 0, e.g. digits it has no wordpiece for: the mechanism cannot tell
-    them apart, so any belief shift between them is the adversary's, measured in its own distance)."""
-    from privtext.sanitizer_setup import build_sanitizer, phrase_encoder, piece_table
-
-    sanitizer = build_sanitizer(ctx.settings)
-    encode, _ = phrase_encoder(ctx.settings, piece_table(ctx.settings))
+    the sanitizer's own phrase embeddings of the two values (``sanitizer, encode = build_sanitizer(settings)``),
+    so a release that keeps its eps-mLDP bound can show no violation to an exact adversary; Euclidean between
+    the audit's embeddings for types the sanitizer masks (their placeholder releases nothing of the value),
+    and for two values the sanitizer's encoder maps to one embedding (D_k = 0, e.g. digits it has no wordpiece
+    for: the mechanism cannot tell them apart, so any belief shift between them is the adversary's, measured
+    in its own distance)."""
     values = np.asarray(encode(list(batch.candidate_values)), dtype=np.float64)
     types = np.asarray(batch.candidate_types, dtype=object)
 
@@ -214,10 +214,18 @@ def companion(entity_type: str, value: str, i: int) -> str:
     return render(entity_type, f"privtext audit companion {i}", surface_format(entity_type, value))
 
 
-def unpaired(groups) -> int:
-    """How many candidates have no other candidate in their adjacency group (the audit cannot pair them)."""
-    counts = Counter(groups)
-    return sum(counts[g] == 1 for g in groups)
+def unpaired(groups, distance=None) -> int:
+    """How many candidates the audit cannot pair: alone in their adjacency group, or (``distance`` given) in a
+    group whose members are all at distance 0 from its first (one point to both encoders)."""
+    members: dict = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    out = 0
+    for rows in members.values():
+        first, rest = np.full(len(rows) - 1, rows[0]), np.asarray(rows[1:], dtype=np.int64)
+        if not rest.size or distance is not None and not (np.asarray(distance(first, rest)) > 0).any():
+            out += len(rows)
+    return out
 
 
 def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[str] | None = None,
@@ -238,15 +246,17 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
     batch = embed_documents(docs, encoder(ctx), adjacency_group, companion)
-    if unpaired(batch.candidate_groups):
-        raise AuditError(f"audit of {target} for {ctx.date}: {unpaired(batch.candidate_groups)} secret(s) alone in "
-                         "their (type, format) group and no public companion of it: they cannot be audited, so "
-                         "nothing was written (the gate refuses)")
+    from privtext.sanitizer_setup import build_sanitizer
+
+    distance = guarantee_distance(batch, *build_sanitizer(ctx.settings))
+    if unpaired(batch.candidate_groups, distance):
+        raise AuditError(f"audit of {target} for {ctx.date}: {unpaired(batch.candidate_groups, distance)} secret(s) "
+                         "without another value at a distinct point of their (type, format) group, and no public "
+                         "companion of it: they cannot be audited, so nothing was written (the gate refuses)")
     clusant = ctx.settings.clusant
     audited = (np.full(len(batch.candidates), float(eps)) if eps else
                np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))
     eps = float(audited.min())  # rows, metrics and the plot report the strictest audited bound
-    distance = guarantee_distance(ctx, batch)
     train_rows, test_rows = split_rows(rng, batch.release.n, 0.2)
     truth = batch.secrets.take(test_rows).truth()
     releases = [("candidate", kind, batch.release) for kind in kinds]

@@ -165,10 +165,13 @@ def verbatim_problem(verbatim: int, expected: float, replaced: int, maximum: flo
             f"publish.verbatim_significance {significance:g}): the sanitizer left them unchanged"]
 
 
-def _verbatim(staged) -> tuple[int, float, int]:
-    row = staged.agg(F.sum("verbatim").alias("v"), F.sum("verbatim_expected").alias("e"),
-                     F.sum("n_replaced").alias("r")).first()
-    return int(row["v"] or 0), float(row["e"] or 0.0), int(row["r"] or 0)
+VERBATIM_SUMS = ("verbatim", "verbatim_expected", "n_replaced")  # summed per staging run with the summary
+
+
+def _verbatim(summary: list) -> tuple[int, float, int]:
+    """(verbatim draws, their expected count, replaced values) of the staged partition, from its summary rows."""
+    v, e, r = (sum(row[c] or 0 for row in summary) for c in VERBATIM_SUMS)
+    return int(v), float(e), int(r)
 
 
 def _detection_problems(ctx: RunContext, target: str, entries: list[dict]) -> tuple[list[str], dict | None]:
@@ -292,7 +295,7 @@ def _refuse_unpublishable(ctx: RunContext, target: str, summary: list, entries: 
 
 
 def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str, audited: bool, run_ids: set[str],
-               override_gate: bool, reason: str | None, staged) -> tuple[str, dict | None]:
+               override_gate: bool, reason: str | None, summary: list) -> tuple[str, dict | None]:
     """Check the gate; refuse, or record an override / skipped audit in the ledger. Returns (outcome, detection)."""
     settings, date = ctx.settings, ctx.date.isoformat()
     problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries),
@@ -301,7 +304,7 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
     detection = None
     if audited:
         missed, detection = _detection_problems(ctx, target, entries)
-        problems += missed + verbatim_problem(*_verbatim(staged), settings.publish.max_verbatim_share,
+        problems += missed + verbatim_problem(*_verbatim(summary), settings.publish.max_verbatim_share,
                                               settings.publish.verbatim_significance)
     gate = gate_outcome(audited, settings.publish.require_audit, problems, override_gate)
     if gate == "refused":
@@ -382,7 +385,8 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
     settings, date = ctx.settings, ctx.date.isoformat()
     staged = ctx.lakehouse.read(staged_spec, date=ctx.date)
     params = F.col("params") if "params" in staged.columns else F.lit("").alias("params")
-    summary = staged.groupBy("method", params, "run_id").count().collect()  # O(runs), never rows
+    sums = [F.sum(c).alias(c) for c in VERBATIM_SUMS if c in staged.columns]
+    summary = staged.groupBy("method", params, "run_id").agg(F.count(F.lit(1)).alias("count"), *sums).collect()  # O(runs)
     if not summary:
         raise PublishRefused(f"nothing staged for target {target} date {date}; run the stage that stages it first")
     ledger = Ledger(ctx.lakehouse, settings)
@@ -392,7 +396,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
         key = load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
         staged = pseudonymous(staged, key)
     gate, detection = _pass_gate(ctx, ledger, entries, target, audited, {r["run_id"] for r in summary},
-                                 override_gate, reason, staged)
+                                 override_gate, reason, summary)
     rows = staged.select(*published_spec.schema.names)
     partitions = ({"date": [ctx.date]} if published_spec.date_column else
                   {c: sorted({r[c] for r in rows.select(c).distinct().collect()}) for c in published_spec.partition_by})

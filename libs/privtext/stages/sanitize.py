@@ -74,8 +74,8 @@ OUT_SCHEMA = StructType([
     StructField("n_replaced", IntegerType()),
     StructField("replaced", MapType(StringType(), IntegerType())),
     StructField("masked", MapType(StringType(), IntegerType())),
-    StructField("same_as_input", IntegerType()),
-    StructField("same_expected", DoubleType()),
+    StructField("verbatim", IntegerType()),
+    StructField("verbatim_expected", DoubleType()),
     StructField("format_kept", IntegerType()),
 ])
 QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
@@ -126,8 +126,8 @@ def _sanitize_batches(settings, seed_material: str, shared):
             yield pd.DataFrame({
                 "doc_id": frame["doc_id"], "sanitized_text": out.texts,
                 "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in out.replaced],
-                "replaced": out.replaced, "masked": out.masked, "same_as_input": out.same_as_input,
-                "same_expected": out.same_expected,
+                "replaced": out.replaced, "masked": out.masked, "verbatim": out.same_as_input,
+                "verbatim_expected": out.same_expected,
                 "format_kept": out.format_kept,
             })
 
@@ -299,13 +299,12 @@ def run(ctx: RunContext) -> SanitizeResult:
     out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer, lineage)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
-           .withColumn("verbatim", F.col("same_as_input")).withColumn("verbatim_expected", F.col("same_expected"))
            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
                                                    {"date": [ctx.date]})
         agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
-                      F.sum("same_as_input").alias("same"), F.sum("format_kept").alias("format_kept")).first()
+                      F.sum("verbatim").alias("same"), F.sum("format_kept").alias("format_kept")).first()
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
         metrics_started = time.perf_counter()
         similarity, perplexity = _quality(ctx, out)

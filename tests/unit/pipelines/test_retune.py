@@ -25,7 +25,11 @@ def stages(monkeypatch):
         return audited(*ratios.pop(0))
 
     monkeypatch.setattr(pipelines, "run_stage", fake_run_stage)
+    monkeypatch.setattr(pipelines, "_record", lambda settings, date, name, rounds: recorded.append(rounds))
     return calls, ratios
+
+
+recorded: list = []
 
 
 def test_a_refused_audit_is_retried_at_stricter_eps_against_the_same_target_until_it_passes(stages):
@@ -41,6 +45,26 @@ def test_a_refused_audit_is_retried_at_stricter_eps_against_the_same_target_unti
     assert calls[0][1] == pytest.approx({t: 0.9 * e for t, e in eps.items()})  # the sanitizer gets stricter
     assert calls[1][1] == eps and calls[3][1] == eps  # the audit's target does not move
     assert rounds[2]["eps"] == pytest.approx({t: 0.8 * e for t, e in eps.items()})
+    assert recorded[-1] is rounds  # every round goes to protected.eps_frontier
+
+
+def test_the_frontier_rows_mark_the_staged_setting_only_when_it_passed(monkeypatch):
+    written = []
+    monkeypatch.setattr("privtext.platform.context.RunContext.create", lambda *a, **k: None)
+    monkeypatch.setattr("privtext.platform.utility_reports.write_frontier",
+                        lambda ctx, target, source, points: written.append((target, source, points)))
+    settings = load_settings(None)
+    eps = settings.clusant.eps
+    rounds = [{"alpha": 1.0, "violation_ratio": 0.09, "passed": False, "semantic_similarity": 0.9},
+              {"alpha": 0.9, "violation_ratio": 0.01, "passed": True, "semantic_similarity": None}]
+    pipelines._record(settings, "2026-01-15", "n", rounds)
+    target, source, points = written[-1]
+    assert (target, source) == ("sanitized_documents", "retune")
+    assert [p["chosen"] for p in points] == [False, True]
+    assert points[1]["eps_pii"] == pytest.approx(0.9 * eps["PII"]) and points[1]["eps_poii"] == pytest.approx(0.9 * eps["PoII"])
+    assert points[0]["utility_loss"] == pytest.approx(0.1) and points[1]["utility_loss"] is None
+    pipelines._record(settings, "2026-01-15", "n", rounds[:1])  # refused at its last round: nothing chosen
+    assert [p["chosen"] for p in written[-1][2]] == [False]
 
 
 def test_no_round_after_a_pass_or_invalid_controls_and_at_most_retune_rounds(stages):
