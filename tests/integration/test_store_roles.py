@@ -29,10 +29,9 @@ from deltalake import DeltaTable, write_deltalake
 from privtext.errors import Refused
 from privtext.platform.config import ZONES, LakehouseSettings, ObjectStoreSettings
 from privtext.platform.storage import delta_options, filesystem
-from privtext.platform.store_access import IDENTITY_ZONES, readable_zones, require_confined
+from privtext.platform.store_access import IDENTITY_ZONES, STORE_KEYS, readable_zones, require_confined
 
 ROWS = pa.table({"doc_id": ["d1", "d2", "d3"], "text": ["a", "b", "c"]})
-STORE_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
 @contextlib.contextmanager

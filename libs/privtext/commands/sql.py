@@ -265,10 +265,11 @@ def _secret_names(settings: Settings) -> set[str]:
     """Environment variables the analyst's JVM must not hold: the HMAC key; the store's credentials too when
     every zone is local (an object-store zone's reader needs them)."""
     from privtext.platform import storage
+    from privtext.platform.store_access import STORE_KEYS
 
     names = {settings.run.hmac_key_env}
     if all(storage.is_local(settings.lakehouse.zone_root(zone)) for zone in ZONES):
-        names |= {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+        names |= set(STORE_KEYS)
     return names
 
 

@@ -36,6 +36,7 @@ import yaml
 from privtext.platform.config import PROJECT_ROOT
 from privtext.platform.local_s3 import S3Store, s3_conf, seaweedfs
 from privtext.platform.storage import delta_options
+from privtext.platform.store_access import STORE_KEYS
 from privtext.platform.processes import free_port, stop
 
 MASTER = "org.apache.spark.deploy.master.Master"
@@ -131,9 +132,6 @@ def cluster_conf(cluster: Cluster, py_files: Path, base: dict | None = None) -> 
                        "spark.sql.shuffle.partitions": "4"})
     conf["spark"] = {**spark, "master": cluster.url, "conf": spark_conf}
     return conf
-
-
-STORE_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
 def analyst_env(store: S3Store, conf: dict) -> dict[str, str]:

@@ -26,6 +26,7 @@ IDENTITY_ZONES: dict[str, dict[str, str]] = {
     "officer": {"protected": "r", "published": "r"},
     "analyst": {"published": "r"},
 }
+STORE_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")  # a process's store key
 PROBE_KEY = ".privtext-access-probe"  # never written: its HEAD answers 404 when reads are allowed, 403 when not
 
 
