@@ -7,7 +7,7 @@ Three identities, each with its own key, scoped per bucket by the store itself (
 in its environment (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``), never in a config file.
 
 The code cannot tell which identity a key belongs to, so it asks the store: ``readable_zones`` probes each
-object-store zone with a listing and a HEAD of a key under the zone root (no data is read), and
+object-store zone with a listing and HEADs under the zone root (no data is read), and
 ``require_confined`` refuses a reader whose credentials reach a zone its role must not read (an analyst
 role with the pipeline's key: the code could not vouch for the zone boundary). Zones on local disk are
 not probed: their boundary is the file system's permissions.
@@ -41,21 +41,25 @@ def is_access_denied(error: BaseException) -> bool:
 
 def can_read(lakehouse: LakehouseSettings, zone: str) -> bool:
     """Whether this process's store credentials may list or read under ``zone``'s root (an object-store
-    zone): True if either a listing or a HEAD of ``PROBE_KEY`` is answered, False if both are AccessDenied."""
+    zone): True if a listing, a HEAD of ``PROBE_KEY`` or a HEAD of a zone table's first Delta commit is
+    answered (found or not found), False if every one is AccessDenied. The commits are probed because a
+    store may answer a HEAD of a missing key with 403 to a key that may read but not list (as AWS does)."""
+    from privtext.platform.tables import ALL_TABLES
+
     uri = lakehouse.zone_root(zone)
     fs, root = storage.filesystem(uri, lakehouse.zone_store(zone))
-    answers = []
-    for probe in (lambda: fs.get_file_info(pafs.FileSelector(root, allow_not_found=True)),
-                  lambda: fs.get_file_info(f"{root}/{PROBE_KEY}")):
+    heads = [PROBE_KEY] + [f"{spec.name}/_delta_log/{0:020d}.json" for spec in ALL_TABLES if spec.zone == zone]
+    probes = [lambda: fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))]
+    probes += [lambda key=key: fs.get_file_info(f"{root}/{key}") for key in heads]
+    for probe in probes:
         try:
             probe()
-            answers.append(True)
+            return True
         except OSError as error:
             if not is_access_denied(error):
                 raise StoreAccessUnverified(f"could not check access to the {zone} zone ({uri}): "
                                             f"{str(error).splitlines()[0][:200]}") from None
-            answers.append(False)
-    return any(answers)
+    return False
 
 
 def readable_zones(lakehouse: LakehouseSettings) -> list[str]:
