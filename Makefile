@@ -57,9 +57,11 @@ detector: setup
 	$(VENV)/bin/privtext train detector >/dev/null || echo "no trained detector: detection runs without it"
 
 # the demo on a standalone Spark cluster (master + 2 workers, separate JVMs) over a SeaweedFS S3 store, both
-# started and stopped here
+# started and stopped here: the cluster and the demo hold the store's pipeline key only, then the analyst
+# notebook runs with the analyst's key (published only; docs/operations.md, "Roles and keys")
 cluster-demo: setup
-	$(PY) -m privtext.platform.local_cluster --s3 --conf-out build/cluster/cluster.yaml -- \
+	$(PY) -m privtext.platform.local_cluster --s3 --conf-out build/cluster/cluster.yaml \
+		--analyst-command "$(VENV)/bin/jupyter-execute --timeout=300 notebooks/analyst_queries.ipynb" -- \
 		$(VENV)/bin/privtext --conf build/cluster/cluster.yaml demo
 
 test: setup airflow

@@ -75,11 +75,23 @@ def ctx(settings):
     return RunContext.create(settings, date="2026-01-15")
 
 
-@pytest.fixture
-def s3_store():
-    """A real SeaweedFS S3 store on free 127.0.0.1 ports, one bucket per zone, data in a temporary folder;
-    stopped by PID afterwards. Its credentials are in ``store.env`` (give them to the processes using it)."""
+@pytest.fixture(scope="session")
+def s3_server():
+    """One real SeaweedFS S3 store for the session, on free 127.0.0.1 ports, one bucket per zone, data in a
+    temporary folder; stopped by PID afterwards. Each store identity's key is in ``store.env(identity)``
+    (pipeline, officer, analyst): give it to the processes of that role only."""
     from privtext.platform.local_s3 import seaweedfs
 
     with seaweedfs() as store:
         yield store
+
+
+@pytest.fixture
+def s3_store(s3_server, request):
+    """The session's store with this test's own key prefix (its zones and exports do not meet other tests')."""
+    import dataclasses
+    import re
+    import uuid
+
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", request.node.name)[:40]
+    return dataclasses.replace(s3_server, prefix=f"{name}-{uuid.uuid4().hex[:8]}/")

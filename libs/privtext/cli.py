@@ -205,7 +205,7 @@ def _add_table_commands(sub) -> None:
     init = sub.add_parser("init", help="create the zones' tables (idempotent)")
     init.set_defaults(func=cmd_init)
 
-    sql = sub.add_parser("sql", help="read-only Spark SQL over the published zone (sql.role: operator reads every "
+    sql = sub.add_parser("sql", help="read-only Spark SQL over the published zone (sql.role: officer adds protected, operator reads every "
                                      "zone), e.g. SELECT * FROM published.x")
     sql.add_argument("statement")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")

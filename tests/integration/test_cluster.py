@@ -1,13 +1,18 @@
 """The nightly export on a real standalone Spark cluster (a master and two workers, separate JVMs, the project
 shipped as a zip with spark.submit.pyFiles) over a real S3 store (SeaweedFS) gives the same tables and ledger
 as local[2] over a local lakehouse; a worker killed mid-stage changes nothing. The stages run in
-subprocesses through the CLI, as ``make cluster-demo`` does (privtext.platform.local_cluster, local_s3)."""
+subprocesses through the CLI, as ``make cluster-demo`` does (privtext.platform.local_cluster, local_s3),
+with the store's ``pipeline`` key only; the results are read back with the key of each reader's role
+(officer: the ledger; analyst: the published table), and no key (store keys, HMAC key) shows in a process's
+command line, the Spark event log (its environment dump is the UI's Environment page), MLflow or a log."""
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,11 +26,13 @@ from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.local_cluster import cluster_conf, project_zip, standalone_cluster
 from privtext.platform.local_s3 import s3_conf
 from privtext.platform.processes import free_port
-from privtext.platform.tables import DOCUMENTS, PII_SPANS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS
+from privtext.platform.tables import (DOCUMENTS, PII_SPANS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
+                                      STAGED_SANITIZED_DOCUMENTS)
 from privtext.settings import load_settings
 from privtext.status import table_rows
 
 DATE = "2026-01-15"
+HMAC_KEY = secrets.token_hex(24)  # random: a hygiene scan finds it only where it leaked
 COMMON = {"tracking": {"enabled": False},
           "clusant": {"vocabulary": {"size": 60}, "n_clusters": 4, "metrics": {"perplexity": False}}}
 # publishable (never deterministic), so canaries (random when not deterministic) are off and the audit skipped
@@ -47,7 +54,7 @@ def write_conf(conf: dict, folder: Path, extra: dict) -> Path:
 
 def privtext(conf: Path, args: list[str], env: dict | None = None) -> subprocess.Popen:
     """The CLI in a subprocess; its output goes to ``err.log`` beside the config (a pipe left unread could block it)."""
-    env = {**os.environ, **(env or {}), "PRIVTEXT_HMAC_KEY": "k" * 32, "HF_HUB_OFFLINE": "1",
+    env = {**os.environ, **(env or {}), "PRIVTEXT_HMAC_KEY": HMAC_KEY, "HF_HUB_OFFLINE": "1",
            "PYSPARK_PYTHON": sys.executable}
     with open(conf.parent / "err.log", "w") as log:
         return subprocess.Popen([sys.executable, "-m", "privtext.cli", "--verbose", "--conf", str(conf), *args],
@@ -85,6 +92,38 @@ def spans(lake: Lakehouse) -> list[tuple]:
     return sorted((r["doc_id"], r["entity_type"], r["start"], r["end"], r["secret_id"]) for r in rows)
 
 
+class CommandLines(threading.Thread):
+    """Every process's command line (``/proc/*/cmdline``, what ``ps`` shows), sampled every 0.2 s until stopped."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.seen: set[bytes] = set()
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            for path in Path("/proc").glob("[0-9]*/cmdline"):
+                try:
+                    self.seen.add(path.read_bytes())
+                except OSError:  # the process ended
+                    pass
+            self.done.wait(0.2)
+
+    def stop(self) -> set[bytes]:
+        self.done.set()
+        self.join()
+        return self.seen
+
+
+def hits(keys: list[str], blobs: dict[str, bytes]) -> list[tuple[str, str]]:
+    """(where, which key) for every key found in a blob, as text or as bytes."""
+    return [(where, key[:4] + "...") for where, blob in blobs.items() for key in keys if key.encode() in blob]
+
+
+def files(*folders: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for folder in folders for p in folder.rglob("*") if p.is_file()}
+
+
 @pytest.mark.cluster
 def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(tmp_path, s3_store, monkeypatch):
     from privtext.sample_data import generate, write_jsonl
@@ -94,33 +133,66 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(tmp_pat
     local_conf = write_conf({"spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}}},
                             tmp_path / "local", PUBLISHABLE)
     local_times = nightly(local_conf, sample, skip)
-    with standalone_cluster(workers=2, cores=1, memory="1200m", env=s3_store.env) as cluster:
+    pipeline = s3_store.env("pipeline")  # the only key the workers, executors and stages hold
+    events = tmp_path / "events"
+    events.mkdir()
+    command_lines = CommandLines()
+    command_lines.start()
+    with standalone_cluster(workers=2, cores=1, memory="1200m", env=pipeline) as cluster:
         conf = s3_conf(s3_store, cluster_conf(cluster, project_zip(tmp_path / "privtext.zip")))
-        cluster_yaml = write_conf(conf, tmp_path / "cluster", PUBLISHABLE)
-        cluster_times = nightly(cluster_yaml, sample, skip, s3_store.env)
+        conf["spark"]["conf"].update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+                                      "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
+        cluster_yaml = write_conf(conf, tmp_path / "cluster", {**PUBLISHABLE, "tracking": {"enabled": True}})
+        cluster_times = nightly(cluster_yaml, sample, skip, pipeline)
         finished = cluster.state()["completedapps"]
         executors = {w.name for w in (cluster.folder / "work").iterdir() if any(w.glob("app-*/*/stderr"))}
+        worker_environ = Path(f"/proc/{cluster.pids['worker-0']}/environ").read_bytes()
+        cluster_logs = files(cluster.folder)
+    seen_command_lines = command_lines.stop()
     assert finished and finished[0]["cores"] == 2  # the application held a core on each worker
     assert executors == {"worker-0", "worker-1"}  # an executor JVM ran under each worker
-    assert "AWS_SECRET_ACCESS_KEY" not in cluster_yaml.read_text() and s3_store.env["AWS_SECRET_ACCESS_KEY"] \
-        not in cluster_yaml.read_text()  # credentials only in the environment
 
-    for name, value in s3_store.env.items():  # this process reads the bucket too (delta-rs, DuckDB)
-        monkeypatch.setenv(name, value)
+    # secrets hygiene: where the keys must be (a worker's environment: the scan finds them there) ...
+    keys = [*s3_store.secrets(), HMAC_KEY]
+    assert pipeline["AWS_SECRET_ACCESS_KEY"].encode() in worker_environ
+    assert not [k for i in ("officer", "analyst") for k in s3_store.env(i).values() if k.encode() in worker_environ
+                and k != "us-east-1"]  # the other roles' keys are not in the pipeline's processes
+    # ... and nowhere else: command lines (executor JVMs and Python workers included), the event log (with
+    # the environment dump), the generated config, MLflow's database and artifacts, every log, the store's log
+    assert any(b"CoarseGrainedExecutorBackend" in c for c in seen_command_lines)  # the executors were sampled
+    event_log = files(events)
+    assert any(b'"SparkListenerEnvironmentUpdate"' in blob for blob in event_log.values())
+    mlflow_files = {p: b for p, b in files(tmp_path / "cluster").items() if "mlflow.db" in p or "mlruns" in p}
+    assert any(b"clusant.method" in blob for blob in mlflow_files.values())  # MLflow params were logged
+    scanned = {**{f"cmdline {i}": c for i, c in enumerate(seen_command_lines)}, **event_log, **cluster_logs,
+               **files(tmp_path / "cluster"), "weed.log": (s3_store.folder / "weed.log").read_bytes()}
+    found = hits(keys, scanned)
+    print(f"\nsecrets hygiene: {len(keys)} keys x {len(scanned)} command lines and files "
+          f"({sum(map(len, scanned.values())) / 1e6:.1f} MB): {len(found)} hits")
+    assert not found
+
     local_settings, s3_settings = load_settings(local_conf), load_settings(cluster_yaml)
     assert s3_settings.lakehouse.zone_root("published").startswith("s3://")
     local_lake, s3_lake = Lakehouse(None, local_settings.lakehouse), Lakehouse(None, s3_settings.lakehouse)
+
+    def holding(identity: str) -> None:  # this process reads the buckets with one role's key at a time
+        for name, value in s3_store.env(identity).items():
+            monkeypatch.setenv(name, value)
+
+    holding("pipeline")  # every zone's row counts and the keyed spans (restricted)
     local_rows, s3_rows = table_rows(local_settings), table_rows(s3_settings)
     print("\nrows (local[2] local disk | cluster S3):", [(n, r, c) for (n, r), (_, c) in zip(local_rows, s3_rows) if r])
     print("stage seconds (local[2] local disk | cluster S3):",
           {s: (local_times[s], cluster_times.get(s)) for s in local_times})
     assert s3_rows == local_rows
     assert dict(local_rows)["published.sanitized_documents"] >= 100
+    assert spans(s3_lake) == spans(local_lake)
+    holding("officer")  # the ledger (protected), as the privacy officer reads it
     assert ledger_totals(s3_lake) == ledger_totals(local_lake)
     print("ledger totals:", ledger_totals(s3_lake))
-    assert spans(s3_lake) == spans(local_lake)
 
-    # an analyst's read of the published table in the bucket, outside Spark: deltalake + DuckDB
+    # an analyst's read of the published table in the bucket, outside Spark: deltalake + DuckDB, analyst's key
+    holding("analyst")
     uri = s3_lake.table_uri(PUBLISHED_SANITIZED_DOCUMENTS)
     published = DeltaTable(uri, storage_options=s3_lake.storage_options(PUBLISHED_SANITIZED_DOCUMENTS))
     dataset = published.to_pyarrow_dataset()
@@ -128,6 +200,8 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(tmp_pat
     assert uri.startswith("s3://privtext-published/") and count == docs == dict(local_rows)["published.sanitized_documents"]
     manifest = json.loads(s3_lake_read(s3_settings, f"sanitized_documents/{DATE}/manifest.json"))
     assert manifest["rows"] == count
+    with pytest.raises(OSError, match="403|necessary privileges"):  # the staged (restricted) copy is out of reach
+        s3_lake.delta_table(STAGED_SANITIZED_DOCUMENTS).to_pyarrow_table()
 
 
 def s3_lake_read(settings, relative: str) -> bytes:

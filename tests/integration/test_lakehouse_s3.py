@@ -15,7 +15,7 @@ SPEC = TableSpec("protected", "charges", pa.schema([("id", pa.string()), ("eps",
 
 @pytest.fixture
 def lake(tmp_path, s3_store, monkeypatch):
-    for name, value in s3_store.env.items():  # credentials only in the environment
+    for name, value in s3_store.env("pipeline").items():  # the pipeline's key, only in the environment
         monkeypatch.setenv(name, value)
     settings = make_budget_settings(tmp_path / "lake")
     from privtext.platform.config import ObjectStoreSettings

@@ -74,11 +74,17 @@ def test_readme_snippet_reads_published_with_deltalake_and_duckdb(tmp_path, monk
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_analyst_notebook_executes_on_demo_like_output(tmp_path, monkeypatch, request, where):
     store = request.getfixturevalue("s3_store") if where == "s3" else None
-    for name, value in (store.env if store else {}).items():  # credentials: only in the environment
+    for name, value in (store.env("pipeline") if store else {}).items():  # the pipeline writes the zones
         monkeypatch.setenv(name, value)
     settings = _published_lakehouse(tmp_path / "lakehouse", store)
     report = write_report(settings, DAY, "reviews", tmp_path / "reports") / "report.json"
     lake = Lakehouse(None, settings.lakehouse)
+    for name, value in (store.env("analyst") if store else {}).items():  # the notebook runs as the analyst
+        monkeypatch.setenv(name, value)
+    if store:
+        from privtext.platform.store_access import readable_zones
+
+        assert readable_zones(settings.lakehouse) == ["published"]  # the kernel's key reads nothing else
     monkeypatch.setenv("PRIVTEXT_PUBLISHED", settings.lakehouse.zone_root("published"))
     monkeypatch.setenv("PRIVTEXT_STORAGE_OPTIONS", json.dumps(lake.storage_options(PUBLISHED_SANITIZED_DOCUMENTS)))
     monkeypatch.setenv("PRIVTEXT_REPORT", str(report))

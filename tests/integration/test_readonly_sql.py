@@ -76,6 +76,11 @@ def test_reads_of_published_work_and_operator_reads_every_zone(lake):
     assert query(operator, "SELECT count(*) FROM restricted.secrets", 10)[1] == [(0,)]  # the registry view: no spans
     with pytest.raises(SqlRefused, match="DropTable is not a read-only statement"):
         query(operator, "DROP TABLE restricted.documents", 10)
+    officer = lake.settings.model_copy(update={"sql": lake.settings.sql.model_copy(update={"role": "officer"})})
+    assert query(officer, "SELECT count(*) FROM published.sanitized_documents", 10)[1] == [(1,)]
+    assert query(officer, "SHOW TABLES IN protected", 10)[1]
+    with pytest.raises(SqlRefused, match="the restricted zone is not readable by role 'officer'"):
+        query(officer, "SELECT text FROM restricted.documents", 10)
 
 
 def test_a_plain_select_creates_nothing(settings, spark, tmp_path, monkeypatch):

