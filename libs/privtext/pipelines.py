@@ -148,9 +148,9 @@ def audit_and_retune_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         settings = load_settings(args.conf)
+        rounds = audit_and_retune(settings, args.date, args.pipeline)
         with stage_run(settings, args.pipeline, "retune", args.date, uuid.uuid4().hex) as tracked:
-            rounds = audit_and_retune(settings, args.date, args.pipeline)
-            tracked.log_dict({"rounds": rounds}, "ampl/retune.json")
+            tracked.log_dict({"rounds": rounds}, "ampl/retune.json")  # beside the audit's run, as in the pipeline
     except PrivtextError as error:
         return report_error(error)
     print(json.dumps({"stage": "retune", "rounds": rounds}, default=str))

@@ -26,7 +26,7 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
     from privtext.settings import load_settings
     from privtext.platform.lakehouse import Lakehouse
     from privtext.ledger import Ledger
-    from privtext.platform.tables import PUBLISHED_SANITIZED_DOCUMENTS
+    from privtext.platform.tables import EPS_FRONTIER, PUBLISHED_SANITIZED_DOCUMENTS
     from privtext.platform.zones import check_lakehouse
 
     zip_path = airflow.project / "build" / "airflow" / "privtext.zip"
@@ -41,7 +41,7 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
         "tracking": {"enabled": True},
         # a small, fast audit: ~40 documents with secrets, tiny adversaries; too few for a confident pass,
         # so the demo setting require_audit: false publishes with a 'none' ledger record.
-        "ampl": {"epochs": 3, "hidden_size": 32, "num_layers": 1, "heads": 2, "triplets": 5000},
+        "ampl": {"epochs": 3, "hidden_size": 32, "num_layers": 1, "heads": 2, "triplets": 5000, "retune_rounds": 1},
         "publish": {"require_audit": False, "export_path": str(tmp_path / "exports"),
                     "report_path": str(tmp_path / "reports")},
     }))
@@ -74,7 +74,13 @@ def test_nightly_sanitized_export_dag_runs_every_task(airflow, tmp_path):
     parent = [r for r in runs if r.data.tags.get("stage") == "pipeline"]
     assert len(parent) == 1
     children = {r.data.tags["stage"] for r in runs if r.data.tags.get("mlflow.parentRunId") == parent[0].info.run_id}
-    assert children == set(STAGES)
+    assert children == {*STAGES, "retune"}  # the audit task's AmPL rounds (one: the audit passed or not)
+    retune = next(r for r in runs if r.data.tags.get("stage") == "retune")
+    rounds = mlflow.artifacts.load_dict(f"runs:/{retune.info.run_id}/ampl/retune.json")["rounds"]
+    # the loop inside the DAG's audit task: a refused first audit gets one stricter round (retune_rounds 1)
+    assert [r["alpha"] for r in rounds] == ([1.0] if rounds[0]["passed"] else [1.0, 0.9])
+    frontier = lake.delta_table(EPS_FRONTIER).to_pyarrow_dataset().to_table().to_pylist()
+    assert sorted(p["eps_pii"] for p in frontier) == sorted(r["eps"]["PII"] for r in rounds)
     artifacts = mlflow.artifacts.list_artifacts(run_id=parent[0].info.run_id, artifact_path="privacy_report/default")
     assert "privacy_report/default/report.html" in {a.path for a in artifacts}
 
