@@ -24,7 +24,8 @@ Aug-PE / SecPE inside this run; the wall time of every stage and of the run.
 
     .venv/bin/python benchmarks/secpe_vs_augpe.py [--docs 0 (all)] [--n-syn 200] [--variations 2]
         [--rounds 3] [--clusters 40] [--r-over-p 2 10 50 inf] [--seeds 0 1 2] [--methods secpe aug_pe]
-        [--no-seed-baselines] [--secrets random_words] [--secret-words 700]
+        [--no-seed-baselines] [--secrets random_words] [--secret-words 700] [--temperature 1.0]
+        [--generate-batch 16]
 """
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def load(root: Path, args, seed: int):
         "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}},
         "lakehouse": {"root": str(root / "lake")}, "tracking": {"enabled": False},
         "run": {"dataset": "movie_reviews", "seed": seed, "deterministic": True},
-        "generate": {"seed": seed},
+        "generate": {"seed": seed, "temperature": args.temperature, "batch_size": args.generate_batch},
         "pii": {"secrets": {"mode": args.secrets, "random_words": {"n_words": args.secret_words}}},
         # every run composes on the same secrets: the benchmark measures utility, not the budget's decision
         "privacy": {"budgets": {"default": huge, "movie_reviews": huge}},
@@ -164,6 +165,9 @@ def main() -> None:
     ap.add_argument("--secrets", choices=["random_words", "pii"], default="random_words")
     ap.add_argument("--secret-words", type=int, default=700,
                     help="random_words: words near the 20%% quantile (700: ~30%% of the reviews hold one, >= 2,000 private)")
+    ap.add_argument("--temperature", type=float, default=1.0, help="generate.temperature (SecPE Table 1: 1.2)")
+    ap.add_argument("--generate-batch", type=int, default=16,
+                    help="generate.batch_size: sequences per forward pass of transformers (the engine on a GPU)")
     args = ap.parse_args()
 
     from privtext.errors import Refused
