@@ -49,6 +49,9 @@ ROW_NAMES = {"sanitized export": "documents", "synthetic documents": "texts", "w
 # utility metric -> (label, how to read it, baseline metric)
 UTILITY_READING = {"downstream_accuracy": ("classifier trained on synthetic, accuracy on real", "higher is better",
                                            "majority_label_accuracy"),
+                   "public_only_accuracy": ("classifier trained on the secret-free training messages as they are, "
+                                            "accuracy on real", "the alternative release: if not lower than the "
+                                            "synthetic accuracy, prefer publishing those", None),
                    "fid": ("Fréchet distance of embeddings (real vs synthetic)", "lower is better", None),
                    "length_ks": ("length distribution distance (KS)", "0 identical, 1 disjoint", None),
                    # the sanitized export (stages.sanitize._export_utility); baseline: the same classifier on the original
