@@ -150,7 +150,8 @@ def with_refresh_budget(settings: Settings) -> Settings:
     budgets = settings.privacy.budgets
     if REFRESH_DATASET in budgets:
         return settings
-    privacy = settings.privacy.model_copy(update={"budgets": {**budgets, REFRESH_DATASET: settings.budget(settings.run.dataset)}})
+    limits = settings.budget(settings.run.dataset)
+    privacy = settings.privacy.model_copy(update={"budgets": {**budgets, REFRESH_DATASET: limits}})
     return settings.model_copy(update={"privacy": privacy})
 
 

@@ -79,7 +79,8 @@ def _real_aggregates(real, clfs: list, dim: int, spark) -> tuple:
     bc = spark.sparkContext.broadcast(clfs)
 
     def per_partition(frames):
-        n, total, gram, correct, scored = np.zeros(1), np.zeros(dim), np.zeros((dim, dim)), np.zeros(len(bc.value)), np.zeros(1)
+        n, total, gram, scored = np.zeros(1), np.zeros(dim), np.zeros((dim, dim)), np.zeros(1)
+        correct = np.zeros(len(bc.value))
         hist = length_histogram([])
         for f in frames:
             if not len(f):
