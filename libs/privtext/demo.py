@@ -242,9 +242,13 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
         first, *more = [line] if isinstance(line, str) else line
         out.append(f"{name:<13s}{first}")
         out += more
+    accounts: dict[tuple, list[str]] = {}  # the one ledger: datasets under the same limits show the same use
     for dataset in datasets(settings):
-        out.append(f"budget       {dataset}:" + ("" if budget_usage(settings, dataset) else " nothing spent"))
-        out += [f"               {usage_line(row)}" for row in budget_usage(settings, dataset)]
+        accounts.setdefault(tuple(usage_line(row) for row in budget_usage(settings, dataset)), []).append(dataset)
+    for rows, names in accounts.items():
+        out.append(f"budget       {', '.join(names)}{' (one account)' if len(names) > 1 else ''}:"
+                   + ("" if rows else " nothing spent"))
+        out += [f"               {row}" for row in rows]
     counts = [(name, rows) for name, rows in table_rows(settings) if rows is not None]
     out.append("tables       " + ", ".join(f"{name} {rows:,}" for name, rows in counts[:3]))
     for at in range(3, len(counts), 3):

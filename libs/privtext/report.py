@@ -304,7 +304,9 @@ def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
     run_ids = {r["run_id"] for r in audits + utility + centers} | {r.data.tags.get("privtext.run_id") for r in runs}
     charges = [e for e in entries if (e["run_id"] in run_ids or charged_date(e) == day)
                and e["guarantee"] != "detection_recall"]
-    detection = latest_measurement(ledger.entries(), day)  # a property of the date's data, in any dataset
+    # a property of the date's data: the dataset's own measurement, else one in any dataset (the demo's
+    # refresh measures its own source on the export's date)
+    detection = latest_measurement(entries, day) or latest_measurement(ledger.entries(), day)
     spent = ledger.spent(dataset)
     trend = timeline(ledger.entries(), budget)  # the one account, every dataset's charges
     return {
