@@ -213,6 +213,8 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
                        f"{last.get('who', '?')}: {last.get('why', '')}"] + list(last.get("gate_problems") or [])
         if stage == "train_dped":
             reasons += _word_vector_usefulness(max(mine, key=lambda c: c["created_at"]))
+        if stage == "synthesize":
+            reasons += _synthetic_decision(lakehouse, day)
         rows = published.get(latest_run, 0) if staged_spec is None else sum(published.values())
         out.append({"product": product, "state": state, "rows": rows if state == "published" else 0, "reasons": reasons, "guarantee": _guarantee(product, mine),
                     "not_covered": _not_covered(product, detection)})
@@ -246,6 +248,14 @@ def _guarantee(product: str, charges: list[dict]) -> str:
     return (f"({_fmt(eps)}, {_fmt(delta)})-differential privacy per {unit}: adding or removing one {unit}'s messages "
             f"changes the probability of any set of word vectors by at most a factor {_fmt(math.exp(eps))}, except with "
             f"probability {_fmt(delta)}.")
+
+
+def _synthetic_decision(lakehouse: Lakehouse, day: dt.date) -> list[str]:
+    """evaluate's decision aid of the date (``stages.evaluate.decision``: synthetic table vs the secret-free
+    documents as they are, from that run's accuracies), as the card says it."""
+    rows = _rows_of_date(lakehouse, UTILITY_REPORTS, day, ("target", "details"))
+    found = {json.loads(r["details"]).get("decision") for r in rows if r["target"] == "synthetic_documents"}
+    return [f"Measured on held-out messages: {d}." for d in sorted(x for x in found if x)]
 
 
 def _word_vector_usefulness(charge: dict) -> list[str]:
