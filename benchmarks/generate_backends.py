@@ -1,9 +1,14 @@
-"""Local generator engines side by side: llama.cpp vs transformers' GGUF loading of the same
-SmolLM2-135M-Instruct Q4_1 file, on the same prompts (RANDOM_API for 2 labels), same sampling settings.
+"""Local generator engines side by side: llama.cpp (one sequence at a time) vs transformers' GGUF loading
+of the same SmolLM2-135M-Instruct Q4_1 file (batched, each ``--batch-sizes``), on the same prompts
+(RANDOM_API for 2 labels), same sampling settings, one thread per engine (tokens/s per core).
 
-Prints ``name: value`` lines: model load time, texts/s and generated tokens/s per engine, perplexity
-texts/s, and the llama.cpp / transformers ratios. Engines that are not installed are skipped.
-Usage: python benchmarks/generate_backends.py [--texts 8] [--max-new-tokens 32] [--threads 1]
+Prints ``name: value`` lines: the load average before and after, per engine and batch size the model
+load time, texts/s and generated tokens/s (tokens/s per core = tokens/s / threads), perplexity texts/s,
+then every engine's tokens/s over llama.cpp's side by side, and the fastest engine on this device
+(``privtext.generate.settings.FASTEST_ENGINE`` says which ``engine: auto`` picks). ``--device cuda``
+runs transformers on the GPU (llama.cpp stays on CPU: the wheel here is CPU-only).
+Usage: python benchmarks/generate_backends.py [--texts 32] [--max-new-tokens 32] [--threads 1]
+       [--batch-sizes 1,8,32] [--device cpu]
 """
 from __future__ import annotations
 
@@ -30,45 +35,53 @@ def count_tokens(backend, texts: list[str]) -> int:
     return sum(len(backend.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
 
 
-def measure(engine: str, args) -> dict[str, float]:
-    settings = GenerateSettings(engine=engine, max_new_tokens=args.max_new_tokens, batch_size=args.texts,
-                                threads=args.threads, temperature=1.0)
+def measure(engine: str, batch_size: int, args) -> dict[str, float]:
+    settings = GenerateSettings(engine=engine, max_new_tokens=args.max_new_tokens, batch_size=batch_size,
+                                threads=args.threads, temperature=1.0,
+                                device=args.device if engine == "transformers" else "cpu")
     start = time.perf_counter()
     backend = backend_for(settings)
     load_s = time.perf_counter() - start
     generator = get_generator(settings, "default")
-    generator.random(1, LABELS[0], seed=0)  # warm-up
+    generator.random(min(batch_size, 2), LABELS[0], seed=0)  # warm-up
     start = time.perf_counter()
     texts = [t for label in LABELS for t in generator.random(args.texts // len(LABELS), label, seed=1)]
     gen_s = time.perf_counter() - start
     start = time.perf_counter()
     perplexity(PPL_TEXTS, settings)
     ppl_s = time.perf_counter() - start
-    return {"load_s": load_s, "texts_per_s": len(texts) / gen_s,
-            "tokens_per_s": count_tokens(backend, texts) / gen_s, "ppl_texts_per_s": len(PPL_TEXTS) / ppl_s}
+    tokens_per_s = count_tokens(backend, texts) / gen_s
+    return {"load_s": load_s, "texts_per_s": len(texts) / gen_s, "tokens_per_s": tokens_per_s,
+            "tokens_per_s_per_core": tokens_per_s / args.threads, "ppl_texts_per_s": len(PPL_TEXTS) / ppl_s}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=int, default=8)
+    parser.add_argument("--texts", type=int, default=32)
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)  # 2+ threads spin (OpenMP) on a busy CPU
+    parser.add_argument("--batch-sizes", default="1,8,32", help="transformers' batch sizes (comma-separated)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="transformers' device")
     args = parser.parse_args()
-    print(f"texts: {args.texts}\nmax_new_tokens: {args.max_new_tokens}\nthreads: {args.threads}")
+    print(f"texts: {args.texts}\nmax_new_tokens: {args.max_new_tokens}\nthreads: {args.threads}\n"
+          f"device: {args.device}\nloadavg_1min_before: {os.getloadavg()[0]:.2f}\ncpus: {os.cpu_count()}")
+    runs = [("llama_cpp", 1)] + [("transformers", int(b)) for b in args.batch_sizes.split(",")]
     results = {}
-    for engine, module in ENGINES.items():
-        if importlib.util.find_spec(module) is None:
+    for engine, batch in runs:
+        if importlib.util.find_spec(ENGINES[engine]) is None:
             print(f"{engine}: not installed")
             continue
-        results[engine] = measure(engine, args)
-        for key, value in results[engine].items():
-            print(f"{engine}_{key}: {value:.3f}")
-    if len(results) == 2:
-        for key in ("texts_per_s", "tokens_per_s", "ppl_texts_per_s"):
-            print(f"ratio_llama_cpp_over_transformers_{key}: "
-                  f"{results['llama_cpp'][key] / results['transformers'][key]:.2f}")
-        print(f"ratio_transformers_over_llama_cpp_load_s: "
-              f"{results['transformers']['load_s'] / results['llama_cpp']['load_s']:.1f}")
+        name = engine if engine == "llama_cpp" else f"transformers_b{batch}"
+        results[name] = measure(engine, batch, args)
+        for key, value in results[name].items():
+            print(f"{name}_{key}: {value:.3f}")
+    print(f"loadavg_1min_after: {os.getloadavg()[0]:.2f}")
+    if "llama_cpp" in results:
+        base = results["llama_cpp"]["tokens_per_s"]
+        print("tokens_per_s_over_llama_cpp: " + ", ".join(
+            f"{name} {r['tokens_per_s'] / base:.2f}" for name, r in results.items()))
+    if results:
+        print(f"fastest: {max(results, key=lambda name: results[name]['tokens_per_s'])}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ Aug-PE / SecPE inside this run; the wall time of every stage and of the run.
 
     .venv/bin/python benchmarks/secpe_vs_augpe.py [--docs 0 (all)] [--n-syn 200] [--variations 2]
         [--rounds 3] [--clusters 40] [--r-over-p 2 10 50 inf] [--seeds 0 1 2] [--methods secpe aug_pe]
-        [--no-seed-baselines] [--secrets random_words] [--secret-words 700]
+        [--data movie_reviews | newsgroups]
+        [--no-seed-baselines] [--secrets random_words] [--secret-words 700] [--temperature 1.0]
+        [--generate-batch 16]
 """
 from __future__ import annotations
 
@@ -43,6 +45,14 @@ os.environ.setdefault("PRIVTEXT_HMAC_KEY", secrets.token_hex(32))  # a throwaway
 
 DATE = "2026-01-15"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reviews" / "movie_snippets.tsv"
+NEWSGROUPS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "20newsgroups-train.tab"
+# --data newsgroups: 20 Newsgroups posts (lowercased letters only, label = the group), replies capped at 48 tokens
+NEWSGROUPS_PROMPTS = {
+    "random": "Write the start of one short post for the Usenet newsgroup {label}, two or three sentences on its "
+              "topic. Reply with the post only.",
+    "variation": "Rewrite this post from the Usenet newsgroup {label} with small changes in wording, keeping its "
+                 "topic. Reply with the new post only.\n\nPost: {text}",
+    "max_new_tokens": 48}
 EVALUATED = ("downstream_accuracy", "fid", "length_ks", "synthetic_length_mean")  # the evaluate stage's
 METRICS = EVALUATED + ("label_agreement",)
 
@@ -50,6 +60,13 @@ METRICS = EVALUATED + ("label_agreement",)
 def write_corpus(path: Path, docs: int, out: Path) -> int:
     import pandas as pd
 
+    if path == NEWSGROUPS:  # Category<TAB>Text after 3 header lines
+        frame = pd.read_csv(path, sep="\t", skiprows=3, names=["label", "text"]).dropna()
+        if docs:
+            frame = frame.sample(n=min(docs, len(frame)), random_state=0)
+        frame = pd.DataFrame({"doc_id": "n" + frame.index.astype(str), "text": frame["text"], "label": frame["label"]})
+        frame.to_json(out, orient="records", lines=True)
+        return len(frame)
     frame = pd.read_csv(path, sep="\t")
     if docs:
         frame = frame.sample(n=min(docs, len(frame)), random_state=0)
@@ -66,11 +83,12 @@ def load(root: Path, args, seed: int):
     return load_settings(None, environ={}, overrides={
         "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"}},
         "lakehouse": {"root": str(root / "lake")}, "tracking": {"enabled": False},
-        "run": {"dataset": "movie_reviews", "seed": seed, "deterministic": True},
-        "generate": {"seed": seed},
+        "run": {"dataset": args.data, "seed": seed, "deterministic": True},
+        "generate": {"seed": seed, "temperature": args.temperature, "batch_size": args.generate_batch,
+                     "prompts": {"newsgroups": NEWSGROUPS_PROMPTS}},
         "pii": {"secrets": {"mode": args.secrets, "random_words": {"n_words": args.secret_words}}},
         # every run composes on the same secrets: the benchmark measures utility, not the budget's decision
-        "privacy": {"budgets": {"default": huge, "movie_reviews": huge}},
+        "privacy": {"budgets": {"default": huge, args.data: huge}},
         "secpe": {"n_syn": args.n_syn, "variations": args.variations, "rounds": args.rounds, "clusters": args.clusters}})
 
 
@@ -164,6 +182,11 @@ def main() -> None:
     ap.add_argument("--secrets", choices=["random_words", "pii"], default="random_words")
     ap.add_argument("--secret-words", type=int, default=700,
                     help="random_words: words near the 20%% quantile (700: ~30%% of the reviews hold one, >= 2,000 private)")
+    ap.add_argument("--data", choices=["movie_reviews", "newsgroups"], default="movie_reviews",
+                    help="newsgroups: ../shared/data/corpus/20newsgroups-train.tab (20 topics)")
+    ap.add_argument("--temperature", type=float, default=1.0, help="generate.temperature (SecPE Table 1: 1.2)")
+    ap.add_argument("--generate-batch", type=int, default=16,
+                    help="generate.batch_size: sequences per forward pass of transformers (the engine on a GPU)")
     args = ap.parse_args()
 
     from privtext.errors import Refused
@@ -192,7 +215,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        n_docs = write_corpus(DATA, args.docs, root / "reviews.jsonl")
+        n_docs = write_corpus(NEWSGROUPS if args.data == "newsgroups" else DATA, args.docs, root / "reviews.jsonl")
         settings = load(root, args, args.seeds[0])
         for stage in ("ingest", "detect_pii", "embed"):
             options = {"input_path": str(root / "reviews.jsonl")} if stage == "ingest" else {}

@@ -62,3 +62,60 @@ def hold_lease(root, name: str, tag: str = "a"):
 
     return subprocess.Popen([sys.executable, "-c", HOLD_LEASE, str(root), name, tag], stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
+class LlamaServer:
+    """llama-cpp-python's OpenAI-compatible server (``llama_cpp.server``) serving the bundled SmolLM2 GGUF
+    on a free 127.0.0.1 port, one thread: ``start()`` waits until it answers, ``kill()`` ends it by its PID
+    (SIGKILL, as a crash), ``start()`` again brings it back on the same port. A context manager stops it."""
+
+    def __init__(self, log_path):
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = log_path
+        self.process = None
+
+    def start(self, timeout_s: float = 60.0) -> "LlamaServer":
+        import subprocess
+        import sys
+        import time
+
+        import httpx
+
+        from privtext.generate.local import resolve_model_path
+
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model_path("smollm2")),
+                 "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(self.port), "--n_threads", "1",
+                 "--n_ctx", "512"], stdout=log, stderr=log)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}: see {self.log_path}")
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        self.kill()
+        raise RuntimeError(f"llama_cpp.server did not answer within {timeout_s:.0f} s: see {self.log_path}")
+
+    def kill(self) -> None:
+        import os
+        import signal
+
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def __enter__(self) -> "LlamaServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.kill()

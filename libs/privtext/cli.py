@@ -67,12 +67,13 @@ def cmd_sample_data(args) -> int:
     return 0
 
 
-def sample_path(n: int, seed: int):
+def sample_path(n: int, seed: int, corpus: str = "email"):
     from privtext import sample_data
 
-    sample = PROJECT_ROOT / "build" / "sample" / f"messages-{n}-{seed}.jsonl"
+    name = f"messages-{n}-{seed}.jsonl" if corpus == "email" else f"{corpus}-{n}-{seed}.jsonl"
+    sample = PROJECT_ROOT / "build" / "sample" / name
     if not sample.exists():
-        sample_data.write_jsonl(sample_data.generate(n, seed=seed), sample)
+        sample_data.write_jsonl(sample_data.generate(n, seed=seed, corpus=corpus), sample)
     return sample
 
 
@@ -105,8 +106,9 @@ def cmd_demo(args) -> int:
     from privtext import demo
 
     settings = demo_key(_settings(args))
+    chats = sample_path(demo.REFRESH_SAMPLE, args.seed, corpus="chat") if args.all else None
     return demo.run(settings, args.date, sample_path(args.n, args.seed), everything=args.all,
-                    show_refusal=args.show_refusal)
+                    show_refusal=args.show_refusal, refresh_sample=chats)
 
 
 def cmd_ui(args) -> int:

@@ -7,11 +7,15 @@ output, the Python workers', library logs and warnings) goes to ``build/logs/dem
 descriptors 1 and 2 are redirected before Spark starts, so the JVM and its workers inherit the file.
 
 The nightly export publishes only if its own gate passes; the override path runs only with
-``--show-refusal``. ``--all`` then runs a small synthetic refresh and a small DP-embedding training on the
-same date, charged to the export's dataset: the ledger keeps one account per secret whatever the dataset
-name, so the refresh composes with the export's sanitized occurrences of the same secrets and is refused
-when they already spend the secrets' (p, r) budget (the sample's PII occurrences, pure-LDP eps ~5 each:
-r/p >= e^5 ~ 148 > 50 at any SecPE r/p), with nothing charged or published.
+``--show-refusal``. ``--all`` then runs a synthetic refresh and a small DP-embedding training on the
+same date. The ledger keeps one account per secret whatever the dataset name, so a refresh over the
+export's messages composes with the export's sanitized occurrences of the same secrets and is refused
+(pure-LDP eps ~5 per occurrence: r/p >= e^5 ~ 148 > 50 at any SecPE r/p). So the refresh runs on its own
+source: ``REFRESH_SAMPLE`` live-chat messages (``sample_data``'s ``chat`` corpus, whose secret values are
+disjoint from the export's) as dataset ``support_chats``, ingested into a restricted zone of its own
+(``<restricted root>_support_chats``; the protected zone, hence the one ledger, and the published zone are
+shared), with its own budget (the configured dataset's limits). A secret shared with the export would
+still be refused by the same ledger.
 """
 from __future__ import annotations
 
@@ -27,6 +31,23 @@ from pathlib import Path
 from privtext.settings import PROJECT_ROOT, Settings, resolve_uri
 
 USEFUL_VOCABULARY = 1000  # fewer released word vectors than this cannot serve as an embedding
+REFRESH_DATASET = "support_chats"
+REFRESH_SAMPLE = 400  # live-chat messages of the refresh's own source (about 40% without a secret)
+# the refresh at the demo's time budget (~60-90 s on 2 busy cores, llama.cpp at ~125 tokens/s per core):
+# N_syn 200 from a pool of N_syn * L = 400 generated messages, one private selection (T = 1), short replies
+REFRESH_SECPE = {"n_syn": 200, "variations": 2, "rounds": 1, "clusters": 8}
+
+def _chat_prompts():
+    """The refresh's prompt set (``generate.prompts.support_chats`` unless configured): one-line chat messages,
+    replies capped at 24 tokens (the sample's messages are 5 to 20 words; 40 tokens gave 28-word replies)."""
+    from privtext.generate.settings import PromptSet
+
+    return PromptSet(
+        random="Write one short live-chat message, a single sentence, that a customer types to an online shop's "
+               "support chat about a {label} problem. Reply with the message only.",
+        variation="Rewrite this {label} live-chat message from a customer with small changes in wording, keeping its "
+                  "meaning and its length. Reply with the new message only.\n\nMessage: {text}",
+        max_new_tokens=24)
 OVERRIDE_REASON = "privtext demo --show-refusal: Faker-generated sample, not personal data"
 
 
@@ -124,24 +145,51 @@ def nightly_export(settings: Settings, date: str, sample: Path, lines: StageLine
     return verdict
 
 
-def synthetic_refresh(settings: Settings, date: str, lines: StageLines) -> str:
-    """synthesize -> evaluate -> publish on the date's documents, in the export's account; one line."""
+def with_refresh_budget(settings: Settings) -> Settings:
+    """``settings`` with a budget for ``REFRESH_DATASET`` (the configured dataset's limits) unless configured."""
+    budgets = settings.privacy.budgets
+    if REFRESH_DATASET in budgets:
+        return settings
+    limits = settings.budget(settings.run.dataset)
+    privacy = settings.privacy.model_copy(update={"budgets": {**budgets, REFRESH_DATASET: limits}})
+    return settings.model_copy(update={"privacy": privacy})
+
+
+def refresh_settings(settings: Settings) -> Settings:
+    """The refresh's settings: dataset ``REFRESH_DATASET``, its own restricted zone, the demo's SecPE size."""
+    lake = settings.lakehouse
+    restricted = lake.zone_roots.get("restricted") or f"{lake.root.rstrip('/')}/restricted"
+    lakehouse = lake.model_copy(update={"zone_roots": {**lake.zone_roots,
+                                                       "restricted": f"{restricted}_{REFRESH_DATASET}"}})
+    prompts = {REFRESH_DATASET: _chat_prompts(), **settings.generate.prompts}
+    return settings.model_copy(update={
+        "run": settings.run.model_copy(update={"dataset": REFRESH_DATASET}), "lakehouse": lakehouse,
+        "secpe": settings.secpe.model_copy(update=REFRESH_SECPE),
+        "generate": settings.generate.model_copy(update={"prompts": prompts})})
+
+
+def synthetic_refresh(settings: Settings, date: str, sample: Path, lines: StageLines) -> list[str]:
+    """The whole synthetic_refresh pipeline on the refresh's own sample (module doc); its summary lines."""
     from privtext.pipelines import run_pipeline
     from privtext.privacy.budget import BudgetExceeded
     from privtext.stages.publish import PublishRefused
 
+    settings = refresh_settings(settings)
     try:
-        results = run_pipeline("synthetic_refresh", settings, date, skip=("ingest", "detect_pii", "embed"),
-                               progress=lines)
+        results = run_pipeline("synthetic_refresh", settings, date, input_path=str(sample), progress=lines)
     except (BudgetExceeded, PublishRefused) as refusal:
-        return f"nothing published: {refusal}"
+        return [f"nothing published: {refusal}"]
     quality, cfg = results["evaluate"], settings.secpe
     chance = quality.majority_accuracy
     useful = quality.downstream_accuracy > chance + 0.05
-    return (f"published {results['publish'].rows} synthetic messages under (p={cfg.p:g}, r={cfg.p * cfg.r_over_p:g})-"
-            f"secret protection (composed with the export's charges); a classifier trained on them scores "
-            f"{quality.downstream_accuracy:.0%} on the real messages against {chance:.0%} for the majority label"
-            f"{'' if useful else ': not useful at this size'}")
+    return [f"published {results['publish'].rows} synthetic chat messages ({REFRESH_DATASET}: {sample.name}, secrets "
+            f"disjoint from the export's, so each product spends its own) under (p={cfg.p:g}, "
+            f"r={cfg.p * cfg.r_over_p:g})-secret protection -> {_rel(results['publish'].export_dir)}",
+            f"quality      N_syn {cfg.n_syn}, L {cfg.variations}, T {cfg.rounds}, K {cfg.clusters}: a classifier trained "
+            f"on them scores {quality.downstream_accuracy:.0%} on {quality.real} held-out real messages (majority label "
+            f"{chance:.0%}; the {quality.public_documents} secret-free messages as they are "
+            f"{quality.public_only_accuracy:.0%}); FID {quality.fid:.2f}{'' if useful else '; not useful at this size'}",
+            f"decision     {quality.decision}"]
 
 
 def dp_embeddings(settings: Settings, date: str, lines: StageLines) -> str:
@@ -191,10 +239,16 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
                    f"{miss_bound(overall['recall'], overall['values']):.1%} of real ones may be missed, 95% bound); "
                    "missed values are published verbatim")
     for name, line in products.items():
-        out.append(f"{name:<13s}{line}")
+        first, *more = [line] if isinstance(line, str) else line
+        out.append(f"{name:<13s}{first}")
+        out += more
+    accounts: dict[tuple, list[str]] = {}  # the one ledger: datasets under the same limits show the same use
     for dataset in datasets(settings):
-        out.append(f"budget       {dataset}:" + ("" if budget_usage(settings, dataset) else " nothing spent"))
-        out += [f"               {usage_line(row)}" for row in budget_usage(settings, dataset)]
+        accounts.setdefault(tuple(usage_line(row) for row in budget_usage(settings, dataset)), []).append(dataset)
+    for rows, names in accounts.items():
+        out.append(f"budget       {', '.join(names)}{' (one account)' if len(names) > 1 else ''}:"
+                   + ("" if rows else " nothing spent"))
+        out += [f"               {row}" for row in rows]
     counts = [(name, rows) for name, rows in table_rows(settings) if rows is not None]
     out.append("tables       " + ", ".join(f"{name} {rows:,}" for name, rows in counts[:3]))
     for at in range(3, len(counts), 3):
@@ -229,12 +283,17 @@ def _rel(path) -> str:
     return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
 
 
-def run(settings: Settings, date: str, sample: Path, everything: bool = False, show_refusal: bool = False) -> int:
-    """The demo: prints stage lines and the summary to the terminal, everything else to build/logs/."""
+def run(settings: Settings, date: str, sample: Path, everything: bool = False, show_refusal: bool = False,
+        refresh_sample: Path | None = None) -> int:
+    """The demo: prints stage lines and the summary to the terminal, everything else to build/logs/.
+    ``everything`` needs ``refresh_sample``: the synthetic refresh's own messages (module doc)."""
     from privtext import prepare, report
     from privtext.platform.tracking import pipeline_run
     from privtext.status import datasets
 
+    if everything and refresh_sample is None:
+        raise ValueError("privtext demo --all needs the synthetic refresh's own sample (refresh_sample)")
+    settings = with_refresh_budget(settings) if everything else settings
     started = time.perf_counter()
     log_path = PROJECT_ROOT / "build" / "logs" / f"demo-{dt.datetime.now():%Y%m%d-%H%M%S}.log"
     with quiet(log_path) as terminal:
@@ -250,8 +309,8 @@ def run(settings: Settings, date: str, sample: Path, everything: bool = False, s
                 verdict = nightly_export(settings, date, sample, lines, show_refusal)
                 products = {}
                 if everything:
-                    say("synthetic refresh (the same secrets' account as the export)\n")
-                    products["synthetic"] = synthetic_refresh(settings, date, lines)
+                    say(f"synthetic refresh ({REFRESH_SAMPLE} live-chat messages of its own; the same ledger)\n")
+                    products["synthetic"] = synthetic_refresh(settings, date, refresh_sample, lines)
                     say("DP word embeddings\n")
                     products["embeddings"] = dp_embeddings(settings, date, lines)
                 with lines("report"):

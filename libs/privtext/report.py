@@ -50,6 +50,9 @@ ROW_NAMES = {"sanitized export": "documents", "synthetic documents": "texts", "w
 # utility metric -> (label, how to read it, baseline metric)
 UTILITY_READING = {"downstream_accuracy": ("classifier trained on synthetic, accuracy on real", "higher is better",
                                            "majority_label_accuracy"),
+                   "public_only_accuracy": ("classifier trained on the secret-free training messages as they are, "
+                                            "accuracy on real", "the alternative release: if not lower than the "
+                                            "synthetic accuracy, prefer publishing those", None),
                    "fid": ("Fréchet distance of embeddings (real vs synthetic)", "lower is better", None),
                    "length_ks": ("length distribution distance (KS)", "0 identical, 1 disjoint", None),
                    # the sanitized export (stages.sanitize._export_utility); baseline: the same classifier on the original
@@ -211,6 +214,8 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
                        f"{last.get('who', '?')}: {last.get('why', '')}"] + list(last.get("gate_problems") or [])
         if stage == "train_dped":
             reasons += _word_vector_usefulness(max(mine, key=lambda c: c["created_at"]))
+        if stage == "synthesize":
+            reasons += _synthetic_decision(lakehouse, day)
         rows = published.get(latest_run, 0) if staged_spec is None else sum(published.values())
         out.append({"product": product, "state": state, "rows": rows if state == "published" else 0, "reasons": reasons, "guarantee": _guarantee(product, mine),
                     "not_covered": _not_covered(product, detection)})
@@ -244,6 +249,14 @@ def _guarantee(product: str, charges: list[dict]) -> str:
     return (f"({_fmt(eps)}, {_fmt(delta)})-differential privacy per {unit}: adding or removing one {unit}'s messages "
             f"changes the probability of any set of word vectors by at most a factor {_fmt(math.exp(eps))}, except with "
             f"probability {_fmt(delta)}.")
+
+
+def _synthetic_decision(lakehouse: Lakehouse, day: dt.date) -> list[str]:
+    """evaluate's decision aid of the date (``stages.evaluate.decision``: synthetic table vs the secret-free
+    documents as they are, from that run's accuracies), as the card says it."""
+    rows = _rows_of_date(lakehouse, UTILITY_REPORTS, day, ("target", "details"))
+    found = {json.loads(r["details"]).get("decision") for r in rows if r["target"] == "synthetic_documents"}
+    return [f"Measured on held-out messages: {d}." for d in sorted(x for x in found if x)]
 
 
 def _word_vector_usefulness(charge: dict) -> list[str]:
@@ -303,7 +316,9 @@ def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
     run_ids = {r["run_id"] for r in audits + utility + centers} | {r.data.tags.get("privtext.run_id") for r in runs}
     charges = [e for e in entries if (e["run_id"] in run_ids or charged_date(e) == day)
                and e["guarantee"] != "detection_recall"]
-    detection = latest_measurement(ledger.entries(), day)  # a property of the date's data, in any dataset
+    # a property of the date's data: the dataset's own measurement, else one in any dataset (the demo's
+    # refresh measures its own source on the export's date)
+    detection = latest_measurement(entries, day) or latest_measurement(ledger.entries(), day)
     spent = ledger.spent(dataset)
     trend = timeline(ledger.entries(), budget)  # the one account, every dataset's charges
     return {

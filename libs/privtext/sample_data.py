@@ -1,8 +1,15 @@
-"""Reproducible sample corpus: customer-support messages with labels, users and planted PII.
+"""Reproducible sample corpora: customer-support messages with labels, users and planted PII.
 
 Every value is synthetic (Faker, seeded); the corpus stands in for private text in the demo and the
 tests. About a third of the messages carry no PII at all (SecPE's public part); the rest carry
 names, emails, phones, addresses, card numbers, IBANs, dates and companies.
+
+Two corpora (``generate(corpus=...)``): ``email`` (the export's: US values, ``TEMPLATES``) and ``chat``
+(the demo's synthetic refresh: live-chat messages, ``CHAT_TEMPLATES``, same labels). Their secret values
+(the PII tier: names, e-mails, phones, cards, IBANs, addresses, order numbers, IPs) come from disjoint
+pools: Italian Faker values, e-mails on their own domain, +39 phones, 7-digit order numbers (the email
+corpus: 6 digits), so no value of one is a value of the other (checked for the demo's samples in
+tests/unit/test_sample_data.py; the ledger refuses a refresh whose secret was already spent).
 """
 from __future__ import annotations
 
@@ -51,8 +58,45 @@ TEMPLATES = {
 }
 
 
-def make_faker(seed: int) -> Faker:
-    fake = Faker("en_US")
+CHAT_TEMPLATES = {
+    "billing": [
+        "hello, there are two charges for {order} on my card {card}, can one be reversed? {name}",
+        "pls send the refund to IBAN {iban}, holder {name}",
+        "your invoice lists an item I returned, write to me at {email}",
+        "why is there a fee on the last statement, nobody told me about it",
+        "can I pay the rest in two parts instead of one?",
+        "the discount code was not applied at checkout, I paid full price",
+    ],
+    "delivery": [
+        "hi, courier says delivered but nothing here at {address}, can you check? {name}",
+        "please reroute my parcel {order} to {address}",
+        "how long does shipping take to the islands?",
+        "package came a day early, thanks a lot",
+        "I'm {name}, my number is {phone}, the driver can call before coming",
+        "the box was open when it arrived and the charger is missing",
+    ],
+    "account": [
+        "locked out after three wrong passwords, my login is {email}",
+        "please close my profile, I'm {name} and I don't use it anymore",
+        "there was a login from {ip} that wasn't me, call me at {phone}",
+        "I want my newsletter emails to go to {email} from now on",
+        "the app keeps logging me out every few minutes",
+        "how do I turn on notifications for my orders?",
+    ],
+    "product": [
+        "the kettle leaks from the bottom after a month",
+        "really happy with the jacket, warm and light",
+        "the manual is missing from the box, is there a pdf?",
+        "{name} told me your printer works with any paper, is that true?",
+        "does the lamp come with a bulb or do I buy it separately?",
+        "the colour looks different from the photos on the site",
+    ],
+}
+CORPORA = {"email": (TEMPLATES, "en_US"), "chat": (CHAT_TEMPLATES, "it_IT")}
+
+
+def make_faker(seed: int, locale: str = "en_US") -> Faker:
+    fake = Faker(locale)
     fake.seed_instance(seed)
     return fake
 
@@ -64,8 +108,20 @@ SLOT_TYPES = {"name": "PERSON", "email": "EMAIL_ADDRESS", "phone": "PHONE_NUMBER
               "order": "ORDER_NUMBER"}
 
 
-def _fill(template: str, fake: Faker, rng: random.Random,
-          given: dict[str, str] | None = None) -> tuple[str, list[tuple[int, int, str, str]]]:
+def _chat_values(fake: Faker, rng: random.Random) -> dict[str, str]:
+    """The chat corpus's own pools for the values that are secrets (module doc): disjoint by format from
+    the email corpus's (own e-mail domain, +39 phones, 7-digit order numbers, Italian names and IBANs)."""
+    first, last = fake.first_name(), fake.last_name()
+    handle = "".join(c for c in f"{first}.{last}".lower() if c.isascii() and (c.isalnum() or c == "."))
+    return {"name": f"{first} {last}", "email": f"{handle}{rng.randint(10, 99)}@chat.shop-support.example",
+            "phone": f"+39 3{rng.randint(10, 99)} {rng.randint(100, 999)} {rng.randint(1000, 9999)}",
+            "address": fake.address().replace("\n", ", "), "card": fake.credit_card_number(), "iban": fake.iban(),
+            "ip": f"{rng.randint(151, 159)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+            "order": f"#{rng.randint(1000000, 9999999)}"}
+
+
+def _fill(template: str, fake: Faker, rng: random.Random, given: dict[str, str] | None = None,
+          corpus: str = "email") -> tuple[str, list[tuple[int, int, str, str]]]:
     """The message and its planted values as (start, end, slot, entity type); ``given`` fills slots that are
     not PII (a review's own text), never listed as planted."""
     values = {
@@ -82,6 +138,7 @@ def _fill(template: str, fake: Faker, rng: random.Random,
         "city": fake.city(),
         "ip": fake.ipv4_public(),
         "order": f"#{rng.randint(100000, 999999)}",
+        **(_chat_values(fake, rng) if corpus == "chat" else {}),
         **(given or {}),
     }
     text, planted = "", []
@@ -94,18 +151,24 @@ def _fill(template: str, fake: Faker, rng: random.Random,
     return text, planted
 
 
-def generate(n: int, seed: int = 7, users: int | None = None, with_planted: bool = False) -> list[dict]:
-    """``n`` messages from ``users`` users (default n // 4, so several messages per user); with
-    ``with_planted`` each row also lists its planted values' offsets (``planted``: start, end, slot, type)."""
+def generate(n: int, seed: int = 7, users: int | None = None, with_planted: bool = False,
+             corpus: str = "email") -> list[dict]:
+    """``n`` messages of ``corpus`` (``email`` | ``chat``) from ``users`` users (default n // 4, so several
+    messages per user); with ``with_planted`` each row also lists its planted values' offsets (``planted``:
+    start, end, slot, type). The chat corpus's doc and user ids start with ``c``."""
+    if corpus not in CORPORA:
+        raise ValueError(f"unknown sample corpus {corpus!r}; allowed: {', '.join(CORPORA)}")
+    templates, locale = CORPORA[corpus]
+    prefix = "c" if corpus == "chat" else ""
     rng = random.Random(seed)
-    fake = make_faker(seed)
+    fake = make_faker(seed, locale)
     n_users = users or max(1, n // 4)
-    user_ids = [f"u{idx:05d}" for idx in range(n_users)]
+    user_ids = [f"{prefix}u{idx:05d}" for idx in range(n_users)]
     rows = []
     for idx in range(n):
         label = rng.choice(LABELS)
-        text, planted = _fill(rng.choice(TEMPLATES[label]), fake, rng)
-        row = {"doc_id": f"d{idx:06d}", "user_id": rng.choice(user_ids), "text": text, "label": label,
+        text, planted = _fill(rng.choice(templates[label]), fake, rng, corpus=corpus)
+        row = {"doc_id": f"{prefix}d{idx:06d}", "user_id": rng.choice(user_ids), "text": text, "label": label,
                "channel": rng.choice(("email", "chat", "web"))}
         rows.append({**row, "planted": planted} if with_planted else row)
     return rows

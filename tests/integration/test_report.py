@@ -162,3 +162,20 @@ def test_pipeline_run_nests_stage_runs_in_process(conf):
 
     assert mlflow.get_run(child_id).data.tags["mlflow.parentRunId"] == parent_id
     assert mlflow.get_run(parent_id).data.tags["stage"] == "pipeline"
+
+
+def test_the_synthetic_card_carries_evaluates_decision_of_its_date(conf):
+    from privtext.report import _synthetic_decision
+
+    lake = Lakehouse(None, load_settings(conf, environ={}).lakehouse)
+    lake.create(UTILITY_REPORTS)
+    decision = "prefer the 9 public documents as they are: 90% against 80% for the synthetic table"
+    row = {"target": "synthetic_documents", "method": "secpe", "metric": "public_only_accuracy", "value": 0.9,
+           "run_id": "r"}
+    lake.append_rows(UTILITY_REPORTS, [
+        {**row, "details": json.dumps({"decision": decision}), "date": dt.date(2026, 1, 15)},
+        {**row, "details": json.dumps({"decision": "another date's"}), "date": dt.date(2026, 1, 14)},
+        {**row, "target": "sanitized_documents", "details": json.dumps({"decision": "the export's"}),
+         "date": dt.date(2026, 1, 15)}])
+    assert _synthetic_decision(lake, dt.date(2026, 1, 15)) == [f"Measured on held-out messages: {decision}."]
+    assert _synthetic_decision(lake, dt.date(2026, 1, 16)) == []

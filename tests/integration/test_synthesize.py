@@ -181,7 +181,7 @@ def test_evaluate_reports_fid_lengths_and_accuracy(ctx):
     from privtext.platform.tables import UTILITY_REPORTS
     from privtext.stages import evaluate
 
-    rows, _ = _write_corpus(ctx)
+    rows, embeddings = _write_corpus(ctx)
     # a staged release that copies public documents: accuracy must be high, FID finite
     public = [r for i, r in enumerate(rows) if i % 3][:12]
     synth = [{"synthetic_id": f"x{i}", "text": r["text"], "label": r["label"], "method": "secpe", "round": 1,
@@ -199,3 +199,19 @@ def test_evaluate_reports_fid_lengths_and_accuracy(ctx):
     assert report.loc[report.metric == "fid", "value"].item() == pytest.approx(result.fid)
     details = json.loads(report.details.iloc[0])
     assert details["split"] == "held_out" and details["real"] == len(held) and details["holdout_fraction"] == 0.2
+    # the alternative release, computed here without Spark: the classifier fitted on the training split's
+    # documents without a secret (every third one holds one), scored on the held-out documents
+    from privtext.metrics.utility import fit_classifier
+
+    emb = {r["doc_id"]: e for r, e in zip(rows, embeddings)}
+    public = [r for i, r in enumerate(rows) if i % 3 and r["doc_id"] not in held and r["label"] is not None]
+    clf = fit_classifier(np.stack([emb[r["doc_id"]] for r in public]).astype(np.float64),
+                         [r["label"] for r in public], seed=ctx.settings.run.seed)
+    scored = [r for r in rows if r["doc_id"] in held and r["label"] is not None]
+    correct, total = clf.correct(np.stack([emb[r["doc_id"]] for r in scored]).astype(np.float64),
+                                 [r["label"] for r in scored])
+    assert result.public_documents == len(public) == details["public_documents"]
+    assert result.public_only_accuracy == pytest.approx(correct / total)
+    assert details["decision"] == result.decision and result.decision.startswith(
+        "prefer the synthetic table" if result.downstream_accuracy > result.public_only_accuracy else "prefer the")
+

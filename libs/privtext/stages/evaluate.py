@@ -15,6 +15,13 @@ Held-out split (SecPE Sec. 4 tests on a separate split): the real documents scor
 run's date in the held-out split (``secpe.holdout_fraction`` of doc_ids by hash, ``platform.spark.held_out``),
 which ``synthesize`` never reads; the report's details record the split (fraction, rule, documents scored).
 With ``holdout_fraction: 0`` the corpus synthesize voted with is scored, and the details say ``training``.
+
+The alternative release (``public_only_accuracy``): the same classifier fitted on the training split's
+public documents (no secret of ``pii.secrets``: SecPE's public part, which the refresh already treats as
+unprotected) as they are, scored on the same held-out documents. ``decision`` compares the run's own
+figures: when public_only exists and scores at least the synthetic table, publishing the public documents
+is the better table for a downstream classifier (and costs no secret budget, but protects nothing a
+detector missed). At most ``PUBLIC_BASELINE_MAX`` public documents are fitted (a seeded sample, recorded).
 """
 from __future__ import annotations
 
@@ -29,8 +36,11 @@ from privtext.metrics.fid import fit_from_moments, frechet_distance, gaussian_fi
 from privtext.metrics.utility import fit_classifier, histogram_summary, length_histogram, length_ks, length_plot
 from privtext.platform.context import RunContext
 from privtext.platform.spark import held_out, tree_sum
-from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
+from privtext.pii.secrets import secret_types
+from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, PII_SPANS, STAGED_SYNTHETIC_DOCUMENTS
 from privtext.platform.utility_reports import write_utility
+
+PUBLIC_BASELINE_MAX = 20000  # public documents fitted for public_only (driver memory O(this x d))
 
 
 @dataclass
@@ -45,15 +55,32 @@ class EvaluateResult:
     synthetic_length_mean: float
     majority_accuracy: float  # the baseline: always guessing the real documents' most frequent label
     split: str  # the real documents scored: "held_out" (never seen by synthesize) or "training"
+    public_only_accuracy: float = float("nan")  # trained on the public training documents as they are
+    public_documents: int = 0  # how many public documents that classifier was fitted on
+    decision: str = ""  # which table to prefer, from the figures above
 
 
-def _real_aggregates(real, clf, dim: int, spark) -> tuple:
-    """Executors' summable aggregates of the real documents: (n, sum, Gram matrix, correct, scored,
-    length histogram); the driver holds O(d^2), never real rows."""
-    bc = spark.sparkContext.broadcast(clf)
+def decision(synthetic: float, public_only: float, public_documents: int, majority: float) -> str:
+    """Which release a user should prefer, from one evaluate run's accuracies (a decision aid, measured)."""
+    if public_documents == 0 or np.isnan(public_only):
+        return (f"no public documents to compare with: the synthetic table ({synthetic:.0%}) is the only release "
+                f"without secrets; the majority label scores {majority:.0%}")
+    if public_only >= synthetic:
+        return (f"prefer the {public_documents:,} public documents as they are: {public_only:.0%} against "
+                f"{synthetic:.0%} for the synthetic table (they spend no secret budget, but a secret the detector "
+                "missed is published verbatim)")
+    return (f"prefer the synthetic table: {synthetic:.0%} against {public_only:.0%} for the {public_documents:,} "
+            "public documents alone")
+
+
+def _real_aggregates(real, clfs: list, dim: int, spark) -> tuple:
+    """Executors' summable aggregates of the real documents: (n, sum, Gram matrix, correct per classifier
+    of ``clfs``, scored, length histogram); the driver holds O(d^2), never real rows."""
+    bc = spark.sparkContext.broadcast(clfs)
 
     def per_partition(frames):
-        n, total, gram, correct, scored = np.zeros(1), np.zeros(dim), np.zeros((dim, dim)), np.zeros(1), np.zeros(1)
+        n, total, gram, scored = np.zeros(1), np.zeros(dim), np.zeros((dim, dim)), np.zeros(1)
+        correct = np.zeros(len(bc.value))
         hist = length_histogram([])
         for f in frames:
             if not len(f):
@@ -65,8 +92,9 @@ def _real_aggregates(real, clf, dim: int, spark) -> tuple:
             hist += length_histogram(f["text"].tolist())
             labelled = f["label"].notna().to_numpy()
             if labelled.any():
-                c, t = bc.value.correct(x[labelled], f["label"][labelled].tolist())
-                correct += c
+                for i, clf in enumerate(bc.value):
+                    c, t = clf.correct(x[labelled], f["label"][labelled].tolist())
+                    correct[i] += c
                 scored += t
         return n, total, gram, correct, scored, hist
 
@@ -108,7 +136,9 @@ def run(ctx: RunContext) -> EvaluateResult:
     real = emb.select("doc_id", "embedding").join(docs, "doc_id")
     if fraction > 0:
         real = real.where(held_out(fraction))
-    n, total, gram, correct, scored, real_hist = _real_aggregates(real, clf, syn_emb.shape[1], ctx.spark)
+    public_clf, n_public = _public_classifier(ctx, emb, docs, fraction)
+    clfs = [clf] + ([public_clf] if public_clf is not None else [])
+    n, total, gram, correct, scored, real_hist = _real_aggregates(real, clfs, syn_emb.shape[1], ctx.spark)
     n_real = int(n[0])
     if n_real < 2:
         raise ValueError(f"evaluate needs >= 2 embedded real documents in its split ({split}, "
@@ -116,7 +146,12 @@ def run(ctx: RunContext) -> EvaluateResult:
     label_counts = [r["count"] for r in real.where(F.col("label").isNotNull()).groupBy("label").count().collect()]
     metrics, syn_hist = utility_metrics(n_real, total, gram, correct[0], scored[0], real_hist, syn_emb,
                                         synth["text"].tolist(), label_counts)
+    if public_clf is not None and scored[0]:
+        metrics["public_only_accuracy"] = float(correct[1] / scored[0])
+    public_only = metrics.get("public_only_accuracy", float("nan"))
+    verdict = decision(metrics["downstream_accuracy"], public_only, n_public, metrics["majority_label_accuracy"])
     write_utility(ctx, "synthetic_documents", method, metrics, {
+        "public_documents": n_public, "decision": verdict,
         "synthetic": len(synth), "real": n_real, "scored": int(scored[0]), "classifier": "logistic_regression",
         "embedding": ctx.settings.embed.model, "split": split, "holdout_fraction": fraction,
         "holdout_rule": "sha256('privtext-holdout:' + doc_id)[:13 hex] / 16^13 < fraction"})
@@ -127,4 +162,20 @@ def run(ctx: RunContext) -> EvaluateResult:
                                                  f"{method}: words per text"), "evaluate")
     return EvaluateResult(method, len(synth), n_real, metrics["fid"], metrics["downstream_accuracy"],
                           metrics["length_ks"], metrics["real_length_mean"], metrics["synthetic_length_mean"],
-                          metrics["majority_label_accuracy"], split)
+                          metrics["majority_label_accuracy"], split, public_only, n_public, verdict)
+
+
+def _public_classifier(ctx: RunContext, emb, docs, fraction: float):
+    """(classifier, documents) fitted on the training split's labelled documents without a secret (at most
+    ``PUBLIC_BASELINE_MAX``, seeded sample); (None, 0) when there are none."""
+    public = emb.join(docs, "doc_id").where(F.col("label").isNotNull()).where(~held_out(fraction))
+    if ctx.lakehouse.exists(PII_SPANS):  # as synthesize's load_corpus: a document without a secret span is public
+        secret = (ctx.lakehouse.read(PII_SPANS, upto=ctx.date)
+                  .where(F.col("entity_type").isin(secret_types(ctx.settings.pii))).select("doc_id").distinct())
+        public = public.join(secret, "doc_id", "left_anti")
+    rows = (public.orderBy(F.xxhash64("doc_id", F.lit(ctx.settings.run.seed))).limit(PUBLIC_BASELINE_MAX)
+            .select("embedding", "label").toPandas())
+    if len(rows) == 0:
+        return None, 0
+    x = np.stack(rows["embedding"].to_numpy()).astype(np.float64)
+    return fit_classifier(x, rows["label"].tolist(), seed=ctx.settings.run.seed), len(rows)

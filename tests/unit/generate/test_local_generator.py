@@ -98,3 +98,21 @@ def test_prompts_are_label_conditioned_and_unlabeled_reads_cleanly():
     assert variant.startswith("Rewrite this customer support message with small changes")
     assert variant.endswith("Message: Where is my {parcel}?")  # braces in private text are not fields
     assert "about  " not in generator.random(1, None)[0]
+
+
+def test_engine_and_device_follow_the_hardware(monkeypatch):
+    """``engine: auto`` is the engine measured fastest on the resolved device; llama.cpp stays on CPU;
+    ``device: cuda`` without CUDA is refused naming the key (the CPU fallback is what CI runs)."""
+    import torch
+
+    from privtext.generate.local import local_engine
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert local_engine(GenerateSettings()) == ("llama_cpp", "cpu")
+    assert local_engine(GenerateSettings(engine="transformers")) == ("transformers", "cpu")
+    with pytest.raises(RuntimeError, match="generate.device is 'cuda'"):
+        local_engine(GenerateSettings(device="cuda"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert local_engine(GenerateSettings()) == ("transformers", "cuda")
+    assert local_engine(GenerateSettings(engine="llama_cpp")) == ("llama_cpp", "cpu")
+    assert local_engine(GenerateSettings(device="cpu")) == ("llama_cpp", "cpu")

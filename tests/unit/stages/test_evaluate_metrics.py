@@ -25,3 +25,12 @@ def test_metrics_without_labels_are_nan_and_shifted_embeddings_have_fid_of_the_s
     assert np.isnan(metrics["downstream_accuracy"]) and np.isnan(metrics["majority_label_accuracy"])
     assert abs(metrics["fid"] - 3 * 2.0**2) < 1e-6  # FID = |mu_a - mu_b|^2 when the covariances agree
     assert metrics["length_ks"] == 1.0
+
+
+def test_decision_names_the_better_release_from_the_figures():
+    from privtext.stages.evaluate import decision
+
+    assert decision(0.55, 0.70, 300, 0.3).startswith("prefer the 300 public documents as they are: 70% against 55%")
+    assert decision(0.70, 0.70, 300, 0.3).startswith("prefer the 300 public documents")  # a tie: no budget spent
+    assert decision(0.71, 0.70, 300, 0.3).startswith("prefer the synthetic table: 71% against 70%")
+    assert decision(0.71, float("nan"), 0, 0.3).startswith("no public documents to compare with")
