@@ -3,7 +3,10 @@
 ``train`` fine-tunes the first ``layers`` encoder layers of the bundled sentence encoder with a linear
 BIO head (O, B-/I- PERSON, ORGANIZATION, LOCATION, OTHER) on ``tagger_data``'s sentences: fixed seed,
 ``torch.use_deterministic_algorithms``, a fixed thread count, batches in a seeded order, so the same
-data, seed and hyperparameters give the same weights (``weights_hash``). The weights live under
+data, seed and hyperparameters give the same weights (``weights_hash``). Two things keep it to about a
+CPU minute: AdamW updates only the word-embedding rows of tokens the training data uses (``_compact``:
+5,259 of 30,522; the other rows get no gradient, so they stay the base model's), and each batch runs in
+micro-batches of similar length (``_accumulate``: less padding, the same whole-batch gradient). The weights live under
 ``<cache_dir>/<key>/``, ``key`` a hash of (training sentences, hyperparameters, base model), beside a
 ``manifest.json`` naming the training sources, seed, hyperparameters and weights hash (no text).
 
