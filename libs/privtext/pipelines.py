@@ -27,10 +27,8 @@ from privtext.stages.runner import run_stage
 log = logging.getLogger("privtext")
 
 PIPELINES: dict[str, tuple[tuple[str, dict], ...]] = {
-    # embed reads the documents only, so it runs before detect_pii: a first demo's trained NER (privtext.prepare)
-    # builds in the background through ingest and embed, not ingest alone
     "nightly_sanitized_export": (
-        ("ingest", {}), ("embed", {}), ("detect_pii", {}), ("sanitize", {}),
+        ("ingest", {}), ("detect_pii", {}), ("embed", {}), ("sanitize", {}),
         ("audit", {"target": "sanitized_documents"}), ("publish", {"target": "sanitized_documents"}),
     ),
     "synthetic_refresh": (
