@@ -50,7 +50,7 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 demo: setup
 	$(VENV)/bin/privtext demo --all
 
-# the trained NER of pii.recognizers.trained_ner (a few CPU minutes once, then cached under cache/detector;
+# the trained NER of pii.recognizers.trained_ner (about a CPU minute once, then cached under cache/detector;
 # `privtext demo` builds it in the background when missing); without its training data detection runs on
 # without it (a warning says so)
 detector: setup

@@ -1,7 +1,7 @@
 """One-time builds in the background: the trained detector and the sanitizer's vocabularies.
 
-A fresh clone has neither cached: the trained NER (``privtext train detector``, about two CPU minutes on
-one thread) and CluSanT's vocabularies (the static phrase encoder's piece table, one encoder pass over
+A fresh clone has neither cached: the trained NER (``privtext train detector``, about a CPU minute on one
+thread) and CluSanT's vocabularies (the static phrase encoder's piece table, one encoder pass over
 30,522 wordpieces, plus every type's phrases and their embeddings, about a CPU minute). ``privtext demo``
 starts what is missing as background processes at its beginning (``start``) and waits for each only
 right before the stage that reads it (``Background.before``): detect_pii for the detector, sanitize for

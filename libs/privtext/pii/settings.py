@@ -112,6 +112,7 @@ class DetectorSettings(StrictModel):
     learning_rate: float = Field(2e-4, gt=0)
     batch_size: int = Field(16, gt=0)
     max_length: int = Field(96, ge=16, le=512)  # tokens per training sentence / inference window
+    micro_batch_size: int = Field(4, gt=0)  # rows per forward pass of a batch, of similar length (less padding)
     threads: int = Field(1, ge=1)  # torch threads while training (part of the key: float sums depend on it)
     cache_dir: str = "cache/detector"  # weights under <cache_dir>/<key>/ with manifest.json
     score: float = Field(0.7, ge=0.0, le=1.0)  # Presidio score of its spans (spaCy's NER scores 0.85)

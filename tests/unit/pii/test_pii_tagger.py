@@ -122,6 +122,18 @@ def test_training_is_reproducible(tmp_path):
     examples, sources = training_examples(settings.train_data, settings.synthetic_sentences, settings.seed)
     again = tagger.train(examples, settings, tmp_path / "again", sources)
     assert again["weights_sha256"] == weights_a and weights_a in manifest_a
+    # only the word-embedding rows of tokens in the training data (and padding) change; every other row is the base's
+    from safetensors.torch import load_file
+
+    name = "bert.embeddings.word_embeddings.weight"
+    trained = load_file(first / "model.safetensors")[name]
+    base = load_file(str(tagger.Path(tagger.base_model_path(settings.base_model)) / "model.safetensors"))
+    base = base.get(name, base.get("embeddings.word_embeddings.weight"))
+    tokenizer = __import__("transformers").AutoTokenizer.from_pretrained(first)
+    used = sorted({i for ex in examples for i in tokenizer(ex.text, truncation=True, max_length=32)["input_ids"]}
+                  | {tokenizer.pad_token_id})  # the padding row: no gradient, but AdamW's weight decay
+    unused = sorted(set(range(base.shape[0])) - set(used))
+    assert (trained[unused] == base[unused]).all() and not (trained[used] == base[used]).all()
     other = settings.model_copy(update={"seed": 14})
     assert tagger.ensure_trained(other)[0] != first
     assert tagger.weights_hash(tagger.ensure_trained(other)[0]) != weights_a
@@ -159,3 +171,37 @@ def test_caseless_spacy_spans_need_the_trained_ner_to_confirm_them():
     analyzer.registry.recognizers = confirmed_by_trained_ner(analyzer.registry.recognizers + [model], ["SpacyRecognizer"])
     found = detect_many(analyzer, ["My friend lives in TAMPERE"], settings)[0]
     assert [(s.entity_type, s.start, s.end) for s in found] == [("LOCATION", 19, 26)]
+
+
+def test_micro_batches_backpropagate_the_whole_batch_mean_loss():
+    """``_accumulate`` over micro-batches of similar length gives the gradient of the model's own mean token
+    loss over the batch padded as one (dropout off, so the two passes see the same network)."""
+    import torch
+    from transformers import BertConfig, BertForTokenClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, num_labels=len(tagger.LABELS))
+    model = BertForTokenClassification(config).eval()
+    gen = torch.Generator().manual_seed(1)
+    rows = []
+    for length in (3, 9, 4, 12, 5):
+        labels = torch.randint(0, len(tagger.LABELS), (length,), generator=gen).tolist()
+        labels[0] = labels[-1] = tagger.IGNORE
+        rows.append({"input_ids": torch.randint(1, 50, (length,), generator=gen).tolist(),
+                     "attention_mask": [1] * length, "labels": labels})
+    model(**tagger._pad(rows, 0)).loss.backward()
+    whole = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    loss = tagger._accumulate(model, rows, 0, 2)
+    assert loss == pytest.approx(float(model(**tagger._pad(rows, 0)).loss), rel=1e-5)
+    for expected, param in zip(whole, model.parameters()):
+        assert torch.allclose(param.grad, expected, atol=1e-6, rtol=1e-4)
+    assert any(g.abs().sum() > 0 for g in whole)
+
+
+def test_compact_renumbers_into_the_used_token_ids():
+    encoded = [{"input_ids": [101, 7, 102], "labels": [0, 0, 0]}, {"input_ids": [101, 30000, 7, 102], "labels": [0] * 4}]
+    seen, compact, pad = tagger._compact(encoded, 0)
+    assert seen == [0, 7, 101, 102, 30000] and pad == 0
+    assert [[seen[i] for i in e["input_ids"]] for e in compact] == [e["input_ids"] for e in encoded]
