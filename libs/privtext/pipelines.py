@@ -24,7 +24,7 @@ import uuid
 from privtext.errors import UsageError
 from privtext.settings import Settings
 from privtext.platform.tracking import pipeline_run, stage_run
-from privtext.stages.runner import run_stage
+from privtext.stages.runner import job_entry, run_stage
 
 log = logging.getLogger("privtext")
 
@@ -134,24 +134,16 @@ def audit_and_retune_main(argv: list[str]) -> int:
     rounds as one JSON line; exit 0 whether or not a round passed (publish's gate decides), a PrivtextError's
     code otherwise."""
     import argparse
-    import json
 
-    from privtext.errors import PrivtextError, report_error
-    from privtext.settings import LOG_FORMAT, load_settings, use_offline_models
-
-    use_offline_models()
-    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
-    parser = argparse.ArgumentParser(prog="jobs/audit_and_retune.py", description=audit_and_retune.__doc__.split("\n")[0])
-    parser.add_argument("--conf", default="conf/local.yaml")
-    parser.add_argument("--date", required=True)
-    parser.add_argument("--pipeline", default="nightly_sanitized_export")
-    args = parser.parse_args(argv)
-    try:
-        settings = load_settings(args.conf)
+    def job(settings: Settings, rest: list[str]) -> dict:
+        parser = argparse.ArgumentParser(prog="jobs/audit_and_retune.py",
+                                         description=audit_and_retune.__doc__.split("\n")[0])
+        parser.add_argument("--date", required=True)
+        parser.add_argument("--pipeline", default="nightly_sanitized_export")
+        args = parser.parse_args(rest)
         rounds = audit_and_retune(settings, args.date, args.pipeline)
         with stage_run(settings, args.pipeline, "retune", args.date, uuid.uuid4().hex) as tracked:
             tracked.log_dict({"rounds": rounds}, "ampl/retune.json")  # beside the audit's run, as in the pipeline
-    except PrivtextError as error:
-        return report_error(error)
-    print(json.dumps({"stage": "retune", "rounds": rounds}, default=str))
-    return 0
+        return {"rounds": rounds}
+
+    return job_entry("retune", job, argv)

@@ -25,14 +25,12 @@ from privtext.settings import PROJECT_ROOT, Settings
 def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None = None,
                   adversary: str = "transformer") -> dict:
     """Run the loop and write ``out``; returns {"eps": {...}, "history": [...]} (aggregates only)."""
-    from privtext.ampl.documents import embed_documents
     from privtext.ampl.sanitizer_tune import clusant_losses, clusant_release, mechanisms_at
     from privtext.ampl.tune import tune_release
-    from privtext.clusant.surface_format import adjacency_group, render, surface_format
+    from privtext.clusant.surface_format import render, surface_format
     from privtext.platform.context import RunContext
     from privtext.privacy.mechanisms import make_rng
-    from privtext.stages.audit import AuditError, companion, encoder, guarantee_distance, sample_tokens, unpaired
-    from privtext.sanitizer_setup import build_sanitizer
+    from privtext.stages.audit import AuditError, audited_batch, encoder, sample_tokens
 
     ctx = RunContext.create(settings, date=date)
     ampl, clusant = settings.ampl, settings.clusant
@@ -42,12 +40,9 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     if len(docs) < ampl.min_documents:
         raise AuditError(f"tune sanitize: {len(docs)} documents with sensitive tokens on {ctx.date} "
                          f"(ampl.min_documents = {ampl.min_documents})")
+    # the audit stage's candidates, groups and D_k, with the stage's sanitizer (vocabularies, phrase encoder)
+    batch, distance, sanitizer, phrase_encode = audited_batch(ctx, docs, f"tune sanitize for {ctx.date}")
     encode = encoder(ctx)
-    batch = embed_documents(docs, encode, adjacency_group, companion)  # the audit stage's candidates and groups
-    sanitizer, phrase_encode = build_sanitizer(settings)  # the stage's vocabularies and phrase encoder
-    distance = guarantee_distance(batch, sanitizer, phrase_encode)  # D_k with its k, as the audit stage
-    if unpaired(batch.candidate_groups, distance):
-        raise AuditError(f"tune sanitize: {unpaired(batch.candidate_groups, distance)} secret(s) the audit cannot pair")
     values = np.asarray(phrase_encode(list(batch.candidate_values)), dtype=np.float64)
     tier_of = {t: settings.pii.tiers.get(t, "PII") for t in clusant.entity_types}
     base = {t: ts.mechanism for t, ts in sanitizer.per_type.items()}

@@ -229,6 +229,23 @@ def unpaired(groups, distance=None) -> int:
     return out
 
 
+def audited_batch(ctx: RunContext, docs: list[DocTokens], what: str):
+    """(batch, distance, sanitizer, its phrase encoder): ``docs`` laid out with the audit's candidates,
+    companions and (type, format) groups, and the guarantee's metric between them; an AuditError when a
+    secret has no partner to be audited against (``what`` names the run)."""
+    from privtext.sanitizer_setup import build_sanitizer
+
+    batch = embed_documents(docs, encoder(ctx), adjacency_group, companion)
+    sanitizer, phrase_encode = build_sanitizer(ctx.settings)
+    distance = guarantee_distance(batch, sanitizer, phrase_encode)
+    missing = unpaired(batch.candidate_groups, distance)
+    if missing:
+        raise AuditError(f"{what}: {missing} secret(s) without another value at a distinct point of their (type, "
+                         "format) group, and no public companion of it: they cannot be audited, so nothing was "
+                         "written (the gate refuses)")
+    return batch, distance, sanitizer, phrase_encode
+
+
 def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[str] | None = None,
         eps: float | None = None) -> AuditStageResult:
     ampl = ctx.settings.ampl
@@ -246,14 +263,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     if len(docs) < ampl.min_documents:
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
-    batch = embed_documents(docs, encoder(ctx), adjacency_group, companion)
-    from privtext.sanitizer_setup import build_sanitizer
-
-    distance = guarantee_distance(batch, *build_sanitizer(ctx.settings))
-    if unpaired(batch.candidate_groups, distance):
-        raise AuditError(f"audit of {target} for {ctx.date}: {unpaired(batch.candidate_groups, distance)} secret(s) "
-                         "without another value at a distinct point of their (type, format) group, and no public "
-                         "companion of it: they cannot be audited, so nothing was written (the gate refuses)")
+    batch, distance, _, _ = audited_batch(ctx, docs, f"audit of {target} for {ctx.date}")
     clusant = ctx.settings.clusant
     audited = (np.full(len(batch.candidates), float(eps)) if eps else
                np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))

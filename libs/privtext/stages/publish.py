@@ -294,12 +294,13 @@ def _refuse_unpublishable(ctx: RunContext, target: str, summary: list, entries: 
                                  f"guarantee for staging run(s) {', '.join(missing)}")
 
 
-def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str, audited: bool, run_ids: set[str],
+def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str, audited: bool,
                override_gate: bool, reason: str | None, summary: list) -> tuple[str, dict | None]:
     """Check the gate; refuse, or record an override / skipped audit in the ledger. Returns (outcome, detection)."""
     settings, date = ctx.settings, ctx.date.isoformat()
     problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries),
-                              [staged_state(ctx.lakehouse, TARGETS[target][0], ctx.date, run_ids)])
+                              [staged_state(ctx.lakehouse, TARGETS[target][0], ctx.date,
+                                            {r["run_id"] for r in summary})])
                 if audited and settings.publish.require_audit else [])
     detection = None
     if audited:
@@ -395,8 +396,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: boo
     if "doc_id" in staged.columns:  # published doc_ids are keyed pseudonyms, never the input's ids
         key = load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
         staged = pseudonymous(staged, key)
-    gate, detection = _pass_gate(ctx, ledger, entries, target, audited, {r["run_id"] for r in summary},
-                                 override_gate, reason, summary)
+    gate, detection = _pass_gate(ctx, ledger, entries, target, audited, override_gate, reason, summary)
     rows = staged.select(*published_spec.schema.names)
     partitions = ({"date": [ctx.date]} if published_spec.date_column else
                   {c: sorted({r[c] for r in rows.select(c).distinct().collect()}) for c in published_spec.partition_by})

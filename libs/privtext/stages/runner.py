@@ -78,14 +78,21 @@ def run_options(stage: str, settings: Settings, argv: list[str]):
 def job_main(stage: str, argv: list[str]) -> int:
     """``jobs/<stage>.py`` under spark-submit: ``[--conf FILE] [stage options]``, settings loaded once; prints
     the result as one JSON line, or a ``PrivtextError`` as one line with its exit code."""
+    return job_entry(stage, lambda settings, rest: run_options(stage, settings, rest).__dict__, argv)
+
+
+def job_entry(name: str, job, argv: list[str]) -> int:
+    """A spark-submit entry point: ``job(settings, the other arguments) -> dict`` with the settings of
+    ``--conf`` (default conf/local.yaml), printed as one JSON line, or a ``PrivtextError`` as one line
+    with its exit code."""
     use_offline_models()
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     conf = argparse.ArgumentParser(add_help=False)
     conf.add_argument("--conf", default="conf/local.yaml")
     known, rest = conf.parse_known_args(argv)
     try:
-        result = run_options(stage, load_settings(known.conf), rest)
+        result = job(load_settings(known.conf), rest)
     except PrivtextError as error:
         return report_error(error)
-    print(json.dumps({"stage": stage, **result.__dict__}, default=str))
+    print(json.dumps({"stage": name, **result}, default=str))
     return 0
