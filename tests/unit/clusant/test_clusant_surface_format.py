@@ -175,3 +175,20 @@ def test_a_format_class_holds_no_digit_or_letter_of_the_value_and_render_never_f
         assert render(entity_type, candidate, surface_format(entity_type, twin)) == out
     else:
         assert out.isascii()
+
+
+@given(st.text(_VALUE_CHARS, max_size=40))
+def test_ascii_digits_writes_every_digit_of_any_script_as_its_ascii_value_and_keeps_the_rest(value):
+    """The audit encodes tokens as ``ascii_digits`` writes them: every decimal digit becomes the ASCII digit of
+    the same value (so two numbers differing in one digit stay two values to the encoder, whatever their
+    script or width), and everything else is ``fold``'s text unchanged."""
+    from privtext.clusant.surface_format import ascii_digits
+
+    folded, out = fold(value), ascii_digits(value)
+    assert len(out) == len(folded)
+    for before, after in zip(folded, out):
+        if unicodedata.decimal(before, None) is not None:
+            assert after.isascii() and after.isdigit() and int(after) == unicodedata.decimal(before)
+        else:
+            assert after == before
+    assert not any(unicodedata.decimal(c, None) is not None and not c.isascii() for c in out)
