@@ -8,7 +8,7 @@ then every engine's tokens/s over llama.cpp's side by side, and the fastest engi
 (``privtext.generate.settings.FASTEST_ENGINE`` says which ``engine: auto`` picks). ``--device cuda``
 runs transformers on the GPU (llama.cpp stays on CPU: the wheel here is CPU-only).
 Usage: python benchmarks/generate_backends.py [--texts 32] [--max-new-tokens 32] [--threads 1]
-       [--batch-sizes 1,8,32] [--device cpu]
+       [--batch-sizes 1,8,32] [--device cpu] [--model smollm2]
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def count_tokens(backend, texts: list[str]) -> int:
 
 def measure(engine: str, batch_size: int, args) -> dict[str, float]:
     settings = GenerateSettings(engine=engine, max_new_tokens=args.max_new_tokens, batch_size=batch_size,
-                                threads=args.threads, temperature=1.0,
+                                threads=args.threads, temperature=1.0, model=args.model,
                                 device=args.device if engine == "transformers" else "cpu")
     start = time.perf_counter()
     backend = backend_for(settings)
@@ -62,6 +62,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)  # 2+ threads spin (OpenMP) on a busy CPU
     parser.add_argument("--batch-sizes", default="1,8,32", help="transformers' batch sizes (comma-separated)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="transformers' device")
+    parser.add_argument("--model", default="smollm2", help="generate.model: the bundled name or a GGUF path")
     args = parser.parse_args()
     print(f"texts: {args.texts}\nmax_new_tokens: {args.max_new_tokens}\nthreads: {args.threads}\n"
           f"device: {args.device}\nloadavg_1min_before: {os.getloadavg()[0]:.2f}\ncpus: {os.cpu_count()}")

@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# The GPU path on a machine with CUDA (not run in CI: no GPU there), estimated 10 to 20 minutes on one H100 (not run yet):
-# 1. tokens/s of the local engines, CPU (llama.cpp; transformers batched) vs CUDA (transformers batched),
-#    same SmolLM2-135M weights, `name: value` lines (benchmarks/generate_backends.py);
-# 2. one SecPE run at the paper's operating point (L = 6, T = 5, temperature 1.2, N_syn 1,000, K 50, r/p 10,
-#    1 seed) on the movie reviews through the platform's stages, generation and the encoder on CUDA
-#    (generate.engine/device auto), timed.
-# Usage: bash benchmarks/gpu_check.sh [N_SYN] [K]   (from the repository root, after `make setup`)
+# The GPU path on a machine with CUDA (CI has none), from the repository root:
+# 1. tokens/s of transformers' batched generation of the bundled SmolLM2-135M (dequantized GGUF), one CPU
+#    thread vs CUDA, in one run (benchmarks/generate_backends.py; llama.cpp's CPU figure where it is installed);
+# 2. SecPE at the paper's operating point on 20 Newsgroups (L 6, T 5, temperature 1.2, N_syn 1,000, K 50,
+#    700 random-word secrets: 34% of the posts private), generation and the encoder on CUDA, through the
+#    algorithm layer (benchmarks/secpe_gpu.py: the synthesize stage's steps without Spark), each run timed,
+#    runs in the order of RUNS until DEADLINE seconds would be passed.
+# Usage: bash benchmarks/gpu_check.sh
+#   PY (default .venv/bin/python, else python3), MODEL (a GGUF path; default: the bundled smollm2),
+#   ENCODER (default: the bundled all-MiniLM-L6-v2), BUNDLE (default .gpu/data, made by
+#   `secpe_gpu.py prepare` when missing: that step needs the project's venv), RUNS, DEADLINE, OUT (JSON).
+# Measured on an H200 on 2026-11-26 (the model and encoder carried in parts): docs/products/synthetic.md.
 set -euo pipefail
-export PYTHONPATH="$PWD/libs${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-PY=${PY:-.venv/bin/python}
-N_SYN=${1:-1000}
-K=${2:-50}  # K from benchmarks/secpe_noise_per_centre.py: per-direction centre noise 2 sigma K / N_pub ~ 0.09 at r/p 10
+export PYTHONPATH="$PWD/libs${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
+PY=${PY:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
+MODEL=${MODEL:-smollm2}
+ENCODER=${ENCODER:-all-MiniLM-L6-v2}
+BUNDLE=${BUNDLE:-.gpu/data}
+RUNS=${RUNS:-secpe:10:0 secpe:2:0 aug_pe:2:0 secpe:10:1 secpe:10:2}
 "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print('gpu:', torch.cuda.get_device_name(0))"
-echo "== CPU, one thread"
-"$PY" benchmarks/generate_backends.py --device cpu --texts 32 --batch-sizes 1,8,32
-echo "== CUDA (transformers), llama.cpp on CPU for the ratio"
-"$PY" benchmarks/generate_backends.py --device cuda --texts 256 --batch-sizes 8,32,128,256
+[ -f "$BUNDLE/bundle.json.gz" ] || "$PY" benchmarks/secpe_gpu.py prepare --out "$BUNDLE"
+echo "== one CPU thread (transformers batched)"
+"$PY" benchmarks/generate_backends.py --device cpu --texts 32 --batch-sizes 32 --model "$MODEL"
+echo "== CUDA (transformers batched)"
+"$PY" benchmarks/generate_backends.py --device cuda --texts 512 --batch-sizes 64,256,512 --model "$MODEL"
 echo "== SecPE at the operating point"
-start=$(date +%s)
-"$PY" benchmarks/secpe_vs_augpe.py --n-syn "$N_SYN" --variations 6 --rounds 5 --clusters "$K" --r-over-p 10 \
-    --seeds 0 --methods secpe --no-seed-baselines --temperature 1.2 --generate-batch 256
-echo "secpe_operating_point_wall_s: $(( $(date +%s) - start ))"
+# shellcheck disable=SC2086
+"$PY" benchmarks/secpe_gpu.py run --bundle "$BUNDLE" --model "$MODEL" --encoder "$ENCODER" --n-syn 1000 \
+    --variations 6 --rounds 5 --clusters 50 --temperature 1.2 --generate-batch 512 --runs $RUNS \
+    --deadline "${DEADLINE:-330}" ${OUT:+--out "$OUT"}

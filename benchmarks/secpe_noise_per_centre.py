@@ -37,12 +37,30 @@ P = 1e-4
 SD_TARGETS = (0.05, 0.1)
 
 
-def training_posts(path: Path, fraction: float = 0.2) -> list[str]:
-    """The posts of the training split (``platform.spark.held_out``'s rule on doc ids ``n<line>``)."""
+def newsgroups_posts(path: Path, fraction: float = 0.2) -> list[tuple[str, str, bool]]:
+    """(label, text, held out) of every post; held out by ``platform.spark.held_out``'s rule on doc ids ``n<line>``."""
     lines = path.read_text(encoding="utf-8").splitlines()[3:]
-    posts = [(f"n{i}", line.split("\t", 1)[1]) for i, line in enumerate(lines) if "\t" in line]
+    posts = [(f"n{i}", *line.split("\t", 1)) for i, line in enumerate(lines) if "\t" in line]
     share = lambda d: int(hashlib.sha256(f"privtext-holdout:{d}".encode()).hexdigest()[:13], 16) / 16**13  # noqa: E731
-    return [text for doc_id, text in posts if share(doc_id) >= fraction]
+    return [(label, text, share(doc_id) < fraction) for doc_id, label, text in posts]
+
+
+def random_word_secrets(texts: list[str], freq: dict, n_words: int) -> tuple[list[tuple[int, ...]], list[str]]:
+    """Each text's secret ids (sorted) among SecPE Sec. 4.2's random words: the ``n_words`` words nearest the
+    0.2 quantile of ``freq`` (document frequencies); and the words, in id order."""
+    chosen = sorted(select_random_words(freq, 0.2, n_words))
+    index = {w: i for i, w in enumerate(chosen)}
+    return [tuple(sorted(index[w] for w in word_set(t) if w in index)) for t in texts], chosen
+
+
+def calibrate(secrets: list[tuple[int, ...]], n_secrets: int, ratio: float, rounds: int):
+    """SecretNoise on the private texts grouped by secret set (T ``rounds``, 2 releases per round) and Aug-PE's
+    sigma (largest texts per secret): (group keys, ``GroupNoise``, Aug-PE sigma)."""
+    groups = Counter(s for s in secrets if s)
+    keys, sizes = list(groups), np.array(list(groups.values()), dtype=np.int64)
+    per_secret = Counter(i for key, size in groups.items() for i in key for _ in range(size))
+    noise = group_secret_noise([list(k) for k in keys], sizes, n_secrets, P, P * ratio, rounds)
+    return keys, noise, augpe_secret_sigma(P, P * ratio, rounds, max(per_secret.values(), default=1))
 
 
 def main() -> None:
@@ -52,25 +70,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--dim", type=int, default=384)
     args = ap.parse_args()
-    posts = training_posts(DATA)
-    sets = [word_set(t) for t in posts]
+    posts = [text for _, text, held in newsgroups_posts(DATA) if not held]
     freq = doc_frequencies(posts)
     print(f"training_posts: {len(posts)}\nvocabulary: {len(freq)}\nrounds: {args.rounds}\ndim: {args.dim}")
     for n_words in args.n_words:
-        chosen = set(select_random_words(freq, 0.2, n_words))
-        index = {w: i for i, w in enumerate(sorted(chosen))}
-        groups = Counter(tuple(sorted(index[w] for w in s & chosen)) for s in sets)
-        n_public = groups.pop((), 0)
-        keys, sizes = list(groups), np.array(list(groups.values()), dtype=np.int64)
-        per_secret = Counter(i for key, size in groups.items() for i in key for _ in range(size))
+        secrets, chosen = random_word_secrets(posts, freq, n_words)
+        n_public = sum(1 for s in secrets if not s)
+        per_secret = Counter(i for s in secrets for i in s)
         tag = f"words{n_words}"
         print(f"{tag}_doc_freq_of_chosen: {min(freq[w] for w in chosen)}-{max(freq[w] for w in chosen)}")
-        print(f"{tag}_private_share: {sizes.sum() / len(posts):.3f}\n{tag}_public_posts: {n_public}\n"
-              f"{tag}_secret_groups: {len(keys)}\n{tag}_max_posts_per_secret: {max(per_secret.values(), default=0)}")
+        print(f"{tag}_private_share: {1 - n_public / len(posts):.3f}\n{tag}_public_posts: {n_public}\n"
+              f"{tag}_secret_groups: {len(set(secrets) - {()})}\n"
+              f"{tag}_max_posts_per_secret: {max(per_secret.values(), default=0)}")
         for ratio in args.r_over_p:
             started = time.perf_counter()
-            noise = group_secret_noise([list(k) for k in keys], sizes, len(index), P, P * ratio, args.rounds)
-            augpe = augpe_secret_sigma(P, P * ratio, args.rounds, max(per_secret.values(), default=1))
+            _, noise, augpe = calibrate(secrets, len(chosen), ratio, args.rounds)
             sd_per_k = 2 * noise.sigma / max(n_public, 1)  # per-direction sd of a centre's noise, x K
             name = f"{tag}_rp{ratio:g}"
             print(f"{name}_secpe_sigma: {noise.sigma:.3f}\n{name}_expected_sampled: {noise.expected_sampled:.0f}\n"

@@ -26,7 +26,7 @@ def fit_from_moments(n: int, total: np.ndarray, gram: np.ndarray) -> tuple[np.nd
 
 def frechet_distance(mu_a, cov_a, mu_b, cov_b) -> float:
     diff = mu_a - mu_b
-    covmean, _ = linalg.sqrtm(cov_a @ cov_b, disp=False)
+    covmean = linalg.sqrtm(cov_a @ cov_b)  # (no ``disp``: scipy 1.18 removed it)
     if not np.isfinite(covmean).all():  # near-singular product: regularise as the FID reference code does
         eps = 1e-6 * np.eye(cov_a.shape[0])
         covmean = linalg.sqrtm((cov_a + eps) @ (cov_b + eps))
