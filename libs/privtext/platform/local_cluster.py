@@ -61,6 +61,13 @@ def spark_class() -> Path:
     return Path(pyspark.__file__).parent / "bin" / "spark-class"
 
 
+def daemon_env(environ, env: dict[str, str] | None) -> dict[str, str]:
+    """The master's and workers' environment: the caller's, less any store key (``STORE_KEYS``, a session
+    token included), plus ``env``: the executors hold the one role's key they are given, or none."""
+    return {**{k: v for k, v in environ.items() if k not in STORE_KEYS}, **(env or {}), "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": environ.get("PYSPARK_PYTHON", sys.executable)}
+
+
 @contextlib.contextmanager
 def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 120.0,
                        env: dict[str, str] | None = None) -> Iterator[Cluster]:
@@ -69,8 +76,7 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", tim
     with tempfile.TemporaryDirectory(prefix="privtext-cluster-") as tmp:
         folder = Path(tmp)
         (folder / "logs").mkdir()
-        env = {**os.environ, **(env or {}), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(folder / "logs"),
-               "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+        env = {**daemon_env(os.environ, env), "SPARK_LOG_DIR": str(folder / "logs")}
         port, ui = free_port(), free_port()
         cluster = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}", folder)
         processes: list[subprocess.Popen] = []

@@ -1,10 +1,10 @@
-"""The test store's identities file and the analyst reader's environment (no store started: the store
+"""The test store's identities file, the analyst reader's and the cluster daemons' environments (no store started: the store
 itself is exercised in tests/integration/test_store_roles.py)."""
 import json
 from pathlib import Path
 
 from privtext.platform.config import ZONES
-from privtext.platform.local_cluster import analyst_env
+from privtext.platform.local_cluster import analyst_env, daemon_env
 from privtext.platform.local_s3 import S3Store, identities_config, s3_conf
 from privtext.platform.store_access import IDENTITY_ZONES
 
@@ -36,3 +36,15 @@ def test_the_analyst_reader_gets_the_analyst_key_and_no_other_secret(monkeypatch
     assert not [v for v in env.values() if v in ("h" * 32, "secret-pipeline", "secret-officer", "ID-pipeline")]
     assert env["PRIVTEXT_PUBLISHED"] == "s3://b-published/lake"
     assert json.loads(env["PRIVTEXT_STORAGE_OPTIONS"])["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"
+
+
+def test_cluster_daemons_hold_only_the_key_they_are_given():
+    """A session token or key already in the caller's shell does not reach the master or the workers
+    (whose executors inherit their environment): only the role's key passed in ``env``, or none."""
+    shell = {**CREDENTIALS["officer"], "AWS_SESSION_TOKEN": "t", "PATH": "/bin"}
+    env = daemon_env(shell, CREDENTIALS["pipeline"])
+    assert {k: env[k] for k in CREDENTIALS["pipeline"]} == CREDENTIALS["pipeline"]
+    assert "AWS_SESSION_TOKEN" not in env and env["PATH"] == "/bin"
+    bare = daemon_env(shell, None)
+    assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} & set(bare)
+    assert bare["AWS_REGION"] == "us-east-1" and bare["SPARK_LOCAL_IP"] == "127.0.0.1"
