@@ -316,6 +316,16 @@ def posterior_of(adversary: TrainedAdversary, batch: ReleasedSequences, candidat
                              adversary.device)
 
 
+def nearest_candidate(targets: np.ndarray, candidates: np.ndarray, chunk_elems: int = 1 << 24) -> np.ndarray:
+    """Index of each target's nearest candidate (squared L2, ties to the lower index), in row chunks of
+    ``chunk_elems`` distances: memory O(chunk_elems), never a [targets, candidates, d] difference tensor."""
+    cand_sq = (candidates * candidates).sum(1)
+    rows = max(1, chunk_elems // max(1, len(candidates)))
+    out = [np.argmin(cand_sq[None, :] - 2.0 * targets[s:s + rows] @ candidates.T, axis=1)
+           for s in range(0, len(targets), rows)]
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
 TEMPERATURE_GRID = tuple(2.0 ** (k / 2) for k in range(-4, 21))  # 0.25 .. 1024
 
 
@@ -326,8 +336,7 @@ def calibrated_temperature(adversary: TrainedAdversary, val: ReleasedSequences, 
     An over-confident posterior inflates every log-ratio, so an uncalibrated Gaussian posterior shows
     'leakage' on a release that leaks nothing; a calibrated one is the adversary's honest belief."""
     pred = adversary.predict(val)
-    targets = val.targets().astype(np.float64)
-    truth = np.argmin(((targets[:, None, :] - candidates[None, :, :]) ** 2).sum(axis=2), axis=1)
+    truth = nearest_candidate(val.targets().astype(np.float64), np.asarray(candidates, dtype=np.float64))
     obs = np.arange(len(truth))
     losses = [-GaussianPosterior(pred, candidates, 2.0 * adversary.val_mse * t, floor, adversary.device)
               .log_prob(obs, truth).mean() for t in TEMPERATURE_GRID]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from privtext.ampl.adversary import mean_baseline_mse, resolve_device, train_adversary
+from privtext.ampl.adversary import mean_baseline_mse, nearest_candidate, resolve_device, train_adversary
 from privtext.ampl.audit import audit_with_diagnostics, passes
 from privtext.ampl.sequences import ReleasedSequences, split_rows
 from privtext.ampl.settings import AmplSettings
@@ -113,3 +113,18 @@ def test_streaming_standardizer_matches_direct_moments():
     np.testing.assert_allclose(scaler.in_std, release.released[real].std(0) + 1e-6, rtol=1e-5)
     np.testing.assert_allclose(scaler.out_mean, release.targets().mean(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(scaler.out_std, release.targets().std(0) + 1e-6, rtol=1e-5)
+
+
+def test_nearest_candidate_matches_the_full_difference_tensor_in_chunks():
+    """The calibration's true candidates, found in row chunks, equal the brute-force argmin over the
+    [targets, candidates, d] tensor it replaces, targets equal to a candidate included (distance 0)."""
+    rng = np.random.default_rng(3)
+    candidates = rng.normal(size=(40, 16))
+    candidates[7] = candidates[3]  # a duplicate: ties go to the lower index in both
+    targets = np.vstack([candidates[[3, 0, 39, 12]], rng.normal(size=(57, 16))])
+    brute = np.argmin(((targets[:, None, :] - candidates[None, :, :]) ** 2).sum(axis=2), axis=1)
+    for chunk in (40, 41 * 40, 1 << 24):  # one row per chunk, a ragged last chunk, one chunk
+        got = nearest_candidate(targets, candidates, chunk_elems=chunk)
+        np.testing.assert_array_equal(got, brute)
+    assert list(got[:4]) == [3, 0, 39, 12]
+    assert nearest_candidate(np.zeros((0, 16)), candidates).shape == (0,)
