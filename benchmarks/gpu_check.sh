@@ -9,7 +9,8 @@
 # Usage: bash benchmarks/gpu_check.sh
 #   PY (default .venv/bin/python, else python3), MODEL (a GGUF path; default: the bundled smollm2),
 #   ENCODER (default: the bundled all-MiniLM-L6-v2), BUNDLE (default .gpu/data, made by
-#   `secpe_gpu.py prepare` when missing: that step needs the project's venv), RUNS, DEADLINE, OUT (JSON).
+#   `secpe_gpu.py prepare` when missing: that step needs the project's venv), RUNS, DEADLINE, OUT (JSON),
+#   TOKENS=0 to skip step 1. On a machine without the venv or network: benchmarks/gpu_carry.sh packs it all.
 # Measured on an H200 on 2026-11-26 (the model and encoder carried in parts): docs/products/synthetic.md.
 set -euo pipefail
 export PYTHONPATH="$PWD/libs${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
@@ -20,10 +21,12 @@ BUNDLE=${BUNDLE:-.gpu/data}
 RUNS=${RUNS:-secpe:10:0 secpe:2:0 aug_pe:2:0 secpe:10:1 secpe:10:2}
 "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print('gpu:', torch.cuda.get_device_name(0))"
 [ -f "$BUNDLE/bundle.json.gz" ] || "$PY" benchmarks/secpe_gpu.py prepare --out "$BUNDLE"
-echo "== one CPU thread (transformers batched)"
-"$PY" benchmarks/generate_backends.py --device cpu --texts 32 --batch-sizes 32 --model "$MODEL"
-echo "== CUDA (transformers batched)"
-"$PY" benchmarks/generate_backends.py --device cuda --texts 512 --batch-sizes 64,256,512 --model "$MODEL"
+if [ "${TOKENS:-1}" != 0 ]; then
+    echo "== one CPU thread (transformers batched)"
+    "$PY" benchmarks/generate_backends.py --device cpu --texts 32 --batch-sizes 32 --model "$MODEL"
+    echo "== CUDA (transformers batched)"
+    "$PY" benchmarks/generate_backends.py --device cuda --texts 512 --batch-sizes 64,256,512 --model "$MODEL"
+fi
 echo "== SecPE at the operating point"
 # shellcheck disable=SC2086
 "$PY" benchmarks/secpe_gpu.py run --bundle "$BUNDLE" --model "$MODEL" --encoder "$ENCODER" --n-syn 1000 \
