@@ -137,15 +137,12 @@ def test_generated_centres_do_not_depend_on_the_private_rows():
 
 def test_negative_control_private_rows_taken_as_public_are_seen():
     """A D_pub that takes the private rows in (here: pool + private) passes the run but fails the check."""
-    def leaky(pool, codes):
-        private, labels = leaky.private
-        return generated_public_clusters(np.vstack([pool, clip_rows(private, 1.0)]),
-                                         np.concatenate([codes, labels]), k_total=4, radius=1.0, seed=0)
+    def leaky(private, labels):
+        return lambda pool, codes: generated_public_clusters(
+            np.vstack([pool, clip_rows(private, 1.0)]), np.concatenate([codes, labels]), k_total=4, radius=1.0, seed=0)
 
-    leaky.private = _private(1)
-    first, _ = _clusters_used(*leaky.private, leaky)
-    leaky.private = _private(2, n=7)
-    second, _ = _clusters_used(*leaky.private, leaky)
+    first, _ = _clusters_used(*_private(1), leaky(*_private(1)))
+    second, _ = _clusters_used(*_private(2, n=7), leaky(*_private(2, n=7)))
     assert not _same(first[0], second[0])
 
 
