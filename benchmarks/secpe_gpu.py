@@ -46,11 +46,11 @@ P = 1e-4
 
 
 def prepare(args) -> None:
-    from secpe_noise_per_centre import DATA, calibrate, newsgroups_posts, random_word_secrets
+    from secpe_noise_per_centre import DATA, calibrate, corpus_posts, random_word_secrets
 
     from privtext.pii.secrets import doc_frequencies
 
-    posts = newsgroups_posts(DATA)
+    posts = corpus_posts(DATA)
     train = [text for _, text, held in posts if not held]
     train_secrets, words = random_word_secrets(train, doc_frequencies(train), args.n_words)
     secrets = iter(train_secrets)

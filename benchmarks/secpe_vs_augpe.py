@@ -16,6 +16,13 @@ bound), ``real_n_syn`` (N_syn training documents drawn per seed: the real data a
 size, the ceiling of a perfect generator). Generations are not cached across runs: the same seed gives
 the same round-0 pool (llama.cpp with fixed seeds), later rounds differ by method since the survivors do.
 
+``--all-private``: every document holds a secret, the case the product is for. After ``detect_pii``, each
+document left without a random word gets its rarest word as a secret too (``secpe_noise_per_centre.
+cover_words``; every occurrence of the added words is appended to the date's spans, matched and keyed as
+``detect_pii`` writes them). No document is public, so SecPE takes D_pub from the generator's round-0 pool
+(``secpe.public_source`` auto), the label vocabulary is declared (``secpe.labels``: the file's labels), and
+``public_only`` does not exist.
+
 Printed (``name: value``): per method and r/p, the mean over seeds of downstream accuracy, FID, length
 KS, mean length and label agreement (the share of synthetic texts that a classifier fitted on the real
 training documents assigns the label they were generated for; on ``real``/``public_only`` it is that
@@ -26,7 +33,7 @@ Aug-PE / SecPE inside this run; the wall time of every stage and of the run.
         [--rounds 3] [--clusters 40] [--r-over-p 2 10 50 inf] [--seeds 0 1 2] [--methods secpe aug_pe]
         [--data movie_reviews | newsgroups]
         [--no-seed-baselines] [--secrets random_words] [--secret-words 700] [--temperature 1.0]
-        [--generate-batch 16]
+        [--generate-batch 16] [--all-private]
 """
 from __future__ import annotations
 
@@ -57,23 +64,21 @@ EVALUATED = ("downstream_accuracy", "fid", "length_ks", "synthetic_length_mean")
 METRICS = EVALUATED + ("label_agreement",)
 
 
-def write_corpus(path: Path, docs: int, out: Path) -> int:
+def write_corpus(path: Path, docs: int, out: Path) -> tuple[int, list[str]]:
+    """The sampled documents as JSON lines; returns their number and the labels of the whole file."""
     import pandas as pd
 
     if path == NEWSGROUPS:  # Category<TAB>Text after 3 header lines
-        frame = pd.read_csv(path, sep="\t", skiprows=3, names=["label", "text"]).dropna()
-        if docs:
-            frame = frame.sample(n=min(docs, len(frame)), random_state=0)
+        full = pd.read_csv(path, sep="\t", skiprows=3, names=["label", "text"]).dropna()
+        frame = full.sample(n=min(docs, len(full)), random_state=0) if docs else full
         frame = pd.DataFrame({"doc_id": "n" + frame.index.astype(str), "text": frame["text"], "label": frame["label"]})
-        frame.to_json(out, orient="records", lines=True)
-        return len(frame)
-    frame = pd.read_csv(path, sep="\t")
-    if docs:
-        frame = frame.sample(n=min(docs, len(frame)), random_state=0)
-    frame = pd.DataFrame({"doc_id": "m" + frame["id"].astype(str), "text": frame["text"],
-                          "label": (frame["score"] > 0).map({True: "positive", False: "negative"})})
+    else:
+        full = pd.read_csv(path, sep="\t")
+        full = full.assign(label=(full["score"] > 0).map({True: "positive", False: "negative"}))
+        frame = full.sample(n=min(docs, len(full)), random_state=0) if docs else full
+        frame = pd.DataFrame({"doc_id": "m" + frame["id"].astype(str), "text": frame["text"], "label": frame["label"]})
     frame.to_json(out, orient="records", lines=True)
-    return len(frame)
+    return len(frame), sorted(full["label"].unique())
 
 
 def load(root: Path, args, seed: int):
@@ -89,7 +94,34 @@ def load(root: Path, args, seed: int):
         "pii": {"secrets": {"mode": args.secrets, "random_words": {"n_words": args.secret_words}}},
         # every run composes on the same secrets: the benchmark measures utility, not the budget's decision
         "privacy": {"budgets": {"default": huge, args.data: huge}},
-        "secpe": {"n_syn": args.n_syn, "variations": args.variations, "rounds": args.rounds, "clusters": args.clusters}})
+        "secpe": {"n_syn": args.n_syn, "variations": args.variations, "rounds": args.rounds, "clusters": args.clusters,
+                  "labels": args.declared_labels}})
+
+
+def cover_every_document(ctx) -> tuple[int, int]:
+    """--all-private: the random words ``detect_pii`` chose plus each uncovered document's rarest word
+    (``cover_words``); the added words' spans, matched and keyed as ``detect_pii`` writes them, join the
+    date's spans. Returns (words added, documents still without a secret: no word of 3+ letters)."""
+    import pandas as pd
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from secpe_noise_per_centre import cover_words
+
+    from privtext.pii.hashing import load_hmac_key
+    from privtext.pii.secrets import WordMatcher, doc_frequencies, match_frame, select_random_words, word_set
+    from privtext.platform.tables import DOCUMENTS, PII_SPANS
+
+    run, rw = ctx.settings.run, ctx.settings.pii.secrets.random_words
+    docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text").toPandas()
+    texts = docs["text"].fillna("").tolist()
+    sets, freq = [word_set(t) for t in texts], doc_frequencies(texts)
+    chosen = set(select_random_words(freq, rw.quantile, rw.n_words, rw.min_chars))  # as detect_pii chose them
+    extra = cover_words(sets, freq, chosen, rw.min_chars)
+    key = load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic)
+    added = match_frame(docs, WordMatcher(extra, rw.entity_type, rw.tier), key).assign(run_id=ctx.run_id, date=ctx.date)
+    spans = pd.concat([ctx.lakehouse.read(PII_SPANS, date=ctx.date).toPandas(), added], ignore_index=True)
+    ctx.lakehouse.replace_partitions(PII_SPANS, ctx.spark.createDataFrame(
+        spans.astype({"start": "int32", "end": "int32"}), from_arrow_schema(PII_SPANS.schema)), {"date": [ctx.date]})
+    return len(extra), sum(not s & (chosen | extra) for s in sets)
 
 
 def stage_baseline(ctx, name: str, texts=None, labels=None, private=None, sample: int = 0) -> None:
@@ -187,9 +219,13 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=1.0, help="generate.temperature (SecPE Table 1: 1.2)")
     ap.add_argument("--generate-batch", type=int, default=16,
                     help="generate.batch_size: sequences per forward pass of transformers (the engine on a GPU)")
+    ap.add_argument("--all-private", action="store_true",
+                    help="every document holds a secret (cover_words); SecPE's D_pub from the generator")
     args = ap.parse_args()
+    args.declared_labels = []  # secpe.labels: the file's labels under --all-private (no public document has one)
 
     from privtext.errors import Refused
+    from privtext.ledger import Ledger
     from privtext.platform.context import RunContext
     from privtext.stages.runner import run_stage
     from privtext.stages.synthesize import load_corpus
@@ -215,12 +251,18 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        n_docs = write_corpus(NEWSGROUPS if args.data == "newsgroups" else DATA, args.docs, root / "reviews.jsonl")
+        n_docs, file_labels = write_corpus(NEWSGROUPS if args.data == "newsgroups" else DATA, args.docs,
+                                           root / "reviews.jsonl")
+        if args.all_private:
+            args.declared_labels = file_labels
         settings = load(root, args, args.seeds[0])
         for stage in ("ingest", "detect_pii", "embed"):
             options = {"input_path": str(root / "reviews.jsonl")} if stage == "ingest" else {}
             timed(stage, lambda: run_stage(stage, settings, date=DATE, **options))
         ctx = RunContext.create(settings, date=DATE)
+        if args.all_private:
+            added, uncovered = timed("cover_every_document", lambda: cover_every_document(ctx))
+            print(f"all_private_cover_words: {added}\nall_private_documents_without_secret: {uncovered}")
         corpus, labels = load_corpus(ctx, use_labels=True)
         counts = {r["is_private"]: r["count"] for r in corpus.groupBy("is_private").count().collect()}
         print(f"documents: {n_docs}")
@@ -229,6 +271,8 @@ def main() -> None:
         print(f"labels: {json.dumps(labels)}")
         judge = label_judge(ctx, labels)
         for name, private in (("public_only", False), ("real", None)):
+            if name == "public_only" and not counts.get(False):
+                continue  # no document without a secret: nothing to publish as it is
             stage_baseline(ctx, name, private=private)
             evaluate(settings, name)
         print(f"held_out_documents: {results['real'][0]['real']}")
@@ -255,8 +299,11 @@ def main() -> None:
                             break
                         seconds[f"vote[{name}]"].append(r.vote_seconds)
                         seconds[f"generate[{name}]"].append(r.generate_seconds)
+                        charged = Ledger(RunContext.create(settings, date=DATE).lakehouse, settings).entries()[-1]
+                        sampled = charged["params"].get("expected_sampled")  # SecPE: sum of rho, m_k ~ it / K
                         print(f"sigma[{name},seed={seed}]: {r.sigma:.4g} (generate {r.generate_seconds:.0f} s, "
-                              f"vote {r.vote_seconds:.2f} s)", flush=True)
+                              f"vote {r.vote_seconds:.2f} s; D_pub {r.public_source or '-'}, {r.clusters} centres"
+                              + (f", expected sampled {sampled:.0f})" if sampled is not None else ")"), flush=True)
                         evaluate(settings, name)
         except KeyboardInterrupt:
             print("interrupted: the summary covers the runs that ended")

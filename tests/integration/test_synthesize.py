@@ -21,7 +21,7 @@ DATE = dt.date(2026, 1, 15)
 N_DOCS = 36
 
 
-def _write_corpus(ctx):
+def _write_corpus(ctx, private_every: int = 3):
     from privtext.embed.encoder import encode_texts
 
     spark, lh = ctx.spark, ctx.lakehouse
@@ -33,9 +33,10 @@ def _write_corpus(ctx):
     lh.replace_partitions(DOC_EMBEDDINGS, spark.createDataFrame(
         [{"doc_id": r["doc_id"], "embedding": e.tolist(), "model": ctx.settings.embed.model, "dim": emb.shape[1],
           "run_id": "t", "date": DATE} for r, e in zip(rows, emb)], from_arrow_schema(DOC_EMBEDDINGS.schema)), {"date": [DATE]})
-    # every third document is private; secrets s0..s3 repeat across documents, d0 holds two
+    # every third document is private (``private_every``); secrets s0..s3 repeat across documents, d0 holds two
     spans = [{"doc_id": r["doc_id"], "entity_type": "PERSON", "start": 0, "end": 1, "score": 1.0, "tier": "PII",
-              "secret_id": f"s{i % 4}", "run_id": "t", "date": DATE} for i, r in enumerate(rows) if i % 3 == 0]
+              "secret_id": f"s{i % 4}", "run_id": "t", "date": DATE} for i, r in enumerate(rows)
+             if i % private_every == 0]
     spans.append({**spans[0], "secret_id": "s9"})
     lh.replace_partitions(PII_SPANS, spark.createDataFrame(spans, from_arrow_schema(PII_SPANS.schema)), {"date": [DATE]})
     return rows, emb
@@ -175,6 +176,45 @@ def test_full_run_charges_before_writing_and_leaks_nothing(tmp_path, spark, monk
     blob = b"".join(p.read_bytes() for p in (tmp_path / "lake").rglob("*") if p.is_file()
                     and ("mlruns" in p.parts or p.name == "mlflow.db"))
     assert not any(p.encode()[:40] in blob for p in private_texts)
+
+
+@pytest.mark.skipif(not _generator_ready(), reason="needs Settings.generate and the local LLM package")
+def test_all_private_corpus_takes_d_pub_from_the_generator(tmp_path, spark, monkeypatch):
+    """Every document holds a secret: public_source documents is refused before any charge (the message
+    names the key and its values); auto falls back to the generator, whose centres come from round 0's
+    pool only (never a private embedding, never the public-documents KMeans), under the same one charge."""
+    from conftest import make_settings
+    from privtext.platform.context import RunContext
+    from privtext.sample_data import LABELS
+    from privtext.secpe.secret_clustering import generated_public_clusters
+
+    settings = make_settings(tmp_path / "lake", secpe={"holdout_fraction": 0.0, "labels": list(LABELS),
+                                                       "public_source": "documents"})
+    ctx = RunContext.create(settings, date=str(DATE))
+    rows, emb = _write_corpus(ctx, private_every=1)
+    versions = {spec.name: ctx.lakehouse.version(spec) for spec in (NOISY_CENTERS, STAGED_SYNTHETIC_DOCUMENTS)}
+    with pytest.raises(ValueError, match="secpe.public_source.*documents, generator, auto"):
+        synthesize.run(ctx, n_syn=4, rounds=1, clusters=4, variations=2)
+    assert Ledger(ctx.lakehouse, settings).entries() == []
+    assert {spec.name: ctx.lakehouse.version(spec) for spec in (NOISY_CENTERS, STAGED_SYNTHETIC_DOCUMENTS)} == versions
+
+    pools = []
+    monkeypatch.setattr(synthesize, "public_kmeans", lambda *a, **k: pytest.fail("public documents were clustered"))
+    monkeypatch.setattr(synthesize, "generated_public_clusters",
+                        lambda pool, *a: pools.append(pool) or generated_public_clusters(pool, *a))
+    ctx = RunContext.create(settings.model_copy(update={"secpe": settings.secpe.model_copy(
+        update={"public_source": "auto"})}), date=str(DATE))
+    result = synthesize.run(ctx, n_syn=4, rounds=1, clusters=4, variations=2)
+    assert (result.public_source, result.public_documents, result.private_documents) == ("generator", 0, N_DOCS)
+    (pool,) = pools
+    assert pool.shape[0] == len(LABELS) * 2  # ceil(4 / 4 labels) x L = 2 per label: round 0's pool
+    assert np.abs(pool[:, None, :] - emb[None, :, :]).max(axis=2).min() > 1e-3  # no private row in it
+    assert result.clusters == len(LABELS)  # K 4 over 4 labels: one centre each, n_k = 2
+    (entry,) = Ledger(ctx.lakehouse, settings).entries()
+    assert entry["guarantee"] == "secret_protection"
+    synth = ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS).toPandas()
+    assert len(synth) == 4 and set(synth.label) <= set(LABELS)
+    assert not any(r["text"] in t for r in rows for t in synth.text)
 
 
 def test_evaluate_reports_fid_lengths_and_accuracy(ctx):

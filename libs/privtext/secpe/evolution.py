@@ -4,7 +4,8 @@ The loop is shared with the Aug-PE baseline (``aug_pe.py``); only the private vo
 
 * SecPE (``secpe_vote``): each round, SecretClustering releases K noisy centres and sizes (Eq. 7);
   each noisy centre adds its noisy size to the histogram bin of its nearest candidate (lines 8-11),
-  O(K N) similarity work on the driver, no pass over private rows beyond Alg. 2's assignment.
+  O(K N) similarity work on the driver, no pass over private rows beyond Alg. 2's assignment. Its
+  public clusters come from the public documents or, for a corpus without them, from round 0's pool.
 * Aug-PE (``aug_pe.augpe_vote``): every private row votes for its nearest candidate, plus noise.
 
 Selection (Alg. 3 line 12, top N_syn by histogram): K noisy centres vote for at most K candidates, so
@@ -98,14 +99,26 @@ def center_votes(noisy: NoisyCenters, cand_emb: np.ndarray, cand_labels: np.ndar
     return np.bincount(idx[ok], weights=noisy.counts[ok], minlength=cand_emb.shape[0])
 
 
-def secpe_vote(private_stats: Callable[[int], tuple], clusters: PublicClusters, sigma: float,
+def secpe_vote(private_stats: Callable[[int, PublicClusters], tuple],
+               public: PublicClusters | Callable[[np.ndarray, np.ndarray], PublicClusters], sigma: float,
                rng: np.random.Generator, radius: float,
                on_release: Callable[[int, NoisyCenters], None] | None = None) -> Vote:
-    """The SecPE vote: ``private_stats(round) -> (counts[K], sums[K, d])`` (Alg. 2's assignment pass
-    with a fresh rho-sample, e.g. summed over Spark partitions), Eq. 7's release, centre votes."""
+    """The SecPE vote: ``private_stats(round, clusters) -> (counts[K], sums[K, d])`` (Alg. 2's assignment
+    pass with a fresh rho-sample, e.g. summed over Spark partitions), Eq. 7's release, centre votes.
+
+    ``public``: Alg. 2's public clusters, or a function of round 0's candidate pool (embeddings, label
+    codes) that builds them (``secret_clustering.generated_public_clusters``), called once, at the first
+    vote, on the pool RANDOM_API wrote before any release: later rounds' candidates were selected by
+    private votes and are never D_pub."""
+    fixed: list[PublicClusters] = [public] if isinstance(public, PublicClusters) else []
 
     def vote(t: int, cand_emb: np.ndarray, cand_labels: np.ndarray) -> np.ndarray:
-        counts, sums = private_stats(t)
+        if not fixed:
+            if t != 0:
+                raise ValueError(f"the public clusters come from round 0's pool; this vote started at round {t}")
+            fixed.append(public(cand_emb, cand_labels))
+        clusters = fixed[0]
+        counts, sums = private_stats(t, clusters)
         noisy = release(counts, sums, clusters, sigma, rng, radius)
         if on_release is not None:
             on_release(t, noisy)

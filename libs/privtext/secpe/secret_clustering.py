@@ -18,10 +18,17 @@ mixture PLD counts both releases, sqrt(2) C; Thm. 1 states sigma "with T = 1" fo
 leaves the count/centre composition implicit -- we compose both releases and all T rounds). Labels
 (per-label centres) change nothing: every record still moves exactly one count and one centre.
 Public centres must have n_k >= 1 (``PublicClusters`` drops empty ones): 2R/n_k needs it.
+
+D_pub (Alg. 2 line 2) is the corpus's documents without a secret, or, where a corpus has (nearly) none
+of them, the generator's round-0 samples (``generated_public_clusters``); ``choose_public_source``
+picks one. Either way the centres and sizes (e_k, n_k) must not depend on the private rows: the
+bound above takes them as fixed, so each release's sensitivity, hence sigma, is the same for both.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -80,6 +87,91 @@ class PublicClusters:
     @property
     def k(self) -> int:
         return int(self.sizes.shape[0])
+
+
+PUBLIC_SOURCES = ("documents", "generator", "auto")
+
+
+def centres_per_label(sizes: Sequence[int], k_total: int, minimum: int) -> list[int]:
+    """K split over labels in proportion to their D_pub sizes n_c: max(minimum, round(K n_c / sum n)),
+    at most n_c (0 for a label without D_pub)."""
+    total = sum(sizes)
+    return [0 if n == 0 else int(min(n, max(minimum, round(k_total * n / total)))) for n in sizes]
+
+
+def choose_public_source(requested: str, public_per_label: Sequence[int], k_total: int) -> str:
+    """Alg. 2's D_pub: ``documents`` (the corpus's documents without a secret, as in the paper) or
+    ``generator`` (the generator's round-0 samples, ``generated_public_clusters``).
+
+    ``auto``: documents when every label has at least ceil(K / #labels) of them -- enough for its share
+    of the K centres with n_k >= 1 each (Thm. 1's bound divides by n_k) -- else generator. ``documents``
+    with a label holding no public document is refused: that label would get no centre, its private
+    documents no vote, and the synthetic table none of its texts. The choice reads the public counts
+    only (documents without a secret, which Alg. 2 releases as they are), never a private row.
+    """
+    if requested == "generator":
+        return requested
+    enough = math.ceil(k_total / max(1, len(public_per_label)))
+    if requested == "auto":
+        return "documents" if public_per_label and min(public_per_label) >= enough else "generator"
+    if not public_per_label or min(public_per_label) == 0:
+        raise ValueError(
+            "synthesize needs public documents (no secret) for the public clusters, for every label; found "
+            f"{sum(public_per_label)} over {len(public_per_label)} label(s), "
+            f"{sum(n == 0 for n in public_per_label)} without any. Set secpe.public_source to generator "
+            f"(the generator's random samples as D_pub) or auto; allowed values: {', '.join(PUBLIC_SOURCES)}")
+    return requested
+
+
+def generated_public_clusters(pool: np.ndarray, pool_labels: np.ndarray, k_total: int, radius: float,
+                              seed: int, labelled: bool = True) -> PublicClusters:
+    """KMEANS(D_pub, K) with D_pub = round 0's candidate pool: the N_syn L texts that RANDOM_API wrote
+    from the label prompts alone (Alg. 3 line 4), before any private row was read. K is split evenly
+    over labels (the pool's label sizes are equal), at least one centre each; centres are the means of
+    their clipped members (norm <= R) and every centre has n_k >= 1.
+
+    Guarantee: unchanged, (p, r)-secret protection under Def. 3.1's adjacency. The pool is public by
+    construction -- a function of the configuration and the generator's seeds only -- so the centres,
+    their sizes n_k and the split of K are the same on neighbouring corpora, and Thm. 1's sensitivity
+    (2R c_k / n_k per centre, C per release) holds as for public documents; it costs no secret budget
+    and no generation beyond round 0. n_k must not be sized from the private data (e.g. from the
+    expected number of sampled private rows): it sets Eq. 7's noise scale and offsets the counts.
+
+    How many samples (n_k ~ N_syn L / K): with m_k private rows assigned to centre k, Eq. 7 releases
+    e~_k = (n_k e_k + sum_i e^_i) / (n_k + m_k) + (2R / n_k) N(0, sigma^2 I_d).
+    * Noise: per direction 2 R sigma / n_k, so more samples per centre mean less noise.
+    * Dilution: the private mean mu_k enters with weight m_k / (n_k + m_k). A centre votes for its nearest
+      (unit-norm) candidate, a choice that depends on e~_k's direction only: e_k + (m_k / n_k) mu_k plus
+      noise of sd 2 R sigma (n_k + m_k) / n_k^2 per direction. The private pull relative to the
+      generator's own mean is m_k / n_k; its ratio to the noise, m_k n_k / (2 R sigma (n_k + m_k)), grows
+      with n_k but saturates at m_k / (2 R sigma) (half of it at n_k = m_k). Far beyond m_k every centre
+      sits at the generator's mean and votes for the pool's medoids whatever the private data: n_k of
+      the order of m_k (~ the ledger's expected_sampled / K) is where more samples stop paying.
+    * Counts: n~_k = n_k + m_k + N(0, sigma^2). The private part m_k keeps its noise sigma whatever n_k,
+      but the label quotas follow n~_k, so n_k (equal per label) pulls the label mix towards even by
+      n_k / (n_k + m_k).
+    Round 0's pool is used because it is free (generated anyway); on CPU generation is what bounds n_k
+    (all-private corpora have m_k >> N_syn L / K), so raise L or lower K for larger n_k.
+    """
+    from sklearn.cluster import KMeans
+
+    pool = clip_rows(pool, radius).astype(np.float64)
+    pool_labels = np.asarray(pool_labels, dtype=np.int64)
+    codes = np.unique(pool_labels)
+    ks = centres_per_label([int(np.sum(pool_labels == c)) for c in codes], k_total, minimum=1)
+    centers, sizes, out_labels = [], [], []
+    for c, k in zip(codes, ks):
+        x = pool[pool_labels == c]
+        k = min(k, np.unique(x, axis=0).shape[0])  # no more centres than distinct samples
+        assign = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(x).labels_
+        n = np.bincount(assign, minlength=k)
+        sums = np.zeros((k, x.shape[1]))
+        np.add.at(sums, assign, x)
+        keep = n >= 1
+        centers.append(sums[keep] / n[keep][:, None])  # the mean of its members: ||e_k|| <= R
+        sizes.append(n[keep])
+        out_labels += [int(c) if labelled else NO_LABEL] * int(keep.sum())
+    return PublicClusters.create(np.vstack(centers), np.concatenate(sizes), out_labels)
 
 
 def private_cluster_stats(embeddings: np.ndarray, clusters: PublicClusters, radius: float,

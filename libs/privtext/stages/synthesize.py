@@ -2,10 +2,15 @@
 
 Data: ``restricted.doc_embeddings`` (``embed.model``) and ``restricted.documents`` (labels) up to the
 run's date, less the held-out split that ``evaluate`` scores (``secpe.holdout_fraction``); a document is private when ``restricted.pii_spans`` holds a secret of it (the entity types
-of ``pii.secrets.mode``), public otherwise (SecPE's split).
+of ``pii.secrets.mode``), public otherwise (SecPE's split). Labels: ``secpe.labels`` when declared (the
+vocabulary declared public), else those of the public documents; documents with another label are not read.
 
 Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
-1. Public KMeans (Spark MLlib, per label with K split by public label sizes) -> centres and sizes.
+1. D_pub (``secpe.public_source``, ``secret_clustering.choose_public_source``): the public documents'
+   KMeans (Spark MLlib, per label with K split by public label sizes) -> centres and sizes; or, for a
+   corpus with too few public documents (all private: the case the product is for), KMeans of round 0's
+   generated pool on the driver at the first vote (``secret_clustering.generated_public_clusters``: no
+   private row read, no budget spent). ``documents`` with no public document is refused before any charge.
 2. SecretNoise on the private records grouped by their secret set: Spark collects one row per distinct
    set (its sorted secret ids and record count), the driver solves the LP and calibrates sigma
    (``secpe.secret_clustering.group_secret_noise``: T rounds, 2 Gaussian releases per round) and
@@ -46,7 +51,8 @@ from privtext.privacy.budget import Exposure, secret_charge, secret_event_charge
 from privtext.privacy.mechanisms import make_rng
 from privtext.secpe.aug_pe import augpe_secret_sigma, augpe_vote, private_votes
 from privtext.secpe.evolution import evolve, secpe_vote
-from privtext.secpe.secret_clustering import (NO_LABEL, PublicClusters, group_secret_noise, private_cluster_stats,
+from privtext.secpe.secret_clustering import (NO_LABEL, PublicClusters, centres_per_label, choose_public_source,
+                                             generated_public_clusters, group_secret_noise, private_cluster_stats,
                                              secret_count_pmfs)
 from privtext.secpe.settings import SecpeSettings
 
@@ -60,6 +66,7 @@ class SynthesizeResult:
     public_documents: int
     private_documents: int
     clusters: int
+    public_source: str  # D_pub of the SecPE clusters: documents | generator ("" for Aug-PE)
     secret_groups: int
     sigma: float
     r_over_p: float
@@ -78,7 +85,8 @@ def add_arguments(parser) -> None:
 
 
 def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
-    """(doc_id, embedding, label_code, secrets, is_private) per embedded document; label names from public docs."""
+    """(doc_id, embedding, label_code, secrets, is_private) per embedded document; label names from
+    ``secpe.labels`` when declared, else from the public docs (label_code -1: a label not among them)."""
 
     lh = ctx.lakehouse
     emb = (lh.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
@@ -91,7 +99,9 @@ def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
     corpus = (emb.select("doc_id", "embedding").join(docs, "doc_id", "left").join(secrets, "doc_id", "left")
               .withColumn("is_private", F.col("secrets").isNotNull()))
     labels: list = [None]
-    if use_labels:
+    if use_labels and ctx.settings.secpe.labels:
+        labels = list(ctx.settings.secpe.labels)
+    elif use_labels:
         found = sorted(r.label for r in corpus.where(~F.col("is_private") & F.col("label").isNotNull())
                        .select("label").distinct().collect())
         labels = found or [None]
@@ -110,7 +120,7 @@ def public_kmeans(public: DataFrame, labels: list, k_total: int, settings: Secpe
     from pyspark.ml.functions import array_to_vector
 
     sizes = {r.label_code: r["count"] for r in public.groupBy("label_code").count().collect()}
-    n_pub = sum(sizes.get(c, 0) for c in range(len(labels)))
+    ks = centres_per_label([sizes.get(c, 0) for c in range(len(labels))], k_total, minimum=2)
     centers, counts, codes = [], [], []
     for c in range(len(labels)):
         n = sizes.get(c, 0)
@@ -121,7 +131,7 @@ def public_kmeans(public: DataFrame, labels: list, k_total: int, settings: Secpe
         if distinct == 1:  # MLlib needs k >= 2; one distinct public point is its own centre
             found, found_sizes = [np.asarray(part.first().embedding, dtype=np.float32)], [n]
         else:
-            k = int(min(distinct, max(2, round(k_total * n / n_pub))))
+            k = min(distinct, ks[c])
             model = KMeans(k=k, seed=seed, maxIter=settings.kmeans_max_iter).fit(
                 part.select(array_to_vector("embedding").alias("features")))
             found, found_sizes = model.clusterCenters(), list(model.summary.clusterSizes)
@@ -247,19 +257,26 @@ def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, private: DataFram
 
 
 def _secpe_vote(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, private: DataFrame, labels: list,
-                noise: _Noise, rng, dim: int, n_private: int, releases: list):
+                noise: _Noise, rng, dim: int, n_private: int, releases: list, source: str):
     """SecPE's vote: rho-sampled private rows assigned to the broadcast public centres, per-partition
-    (counts, sums) tree-reduced to the driver. Returns (vote, number of public centres)."""
-    spark, R = ctx.spark, cfg.clip_radius
-    public_clusters = public_kmeans(corpus.where(~F.col("is_private")), labels, cfg.clusters, cfg, ctx.settings.run.seed)
+    (counts, sums) tree-reduced to the driver. The public centres: the public documents' KMeans
+    (``source`` documents) or round 0's generated pool's (generator, built at the first vote)."""
+    spark, R, seed = ctx.spark, cfg.clip_radius, ctx.settings.run.seed
+    labelled = labels != [None]
+    if source == "documents":
+        public = public_kmeans(corpus.where(~F.col("is_private")), labels, cfg.clusters, cfg, seed)
+    else:
+        def public(pool, pool_labels):  # no private row: only the candidates RANDOM_API wrote
+            return generated_public_clusters(pool, pool_labels, cfg.clusters, R, seed, labelled)
     rho_table = spark.createDataFrame(pd.DataFrame({"key": [_key(k) for k in noise.keys], "rho": noise.rho}))
     sampled = (private.withColumn("key", F.sha2(F.concat_ws("\u0001", "secrets"), 256))
                .join(F.broadcast(rho_table), "key").select("embedding", "label_code", "rho"))
-    bc = spark.sparkContext.broadcast(public_clusters)
-    labelled = labels != [None]
 
-    def private_stats(t: int):
+    def private_stats(t: int, clusters: PublicClusters):
         round_seed = int(rng.integers(2**63))
+        if n_private == 0:
+            return np.zeros(clusters.k), np.zeros((clusters.k, dim))
+        bc = spark.sparkContext.broadcast(clusters)
 
         def per_partition(frames):
             from pyspark import TaskContext
@@ -276,13 +293,11 @@ def _secpe_vote(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, private:
                 sums += s
             return counts, sums
 
-        if n_private == 0:
-            return np.zeros(public_clusters.k), np.zeros((public_clusters.k, dim))
-        return tree_sum(sampled, per_partition)
+        stats = tree_sum(sampled, per_partition)
+        bc.unpersist()
+        return stats
 
-    vote = secpe_vote(private_stats, public_clusters, noise.sigma, rng, R,
-                      on_release=lambda t, noisy: releases.append((t, noisy)))
-    return vote, public_clusters.k
+    return secpe_vote(private_stats, public, noise.sigma, rng, R, on_release=lambda t, noisy: releases.append((t, noisy)))
 
 
 def _augpe_vote(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, labels: list, sigma: float, rng):
@@ -345,25 +360,32 @@ def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, ro
     corpus, labels = load_corpus(ctx, cfg.use_labels)
     corpus = corpus.where(F.col("label_code") >= 0).cache()
     private = corpus.where("is_private")
-    n_private, n_public = private.count(), corpus.where(~F.col("is_private")).count()
-    if n_public == 0:
-        raise ValueError("synthesize needs public documents (no secret) for the public clusters; found none")
+    public_per_label = {r.label_code: r["count"] for r in
+                        corpus.where(~F.col("is_private")).groupBy("label_code").count().collect()}
+    n_private, n_public = private.count(), sum(public_per_label.values())
+    source = ""
+    if cfg.method == "secpe":  # refused here, before any charge; Aug-PE reads no public centre
+        source = choose_public_source(cfg.public_source, [public_per_label.get(c, 0) for c in range(len(labels))],
+                                      cfg.clusters)
+    if n_private + n_public == 0:
+        raise ValueError("synthesize found no embedded document with a known label to learn from")
     dim = len(corpus.select("embedding").first().embedding)
 
     noise = _calibrate_and_charge(ctx, cfg, private, n_private)  # before any private statistic is computed
     releases: list[tuple[int, object]] = []
     if cfg.method == "secpe":
-        vote, n_clusters = _secpe_vote(ctx, cfg, corpus, private, labels, noise, rng, dim, n_private, releases)
+        vote = _secpe_vote(ctx, cfg, corpus, private, labels, noise, rng, dim, n_private, releases, source)
     else:
-        vote, n_clusters = _augpe_vote(ctx, cfg, corpus, labels, noise.sigma, rng), 0
+        vote = _augpe_vote(ctx, cfg, corpus, labels, noise.sigma, rng)
     result = evolve(SparkGenerator(ctx), _embedder(ctx.settings), vote, labels, cfg.n_syn, cfg.variations,
                     cfg.rounds, cfg.clip_radius, seed=run_cfg.seed)
     corpus.unpersist()
     _write(ctx, cfg.method, result, releases, labels)
     _log_rounds(ctx.tracked, result, labels)
+    n_clusters = releases[0][1].counts.size if releases else 0
     return SynthesizeResult(
-        cfg.method, len(result.texts), cfg.rounds, n_public, n_private, n_clusters, len(noise.groups), noise.sigma,
-        cfg.r_over_p, sum(s.vote_seconds for s in result.rounds), sum(s.generate_seconds for s in result.rounds),
+        cfg.method, len(result.texts), cfg.rounds, n_public, n_private, n_clusters, source, len(noise.groups),
+        noise.sigma, cfg.r_over_p, sum(s.vote_seconds for s in result.rounds), sum(s.generate_seconds for s in result.rounds),
         sum(s.embed_seconds for s in result.rounds))
 
 
