@@ -96,14 +96,14 @@ def public_clusters(emb, codes, n_labels: int, k_total: int, seed: int):
     """KMEANS(D_pub, K) per label, K split by public label sizes (>= 2), as the stage's ``public_kmeans``."""
     from sklearn.cluster import KMeans
 
-    from privtext.secpe.secret_clustering import PublicClusters
+    from privtext.secpe.secret_clustering import PublicClusters, centres_per_label
 
     centers, sizes, labels = [], [], []
-    for c in range(n_labels):
+    split = centres_per_label([int((codes == c).sum()) for c in range(n_labels)], k_total, minimum=2)
+    for c, k in enumerate(split):
         part = emb[codes == c]
-        if len(part) == 0:
+        if k == 0:
             continue
-        k = int(min(len(part), max(2, round(k_total * len(part) / len(emb)))))
         model = KMeans(n_clusters=k, random_state=seed, n_init=1, max_iter=30).fit(part)
         centers.append(model.cluster_centers_)
         sizes += np.bincount(model.labels_, minlength=k).tolist()
