@@ -54,6 +54,18 @@ def project_outputs_untouched():
     assert not changed, f"tests wrote into the project's own outputs: {changed[:5]}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread():
+    """torch in the test process on one intra-op thread, as the stages run it (``ampl.torch_threads``,
+    ``pii.detector.threads``, one per Spark core): the tests share two cores with the session's JVM, its
+    Python workers and the background DAG run, and torch's spinning threads on a busy machine made small
+    ops ~35x slower (tests/unit/dped/test_dped_student.py: 0.25 s on one thread, 9 s on two). A test
+    that wants more sets them and puts them back."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from privtext.platform.spark import get_spark

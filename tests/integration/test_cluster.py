@@ -1,11 +1,13 @@
 """The nightly export on a real standalone Spark cluster (a master and two workers, separate JVMs, the project
 shipped as a zip with spark.submit.pyFiles) over a real S3 store (SeaweedFS) gives the same tables and ledger
-as local[2] over a local lakehouse; a worker killed mid-stage changes nothing. The stages run in
+as local[2] over a local lakehouse (that reference run: the CLI in the test's process, on the session's
+local[2] SparkSession); a worker killed mid-stage changes nothing. The cluster's stages run in
 subprocesses through the CLI, as ``make cluster-demo`` does (privtext.platform.local_cluster, local_s3),
 with the store's ``pipeline`` key only; the results are read back with the key of each reader's role
 (officer: the ledger; analyst: the published table), and no key (store keys, HMAC key) shows in a process's
 command line, the Spark event log (its environment dump is the UI's Environment page), MLflow or a log."""
 import json
+import logging
 import os
 import re
 import secrets
@@ -76,6 +78,22 @@ def nightly(conf: Path, sample: Path, skip: tuple[str, ...], env: dict | None = 
     return {m[0]: float(m[1]) for m in re.findall(r"nightly_sanitized_export: (\w+) done in ([\d.]+) s", log)}
 
 
+def nightly_here(conf: Path, sample: Path, skip: tuple[str, ...], caplog, monkeypatch) -> dict[str, float]:
+    """``nightly`` through the CLI in this process, on the session's local[2] SparkSession (the config's
+    spark section does not apply to a session already started): the local reference a cluster run is
+    compared with, without a second JVM and a cold set of Python workers. The HMAC key is in this
+    process's environment for the run only (the cluster started after it must not inherit it)."""
+    from privtext.cli import main
+
+    with monkeypatch.context() as env, caplog.at_level(logging.INFO, logger="privtext"):
+        env.setenv("PRIVTEXT_HMAC_KEY", HMAC_KEY)
+        caplog.clear()
+        assert main(["--conf", str(conf), "pipeline", "run", "nightly_sanitized_export", "--date", DATE, "--input",
+                     str(sample), *(a for s in skip for a in ("--skip", s))]) == 0
+        log = caplog.text
+    return {m[0]: float(m[1]) for m in re.findall(r"nightly_sanitized_export: (\w+) done in ([\d.]+) s", log)}
+
+
 def ledger_totals(lake: Lakehouse) -> dict:
     """Charges per (stage, guarantee, mechanism): how many and their summed eps."""
     entries = lake.delta_table(PRIVACY_LEDGER).to_pyarrow_table().to_pylist()
@@ -125,14 +143,14 @@ def files(*folders: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.cluster
-def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(tmp_path, s3_store, monkeypatch):
+def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, tmp_path, s3_store, monkeypatch, caplog):
     from privtext.sample_data import generate, write_jsonl
 
     sample = write_jsonl(generate(100, seed=5), tmp_path / "in" / "messages.jsonl")
     skip = ("embed", "audit")
     local_conf = write_conf({"spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}}},
                             tmp_path / "local", PUBLISHABLE)
-    local_times = nightly(local_conf, sample, skip)
+    local_times = nightly_here(local_conf, sample, skip, caplog, monkeypatch)
     pipeline = s3_store.env("pipeline")  # the only key the workers, executors and stages hold
     events = tmp_path / "events"
     events.mkdir()
@@ -229,7 +247,7 @@ def _kill_when_running(cluster, worker: str, documents: Path, deadline: float) -
 
 
 @pytest.mark.cluster
-def test_a_worker_killed_mid_stage_changes_nothing(tmp_path):
+def test_a_worker_killed_mid_stage_changes_nothing(spark, tmp_path, monkeypatch, caplog):
     from privtext.sample_data import generate, write_jsonl
 
     sample = write_jsonl(generate(100, seed=8), tmp_path / "in" / "messages.jsonl")
@@ -237,7 +255,7 @@ def test_a_worker_killed_mid_stage_changes_nothing(tmp_path):
     deterministic = {"run": {"deterministic": True, "seed": 3}, "pii": {"canaries": {"count": 5}}}
     local_conf = write_conf({"spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}}},
                             tmp_path / "local", deterministic)
-    nightly(local_conf, sample, skip)
+    nightly_here(local_conf, sample, skip, caplog, monkeypatch)
     events = tmp_path / "events"
     events.mkdir()
     with standalone_cluster(workers=2, cores=1, memory="1200m") as cluster:

