@@ -49,7 +49,12 @@ def background(airflow, folder: Path) -> dict | None:
     migrate = airflow.run([airflow.airflow, "db", "migrate"], timeout=300)
     if migrate.returncode != 0:
         return {"migrate": migrate}
-    run_conf = json.dumps({"config": str(conf), "input_path": str(sample), "py_files": str(zip_path)})
+    # submit-time Spark conf (the DAG's spark_properties param): the driver JVM JIT-compiles with C1 only, as
+    # privtext's own sessions do (platform.spark.DEFAULT_CONF; under spark-submit the JVM is up before it reads them)
+    properties = folder / "spark.properties"
+    properties.write_text("spark.driver.extraJavaOptions -XX:TieredStopAtLevel=1\n")
+    run_conf = json.dumps({"config": str(conf), "input_path": str(sample), "py_files": str(zip_path),
+                           "spark_properties": str(properties)})
     result = airflow.run([airflow.airflow, "dags", "test", DAG, DATE, "-c", run_conf], timeout=1800,
                          AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
                          PRIVTEXT_HMAC_KEY="dag-test-key-0123456789abcdef")

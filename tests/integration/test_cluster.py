@@ -38,6 +38,10 @@ HMAC_KEY = secrets.token_hex(24)  # random: a hygiene scan finds it only where i
 COMMON = {"tracking": {"enabled": False},
           "clusant": {"vocabulary": {"size": 60}, "n_clusters": 4, "metrics": {"perplexity": False}}}
 # publishable (never deterministic), so canaries (random when not deterministic) are off and the audit skipped
+# The cluster's JVMs (master, workers: SPARK_DAEMON_JAVA_OPTS; executors: their extraJavaOptions) JIT-compile
+# with C1 only, as privtext's own driver JVMs do (platform.spark.DEFAULT_CONF): short runs on two busy cores
+DAEMON_C1 = {"SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1"}
+EXECUTOR_C1 = {"spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 PUBLISHABLE = {"pii": {"canaries": {"count": 0}},
                "publish": {"require_audit": False, "min_canary_recall": 0.0}}
 
@@ -156,9 +160,9 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, 
     events.mkdir()
     command_lines = CommandLines()
     command_lines.start()
-    with standalone_cluster(workers=2, cores=1, memory="1200m", env=pipeline) as cluster:
+    with standalone_cluster(workers=2, cores=1, memory="1200m", env={**pipeline, **DAEMON_C1}) as cluster:
         conf = s3_conf(s3_store, cluster_conf(cluster, project_zip(tmp_path / "privtext.zip")))
-        conf["spark"]["conf"].update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+        conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
                                       "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
         cluster_yaml = write_conf(conf, tmp_path / "cluster", {**PUBLISHABLE, "tracking": {"enabled": True}})
         cluster_times = nightly(cluster_yaml, sample, skip, pipeline)
@@ -258,9 +262,9 @@ def test_a_worker_killed_mid_stage_changes_nothing(spark, tmp_path, monkeypatch,
     nightly_here(local_conf, sample, skip, caplog, monkeypatch)
     events = tmp_path / "events"
     events.mkdir()
-    with standalone_cluster(workers=2, cores=1, memory="1200m") as cluster:
+    with standalone_cluster(workers=2, cores=1, memory="1200m", env=DAEMON_C1) as cluster:
         conf = cluster_conf(cluster, project_zip(tmp_path / "privtext.zip"))
-        conf["spark"]["conf"].update({"spark.task.maxFailures": "4", "spark.eventLog.enabled": "true",
+        conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.task.maxFailures": "4", "spark.eventLog.enabled": "true",
                                       "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",
                                       "spark.eventLog.rolling.enabled": "false", "spark.ui.port": str(free_port())})
         conf_path = write_conf(conf, tmp_path / "cluster", deterministic)

@@ -8,8 +8,6 @@ Negative control: Thm. 3's sum of r (the old ledger) falls outside the Monte Car
 """
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -79,18 +77,21 @@ def test_five_runs_on_one_secret_are_refused_by_the_default_budget():
         check({"secret_protection": five}, DEFAULT, "d")
 
 
-def test_compose_cli_reads_calibrate_json(tmp_path):
+def test_compose_cli_reads_calibrate_json(tmp_path, capsys):
+    from privtext.cli import main
+
     incidence = tmp_path / "inc.csv"
     incidence.write_text("record_id,secret_id\nr1,s1\n")
-    cmd = [sys.executable, "-m", "privtext.cli", "--conf", "conf/local.yaml", "privacy"]
-    line = subprocess.run(cmd + ["calibrate", "--p", "1e-4", "--r-over-p", "10", "--rounds", "2", "--incidence",
-                                 str(incidence), "--json"], capture_output=True, text=True, check=True).stdout
+    cmd = ["--conf", "conf/local.yaml", "privacy"]  # the CLI in this process (test_privacy_cli.py: the same way)
+    assert main(cmd + ["calibrate", "--p", "1e-4", "--r-over-p", "10", "--rounds", "2", "--incidence",
+                       str(incidence), "--json"]) == 0
+    line = capsys.readouterr().out
     charge, exposures = charge_from_json(line)
     assert charge["params"]["pair"]["kind"] == "secret_mixture" and exposures[0]["unit"] == "s1"
     charges = tmp_path / "five.jsonl"
     charges.write_text(line * 5)
-    out = json.loads(subprocess.run(cmd + ["compose", str(charges), "--json"], capture_output=True, text=True,
-                                    check=True).stdout)
+    assert main(cmd + ["compose", str(charges), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
     assert out["secret_protection"]["p"] == 1e-4 and out["secret_protection"]["r"] / 1e-4 >= 100
 
 
