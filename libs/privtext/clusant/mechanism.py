@@ -186,10 +186,21 @@ class CluSanT:
             out[start : start + len(xb)] = members[np.arange(len(xb)), pos]
         return out
 
+    def clusters_of(self, x: np.ndarray) -> np.ndarray:
+        """C_x per row, computed once per distinct row and ``chunk_rows`` rows at a time (pairs repeat rows)."""
+        x = np.ascontiguousarray(x)
+        rows = x.view(np.dtype((np.void, x.shape[1] * x.itemsize))).ravel()  # one bytes key per row
+        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+        unique = x[first]
+        out = np.empty(len(unique), dtype=np.int64)
+        for start in range(0, len(unique), self.chunk_rows):
+            out[start : start + self.chunk_rows] = self._prepare(unique[start : start + self.chunk_rows])[1]
+        return out[inverse.reshape(-1)]
+
     def log_ratio_bound(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Upper bound on max_y |log Pr[M(a)=y] - log Pr[M(b)=y]| for paired rows a, b (module doc)."""
         a, b = np.atleast_2d(a).astype(np.float64), np.atleast_2d(b).astype(np.float64)
-        ca, cb = self._prepare(a)[1], self._prepare(b)[1]
+        ca, cb = np.split(self.clusters_of(np.concatenate([a, b])), [len(a)])
         if self.n_clusters == 1:
             step1 = np.zeros(len(a))
         elif not math.isfinite(self.k):

@@ -203,9 +203,8 @@ def guarantee_distance(batch, sanitizer, encode):
         out = euclidean.copy()
         for entity_type, ts in sanitizer.per_type.items():
             rows = np.flatnonzero(types[i] == entity_type)
-            for start in range(0, rows.size, ts.mechanism.chunk_rows):  # metric holds rows x vocabulary distances
-                part = rows[start:start + ts.mechanism.chunk_rows]
-                out[part] = ts.mechanism.metric(values[i[part]], values[j[part]])
+            if rows.size:
+                out[rows] = ts.mechanism.metric(values[i[rows]], values[j[rows]])
         return np.where(out > 0, out, euclidean)  # D_k = 0: the sanitizer's encoder cannot tell them apart
     return distance
 

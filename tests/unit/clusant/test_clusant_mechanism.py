@@ -53,6 +53,24 @@ def test_exact_mldp_audit_on_full_distribution(vocab, unit_rows, method, k, clus
     assert (observed[i, j] / np.maximum(bound, 1e-12)).max() > 0.25
 
 
+def test_clusters_of_matches_the_nearest_phrase_per_row_with_repeats_and_chunk_edges(vocab, unit_rows):
+    """clusters_of (one lookup per distinct row, chunked) gives every row the cluster of its nearest phrase,
+    as the brute force does, for inputs repeated out of order across chunk edges; and the metric built on it
+    is unchanged by the repeats (each pair equals its own one-pair call)."""
+    rng = np.random.default_rng(3)
+    labels = custext_clusters(vocab, 6, np.random.default_rng(0))
+    mech = clusant(vocab, labels, 2.0, 4.0)
+    mech.chunk_rows = 7  # distinct rows span several chunks
+    x = _audit_inputs(rng, vocab, unit_rows)
+    rows = rng.integers(0, len(x), size=500)  # repeats, in no order
+    brute = mech.labels[np.argmin(np.linalg.norm(x[rows][:, None] - vocab[None], axis=2), axis=1)]
+    np.testing.assert_array_equal(mech.clusters_of(x[rows]), brute)
+    assert len(np.unique(brute)) > 1  # the control: a constant answer would not pass
+    i, j = rows[:250], rows[250:]
+    single = np.array([mech.metric(x[a][None], x[b][None])[0] for a, b in zip(i[:40], j[:40])])
+    np.testing.assert_allclose(mech.metric(x[i], x[j])[:40], single, rtol=1e-12)
+
+
 def test_bound_between_clusters_grows_with_k(vocab):
     labels = custext_clusters(vocab, 6, np.random.default_rng(0))
     a, b = vocab[labels == 0][:1], vocab[labels == 1][:1]
