@@ -7,7 +7,9 @@ vectorised per type. Guarantee per span: eps_type-metric-LDP (see ``mechanism.py
 sanitized independently, so a document's spans of one secret compose additively in eps.
 
 A type without a vocabulary (not configured, or no public source yields candidates) gets the typed
-placeholder ``[TYPE]``: a deterministic mask that releases only the type and position of the span.
+placeholder ``[TYPE]``: a deterministic mask that releases only the type and position of the span. So does
+a span whose tier is ``SPENT``: its value's metric-LDP budget cannot pay another draw (the stage marks it
+from the ledger), so it is masked, never drawn, and charges nothing.
 ``merge_spans`` and ``splice`` rebuild a document: overlapping spans become one, everything outside
 the spans is kept character for character (offsets are Python string indices, i.e. code points).
 ``sanitize_documents`` does both for a batch, with one draw per distinct (document, type, value): the
@@ -45,6 +47,9 @@ class TypeSanitizer:
     mechanism: CluSanT
 
 
+SPENT = "spent"  # the tier of a span whose value's per-value budget is spent: masked, never drawn
+
+
 def placeholder(entity_type: str) -> str:
     """The typed mask of a span whose type has no replacement vocabulary."""
     return f"[{entity_type}]"
@@ -55,7 +60,8 @@ def merge_spans(spans: Iterable[tuple[int, int, str, str, float]], length: int) 
 
     Offsets are clipped to [0, length]; empty spans are dropped; spans that overlap (share at least one
     character) become one span covering their union, with the type and tier of the member ranked first
-    by: PII tier before PoII, higher score, longer, earlier. Touching spans (end == next start) stay apart.
+    by: PII tier before PoII, higher score, longer, earlier; a union holding a ``SPENT`` span is ``SPENT``
+    (masked whole). Touching spans (end == next start) stay apart.
     """
     clipped = sorted((max(0, int(s)), min(length, int(e)), t, tier, float(score))
                      for s, e, t, tier, score in spans if min(length, int(e)) > max(0, int(s)))
@@ -68,7 +74,8 @@ def merge_spans(spans: Iterable[tuple[int, int, str, str, float]], length: int) 
     merged = []
     for group in groups:
         best = min(group, key=lambda m: (m[3] != "PII", -m[4], m[0] - m[1], m[0]))
-        merged.append((group[0][0], max(m[1] for m in group), best[2], best[3]))
+        tier = SPENT if any(m[3] == SPENT for m in group) else best[3]
+        merged.append((group[0][0], max(m[1] for m in group), best[2], tier))
     return merged
 
 
@@ -96,9 +103,10 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
                        texts: Sequence[str], docs: Sequence[Sequence[tuple[int, int, str, str]]]) -> SanitizedDocuments:
     """Every span of ``docs`` (per document: disjoint, sorted (start, end, type, tier), see ``merge_spans``)
     replaced: one surrogate per distinct (document, type, value key), each distinct (type, key) of the
-    batch encoded once; types without a vocabulary get their placeholder."""
+    batch encoded once; types without a vocabulary and ``SPENT`` spans get their placeholder."""
     keys = [[(t, normalize_value(t, texts[i][s:e])) for s, e, t, _ in spans] for i, spans in enumerate(docs)]
-    groups = sorted({(i, t, k) for i, doc in enumerate(keys) for t, k in doc if t in sanitizer.per_type})
+    drawn_spans = [[tier != SPENT and t in sanitizer.per_type for _, _, t, tier in spans] for spans in docs]
+    groups = sorted({(i, t, k) for i, doc in enumerate(keys) for (t, k), d in zip(doc, drawn_spans[i]) if d})
     values: dict[tuple[str, str], str] = {}
     for i, spans in enumerate(docs):
         for (s, e, _, _), tk in zip(spans, keys[i]):
@@ -114,8 +122,8 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         expected = {tk: sanitizer.self_probability(tk[0], tk[1], emb[j]) for tk, j in row.items()}
     out = SanitizedDocuments([], [], [], [], [], [])
     for i, spans in enumerate(docs):
-        picks = [None if chosen.get((i, t, k)) is None else render(t, chosen[(i, t, k)], surface_format(t, texts[i][s:e]))
-                 for (s, e, _, _), (t, k) in zip(spans, keys[i])]
+        picks = [render(t, chosen[(i, t, k)], surface_format(t, texts[i][s:e])) if d else None
+                 for (s, e, _, _), (t, k), d in zip(spans, keys[i], drawn_spans[i])]
         out.texts.append(splice(texts[i], [(s, e) for s, e, _, _ in spans],
                                 [r if r is not None else placeholder(t) for r, (_, _, t, _) in zip(picks, spans)]))
         replaced, masked = {}, {}

@@ -386,6 +386,18 @@ def compose(charges: list[dict], exposures: list, budget) -> dict:
     return total
 
 
+def mldp_spent_per_value(charges: list[dict]) -> tuple[dict[str, float], float]:
+    """The metric-LDP eps each value has spent over the ledger entries ``charges`` (sum of eps * occurrences
+    of its exposures, as ``compose`` sums it), and the eps of mldp charges without exposures, which every
+    value has spent on top."""
+    mldp = [c for c in charges if c["guarantee"] == "mldp"]
+    exposures = [exposure_arrays(c.get("exposures")) for c in mldp]
+    eps = np.array([float(c["spend"].get("epsilon", 0.0)) for c in mldp])
+    flat = _flatten(exposures)
+    per_unit = np.bincount(flat.unit, weights=eps[flat.charge] * flat.occ, minlength=len(flat.units))
+    return dict(zip(flat.units, per_unit.tolist())), float(sum(eps[i] for i, e in enumerate(exposures) if e is None))
+
+
 def _compose_mldp(charges, exposures, flat, kinds, budget) -> dict | None:
     idx = [i for i, k in enumerate(kinds) if k == "mldp"]
     if not idx:

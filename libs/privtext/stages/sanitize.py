@@ -19,7 +19,9 @@ any two values of one occurrence (local model). One draw per distinct value (the
 documents are randomised independently, so a value in n documents is protected at n * eps_T. The
 ledger gets, BEFORE anything is written and in one all-or-nothing commit, one ``mldp`` charge per span
 type with the keyed values it exposed (secret_id -> documents), composed per value across documents
-and nights (a rerun of a date charges again). ``custext`` has no guarantee across clusters: it is
+and nights (a rerun of a date charges again). A value whose composed spend plus tonight's draws would pass
+``mldp_eps_max`` is masked (``[TYPE]``, uncharged: the mask releases nothing of it) rather than refused
+with the night (``clusant.spent_values``: mask | refuse). ``custext`` has no guarantee across clusters: it is
 recorded as ``none`` and ``publish`` refuses its output. Placeholders are deterministic masks.
 
 Candidates never depend on the data: the vocabulary, its clustering and the mechanism depend on the
@@ -54,11 +56,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
 
-from privtext.clusant.sanitizer import ADJACENCY, ClusantSanitizer, merge_spans, sanitize_documents
+from privtext.clusant.sanitizer import ADJACENCY, SPENT, ClusantSanitizer, merge_spans, sanitize_documents
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
-from privtext.privacy.budget import mldp_charge, none_charge
+from privtext.privacy.budget import mldp_charge, mldp_spent_per_value, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.lineage import detection_lineage
 from privtext.sanitizer_setup import phrase_encoder, piece_table, tier_function, vocabularies
@@ -95,6 +97,7 @@ class SanitizeResult:
     metrics_seconds: float  # of which the quality-metrics job after the write
     replaced_by_type: dict[str, int] = field(default_factory=dict)
     masked_by_type: dict[str, int] = field(default_factory=dict)
+    spent_values: int = 0  # distinct values masked because their per-value budget is spent (``_spent_values``)
 
 
 def _sanitizer_key(settings) -> str:
@@ -102,13 +105,15 @@ def _sanitizer_key(settings) -> str:
                                       settings.pii.model_dump(mode="json")]).encode()).hexdigest()
 
 
-def _doc_spans(text: str, spans) -> list[tuple[int, int, str, str]]:
-    raw = [] if spans is None else [(s["start"], s["end"], s["entity_type"], s["tier"] or "PII", s["score"] or 0.0)
-                                   for s in spans]
+def _doc_spans(text: str, spans, spent: frozenset = frozenset()) -> list[tuple[int, int, str, str]]:
+    """The document's merged spans; a span of a ``spent`` secret_id gets the tier ``SPENT`` (masked)."""
+    raw = [] if spans is None else [(s["start"], s["end"], s["entity_type"],
+                                     SPENT if s["secret_id"] in spent else s["tier"] or "PII", s["score"] or 0.0)
+                                    for s in spans]
     return merge_spans(raw, len(text))
 
 
-def _sanitize_batches(settings, seed_material: str, shared):
+def _sanitize_batches(settings, seed_material: str, shared, spent: frozenset):
     """mapInPandas body: the worker's sanitizer is built once per Python process from the broadcast
     (vocabularies, static piece table): the driver's candidate list, never rebuilt on a worker."""
 
@@ -121,7 +126,7 @@ def _sanitize_batches(settings, seed_material: str, shared):
         encode, _ = phrase_encoder(settings, table)
         for frame in frames:
             seed = int.from_bytes(hashlib.sha256((seed_material + "".join(frame["doc_id"])).encode()).digest()[:8], "little")
-            docs = [_doc_spans(text, spans) for text, spans in zip(frame["text"], frame["spans"])]
+            docs = [_doc_spans(text, spans, spent) for text, spans in zip(frame["text"], frame["spans"])]
             out = sanitize_documents(sanitizer, encode, make_rng(settings.run.deterministic, seed), list(frame["text"]), docs)
             yield pd.DataFrame({
                 "doc_id": frame["doc_id"], "sanitized_text": out.texts,
@@ -233,8 +238,32 @@ def _inputs(ctx: RunContext, spans_version: int) -> DataFrame:
     """The date's documents, each with the list of its spans (empty for documents without spans)."""
     documents = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
     spans = (ctx.lakehouse.read(PII_SPANS, spans_version, date=ctx.date)
-             .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score")).alias("spans")))
+             .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score", "secret_id"))
+                                    .alias("spans")))
     return documents.join(spans, "doc_id", "left")
+
+
+def _spent_values(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> frozenset:
+    """The secret_ids whose per-value metric-LDP budget cannot pay tonight's draws: what the ledger has
+    composed for the value (``mldp_spent_per_value``, every dataset) plus eps_T per document holding it,
+    summed over its types, above the strictest ``mldp_eps_max``, the ledger's own refusal rule. With
+    ``clusant.spent_values: mask`` (default) their spans are masked and not charged, so a value that recurs
+    night after night stops being released instead of stopping the export; with ``refuse``: none (the
+    ledger then refuses the night)."""
+    if ctx.settings.clusant.spent_values == "refuse":
+        return frozenset()
+    ledger = Ledger(ctx.lakehouse, ctx.settings)
+    entries = ledger.entries()
+    limit = ledger.limits(ctx.settings.run.dataset, entries).mldp_eps_max
+    spent, everyone = mldp_spent_per_value(entries)
+    tonight: dict[str, float] = {}
+    for entity_type, values in values_by_type.items():
+        ts = sanitizer.per_type.get(entity_type)
+        if ts is None or ts.mechanism.guarantee()["guarantee"] != "mldp":
+            continue
+        for secret_id, docs in values.items():
+            tonight[secret_id] = tonight.get(secret_id, 0.0) + ts.mechanism.epsilon * docs
+    return frozenset(v for v, cost in tonight.items() if everyone + spent.get(v, 0.0) + cost > limit * (1 + 1e-12))
 
 
 def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> None:
@@ -292,11 +321,13 @@ def run(ctx: RunContext) -> SanitizeResult:
               .groupBy("entity_type", "secret_id").agg(F.countDistinct("doc_id").alias("docs"))
               .toLocalIterator()):  # O(distinct values)
         values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["docs"])
-    _charge(ctx, sanitizer, values_by_type)  # before anything is written
+    spent = _spent_values(ctx, sanitizer, values_by_type)
+    charged = {t: {v: n for v, n in values.items() if v not in spent} for t, values in values_by_type.items()}
+    _charge(ctx, sanitizer, {t: values for t, values in charged.items() if values})  # before anything is written
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
     shared = ctx.spark.sparkContext.broadcast((vocabs, table))
-    out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared), OUT_SCHEMA)
+    out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared, spent), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer, lineage)))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
            .persist(StorageLevel.MEMORY_AND_DISK))
@@ -319,13 +350,14 @@ def run(ctx: RunContext) -> SanitizeResult:
         same_as_input=int(agg["same"] or 0), format_kept=int(agg["format_kept"] or 0),
         semantic_similarity=similarity, perplexity=perplexity,
         spans_per_second=spans / max(time.perf_counter() - started, 1e-9), metrics_seconds=metrics_seconds,
-        replaced_by_type=replaced_by_type, masked_by_type=masked_by_type)
+        replaced_by_type=replaced_by_type, masked_by_type=masked_by_type, spent_values=len(spent))
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
                             "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,
                             "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
                             "perplexity_measured": perplexity is not None})
     ctx.tracked.log_metrics({"same_as_input_share": result.same_as_input / max(1, result.replaced),
                              "format_kept_share": result.format_kept / max(1, result.replaced),
+                             "spent_values_masked": len(spent),
                              **{f"replaced_{t}": n for t, n in replaced_by_type.items()},
                              **{f"masked_{t}": n for t, n in masked_by_type.items()}})
     return result

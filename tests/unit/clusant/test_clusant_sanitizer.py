@@ -111,6 +111,27 @@ def test_merge_spans_unions_overlaps_prefers_pii_and_keeps_touching_spans_apart(
     assert merge_spans([(0, 4, "A", "PII", 0.8), (2, 9, "B", "PII", 0.8)], 9) == [(0, 9, "B", "PII")]
 
 
+def test_a_union_holding_a_spent_span_is_spent_and_spent_spans_are_masked_never_drawn(tmp_path):
+    """SPENT (the value's per-value budget cannot pay a draw) wins any union, whatever the ranking, and a SPENT
+    span of a type with a vocabulary is masked like a type without one: no draw, no encoding of its value;
+    the other spellings of that value in the document (not SPENT) still get their one draw."""
+    from privtext.clusant.sanitizer import SPENT, sanitize_documents
+
+    assert merge_spans([(0, 4, "A", SPENT, 0.1), (2, 9, "B", "PII", 0.9)], 9) == [(0, 9, "B", SPENT)]
+    assert merge_spans([(0, 4, "A", "PII", 0.9), (6, 9, "B", SPENT, 0.9)], 9) == [(0, 4, "A", "PII"), (6, 9, "B", SPENT)]
+    san = ClusantSanitizer.build(_settings(), TIERS.get, hash_encode, "hash", cache_dir=str(tmp_path))
+    text = "Ann Lee met Bo Yu; ann lee left."
+    spans = [(0, 7, "PERSON", SPENT), (12, 17, "PERSON", "PII"), (19, 26, "PERSON", "PII")]
+    encoded = []
+    out = sanitize_documents(san, lambda p: encoded.append(list(p)) or hash_encode(p), np.random.default_rng(0),
+                             [text], [spans])
+    assert out.texts[0].startswith("[PERSON] met ") and "Bo Yu" not in out.texts[0]
+    assert out.masked == [{"PERSON": 1}] and out.replaced == [{"PERSON": 2}]
+    assert encoded == [["Ann Lee", "Bo Yu"]]  # the unspent spelling's key is drawn once (encoded as first written)
+    control = sanitize_documents(san, hash_encode, np.random.default_rng(0), [text], [[(0, 7, "PERSON", "PII")] + spans[1:]])
+    assert control.masked == [{}] and not control.texts[0].startswith("[PERSON]")
+
+
 def test_splice_keeps_everything_outside_the_spans_code_point_exact():
     text = "👋🏽 Grüße, Zoë Ångström — café ✓"
     start = text.index("Zoë")
