@@ -14,7 +14,8 @@ which travel in parts: ``benchmarks/gpu_check.sh``):
   assigned to the centres (``private_cluster_stats``), Eq. 7's release and Alg. 3's vote (``secpe_vote``,
   ``evolve``); Aug-PE: every training post votes (``private_votes``, ``augpe_vote``). Scored as
   ``evaluate`` does: a logistic regression (``metrics.utility.fit_classifier``) fitted on the synthetic
-  texts' embeddings, accuracy on the held-out posts, and FID against them. Baselines: ``round0`` (the
+  texts' embeddings, accuracy on the held-out posts, FID against them, and label agreement (the share of
+  texts a classifier fitted on the real training posts gives their generated label). Baselines: ``round0`` (the
   first N_syn / #labels of each label's round-0 pool of the run: the generator alone), ``real_n_syn``
   (N_syn training posts), ``public_only`` and ``real``. No ledger, no lakehouse: a measurement, not a release.
 
@@ -111,12 +112,17 @@ def public_clusters(emb, codes, n_labels: int, k_total: int, seed: int):
     return PublicClusters.create(np.vstack(centers), sizes, labels)
 
 
-def score(name: str, emb, labels, test_emb, test_labels, extra: dict | None = None) -> dict:
+def score(name: str, emb, labels, test_emb, test_labels, judge, extra: dict | None = None) -> dict:
+    """Held-out accuracy of a classifier trained on (emb, labels), FID against the held-out posts, and label
+    agreement: the share of texts that ``judge`` (fitted on the real training posts) gives the label they
+    were generated for, as ``secpe_vs_augpe.label_agreement``."""
     from privtext.metrics.fid import fid
     from privtext.metrics.utility import fit_classifier
 
     correct, total = fit_classifier(emb, labels, seed=0).correct(test_emb, test_labels)
-    out = {"accuracy": correct / total, "fid": fid(test_emb, emb), "texts": len(labels), **(extra or {})}
+    agree, n = judge.correct(emb, labels)
+    out = {"accuracy": correct / total, "fid": fid(test_emb, emb), "label_agreement": agree / n, "texts": len(labels),
+           **(extra or {})}
     for key, value in out.items():
         print(f"{name}_{key}: {value:.4f}" if isinstance(value, float) else f"{name}_{key}: {value}", flush=True)
     return out
@@ -130,6 +136,7 @@ def run(args) -> None:
     from privtext.embed.encoder import encode_texts
     from privtext.embed.settings import EmbedSettings
     from privtext.generate import GenerateSettings, get_generator
+    from privtext.metrics.utility import fit_classifier
     from privtext.privacy.mechanisms import make_rng
     from privtext.secpe.aug_pe import augpe_vote, private_votes
     from privtext.secpe.evolution import evolve, secpe_vote
@@ -152,9 +159,10 @@ def run(args) -> None:
     test_emb, test_labels = emb_all[held], [names[c] for c in codes[held]]
     train, public = ~held, ~held & ~private
     print(f"training_posts: {train.sum()}\npublic_posts: {public.sum()}\nprivate_posts: {(train & private).sum()}")
-    baselines = {"real": score("real", emb_all[train], [names[c] for c in codes[train]], test_emb, test_labels),
+    judge = fit_classifier(emb_all[train], [names[c] for c in codes[train]], seed=0)
+    baselines = {"real": score("real", emb_all[train], [names[c] for c in codes[train]], test_emb, test_labels, judge),
                  "public_only": score("public_only", emb_all[public], [names[c] for c in codes[public]],
-                                      test_emb, test_labels)}
+                                      test_emb, test_labels, judge)}
     clusters = public_clusters(emb_all[public], codes[public], len(names), args.clusters, seed=0)
     print(f"clusters: {clusters.k}\npublic_per_centre_median: {np.median(clusters.sizes):.0f}", flush=True)
     settings = GenerateSettings(engine=args.engine, device="auto", model=args.model, batch_size=args.generate_batch,
@@ -173,7 +181,7 @@ def run(args) -> None:
             sampler = np.random.default_rng([seed, 1])
             rows = train & private
 
-            def stats(t, rows=rows, rho=rho, sampler=sampler):
+            def stats(t, clusters, rows=rows, rho=rho, sampler=sampler):
                 keep = sampler.random(rows.sum()) < rho[rows]
                 return private_cluster_stats(emb_all[rows], clusters, 1.0, keep, codes[rows])
 
@@ -187,7 +195,7 @@ def run(args) -> None:
         result = evolve(generator, embed, vote, names, args.n_syn, args.variations, args.rounds, 1.0, seed=seed)
         wall = time.perf_counter() - t0
         longest = max(longest, wall * 1.1)  # the baselines' scoring below adds a few seconds
-        results[name] = score(name, embed(result.texts), result.labels, test_emb, test_labels, {
+        results[name] = score(name, embed(result.texts), result.labels, test_emb, test_labels, judge, {
             "sigma": float(sigma), "wall_seconds": wall, "generate_seconds": generator.seconds,
             "embed_seconds": sum(r.embed_seconds for r in result.rounds),
             "vote_seconds": sum(r.vote_seconds for r in result.rounds),
@@ -195,10 +203,10 @@ def run(args) -> None:
         per_label = math.ceil(args.n_syn / len(names))
         pool = [(t, label) for label in names for t in generator.pools.get(label, [])[:per_label]]
         results[f"round0_seed{seed}"] = score(f"round0_seed{seed}", embed([t for t, _ in pool]), [l for _, l in pool],
-                                             test_emb, test_labels)
+                                             test_emb, test_labels, judge)
         pick = np.random.default_rng(seed).choice(np.flatnonzero(train), size=args.n_syn, replace=False)
         results[f"real_n_syn_seed{seed}"] = score(f"real_n_syn_seed{seed}", emb_all[pick], [names[c] for c in codes[pick]],
-                                                 test_emb, test_labels)
+                                                 test_emb, test_labels, judge)
     print(f"total_seconds: {time.perf_counter() - started:.1f}")
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
