@@ -34,6 +34,7 @@ Aug-PE / SecPE inside this run; the wall time of every stage and of the run.
         [--data movie_reviews | newsgroups]
         [--no-seed-baselines] [--secrets random_words] [--secret-words 700] [--temperature 1.0]
         [--generate-batch 16] [--all-private]
+    .venv/bin/python benchmarks/secpe_vs_augpe.py --summarize LOG [LOG ...]   # seeds run in separate invocations
 """
 from __future__ import annotations
 
@@ -199,6 +200,35 @@ def interval(values: list[float]) -> tuple[float, float]:
     return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
 
 
+def summarize(logs: list[str]) -> None:
+    """The markdown table of mean +- 95% t interval over seeds from the ``run[name,seed=S]`` lines of one or
+    more outputs of this script (runs of other seeds in separate invocations); a (name, seed) seen twice
+    counts once, and ``real`` / ``public_only`` (no seed of their own) once per name."""
+    import re
+
+    rows: dict[str, dict[int, dict]] = defaultdict(dict)
+    pattern = re.compile(r"^run\[(.+),seed=(\d+)\]: (.*)$")
+    for log in logs:
+        for line in Path(log).read_text(encoding="utf-8").splitlines():
+            if m := pattern.match(line):
+                name, seed = m.group(1), 0 if m.group(1) in ("real", "public_only") else int(m.group(2))
+                rows[name].setdefault(seed, {k: float(v) for k, v in (kv.split("=") for kv in m.group(3).split())})
+    print("| | seeds | " + " | ".join(METRICS) + " |\n|---|---|" + "---|" * len(METRICS))
+    for name, by_seed in rows.items():
+        cells = []
+        for metric in METRICS:
+            mean, half = interval([r[metric] for r in by_seed.values()])
+            cells.append(f"{mean:.3f}" + (f" ± {half:.3f}" if len(by_seed) > 1 else ""))
+        print(f"| {name} | {','.join(map(str, sorted(by_seed)))} | " + " | ".join(cells) + " |")
+    pairs = [(n, "round0") for n in rows if "[" in n] + [
+        (n, n.replace("secpe", "aug_pe")) for n in rows if n.startswith("secpe") and n.replace("secpe", "aug_pe") in rows]
+    for a, b in pairs:  # paired by seed: the same seed's round-0 pool and private sample
+        seeds = sorted(set(rows[a]) & set(rows.get(b, {})))
+        if seeds:
+            mean, half = interval([rows[a][s]["downstream_accuracy"] - rows[b][s]["downstream_accuracy"] for s in seeds])
+            print(f"accuracy_difference[{a} - {b}]: {mean:+.4f} +- {half:.4f} (paired, n={len(seeds)})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=0, help="documents sampled from the file (0: all)")
@@ -221,7 +251,11 @@ def main() -> None:
                     help="generate.batch_size: sequences per forward pass of transformers (the engine on a GPU)")
     ap.add_argument("--all-private", action="store_true",
                     help="every document holds a secret (cover_words); SecPE's D_pub from the generator")
+    ap.add_argument("--summarize", nargs="+", metavar="LOG",
+                    help="print the table over seeds from the run[...] lines of earlier outputs, and stop")
     args = ap.parse_args()
+    if args.summarize:
+        return summarize(args.summarize)
     args.declared_labels = []  # secpe.labels: the file's labels under --all-private (no public document has one)
 
     from privtext.errors import Refused
