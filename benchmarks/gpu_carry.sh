@@ -2,7 +2,8 @@
 # Packs what benchmarks/gpu_check.sh needs on a borrowed GPU machine that has PyTorch but no network, no
 # project venv and no bundled models, into three folders under .gpu/ (git-ignored), each under the
 # 64 MiB a call may carry: p1 = the wheels the image lacks + the first 56 MB of the SmolLM2 GGUF;
-# p2 = the rest of the GGUF + the 20NG bundle (secpe_gpu.py prepare); c = the sentence encoder in float16.
+# p2 = the rest of the GGUF + the 20NG bundles (secpe_gpu.py prepare, with and without --all-private: call 3
+# with BUNDLE=/tmp/stash/data-all-private runs the every-post-private case); c = the encoder in float16.
 # Then prints the three commands, one per call, carrying .gpu/p1, .gpu/p2 and .gpu/c in turn (the machine
 # stays warm about 30 s between calls: issue them back to back).
 # Usage (repository root, after `make setup`): bash benchmarks/gpu_carry.sh [PYTHON_VERSION (3.12)]
@@ -21,7 +22,9 @@ wheels=$("$PY" -m pip list --format=freeze 2>/dev/null \
 head -c 56000000 "$GGUF" > .gpu/p1/gguf.part1
 tail -c +56000001 "$GGUF" > .gpu/p2/gguf.part2
 [ -f .gpu/data/bundle.json.gz ] || PYTHONPATH=libs "$PY" benchmarks/secpe_gpu.py prepare --out .gpu/data
-cp -r .gpu/data .gpu/p2/data
+[ -f .gpu/data-all-private/bundle.json.gz ] || PYTHONPATH=libs "$PY" benchmarks/secpe_gpu.py prepare \
+    --out .gpu/data-all-private --all-private
+cp -r .gpu/data .gpu/p2/data && cp -r .gpu/data-all-private .gpu/p2/data-all-private
 PYTHONPATH=libs "$PY" - <<'EOF'
 import shutil
 from pathlib import Path

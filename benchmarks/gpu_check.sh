@@ -10,7 +10,8 @@
 #   PY (default .venv/bin/python, else python3), MODEL (a GGUF path; default: the bundled smollm2),
 #   ENCODER (default: the bundled all-MiniLM-L6-v2), BUNDLE (default .gpu/data, made by
 #   `secpe_gpu.py prepare` when missing: that step needs the project's venv), RUNS, DEADLINE, OUT (JSON),
-#   TOKENS=0 to skip step 1. On a machine without the venv or network: benchmarks/gpu_carry.sh packs it all.
+#   TOKENS=0 to skip step 1, ALL_PRIVATE=1 with a BUNDLE of its own (e.g. .gpu/data-all-private) for every
+#   training post private (D_pub from round 0's generated pool; K 50 then means n_k ~ 1,000 x 6 / 50 = 120). On a machine without the venv or network: benchmarks/gpu_carry.sh packs it all.
 # Measured on an H200 on 2026-11-26 (the model and encoder carried in parts): docs/products/synthetic.md.
 set -euo pipefail
 export PYTHONPATH="$PWD/libs${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
@@ -20,7 +21,7 @@ ENCODER=${ENCODER:-all-MiniLM-L6-v2}
 BUNDLE=${BUNDLE:-.gpu/data}
 RUNS=${RUNS:-secpe:10:0 secpe:2:0 aug_pe:2:0 secpe:10:1 secpe:10:2}
 "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print('gpu:', torch.cuda.get_device_name(0))"
-[ -f "$BUNDLE/bundle.json.gz" ] || "$PY" benchmarks/secpe_gpu.py prepare --out "$BUNDLE"
+[ -f "$BUNDLE/bundle.json.gz" ] || "$PY" benchmarks/secpe_gpu.py prepare --out "$BUNDLE" ${ALL_PRIVATE:+--all-private}
 if [ "${TOKENS:-1}" != 0 ]; then
     echo "== one CPU thread (transformers batched)"
     "$PY" benchmarks/generate_backends.py --device cpu --texts 32 --batch-sizes 32 --model "$MODEL"

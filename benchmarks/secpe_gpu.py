@@ -22,6 +22,7 @@ which travel in parts: ``benchmarks/gpu_check.sh``):
 Prints ``name: value`` lines as each run ends (its wall time and the seconds spent generating, embedding
 and voting); a run is not started when the longest run so far would end past ``--deadline`` seconds. Usage:
     .venv/bin/python benchmarks/secpe_gpu.py prepare --out .gpu/data [--n-words 700] [--r-over-p 2 10] [--rounds 5]
+        [--all-private]  # every training post private (cover_words): run takes D_pub from round 0's pool, no public_only
     python3 benchmarks/secpe_gpu.py run --bundle .gpu/data --model M.gguf --encoder DIR [--n-syn 1000]
         [--variations 6] [--rounds 5] [--clusters 50] [--temperature 1.2] [--generate-batch 512]
         [--runs secpe:10:0 aug_pe:2:0 ...] [--deadline 420]
@@ -53,7 +54,7 @@ def prepare(args) -> None:
 
     posts = corpus_posts(DATA)
     train = [text for _, text, held in posts if not held]
-    train_secrets, words = random_word_secrets(train, doc_frequencies(train), args.n_words)
+    train_secrets, words = random_word_secrets(train, doc_frequencies(train), args.n_words, args.all_private)
     secrets = iter(train_secrets)
     doc_secrets = [() if held else next(secrets) for _, _, held in posts]
     labels = sorted({label for label, _, _ in posts})
@@ -65,7 +66,7 @@ def prepare(args) -> None:
                                "rho": [rho.get(s, 0.0) for s in doc_secrets]}
     bundle = {"labels": labels, "texts": [t for _, t, _ in posts], "label_codes": [labels.index(l) for l, _, _ in posts],
               "held_out": [h for _, _, h in posts], "private": [bool(s) for s in doc_secrets], "noise": noise,
-              "n_words": args.n_words, "rounds": args.rounds, "p": P}
+              "n_words": args.n_words, "rounds": args.rounds, "p": P, "all_private": args.all_private}
     Path(args.out).mkdir(parents=True, exist_ok=True)
     with gzip.open(Path(args.out) / "bundle.json.gz", "wt", encoding="utf-8") as f:
         json.dump(bundle, f)
@@ -140,7 +141,7 @@ def run(args) -> None:
     from privtext.privacy.mechanisms import make_rng
     from privtext.secpe.aug_pe import augpe_vote, private_votes
     from privtext.secpe.evolution import evolve, secpe_vote
-    from privtext.secpe.secret_clustering import private_cluster_stats
+    from privtext.secpe.secret_clustering import generated_public_clusters, private_cluster_stats
 
     started = time.perf_counter()
     with gzip.open(Path(args.bundle) / "bundle.json.gz", "rt", encoding="utf-8") as f:
@@ -160,11 +161,17 @@ def run(args) -> None:
     train, public = ~held, ~held & ~private
     print(f"training_posts: {train.sum()}\npublic_posts: {public.sum()}\nprivate_posts: {(train & private).sum()}")
     judge = fit_classifier(emb_all[train], [names[c] for c in codes[train]], seed=0)
-    baselines = {"real": score("real", emb_all[train], [names[c] for c in codes[train]], test_emb, test_labels, judge),
-                 "public_only": score("public_only", emb_all[public], [names[c] for c in codes[public]],
-                                      test_emb, test_labels, judge)}
-    clusters = public_clusters(emb_all[public], codes[public], len(names), args.clusters, seed=0)
-    print(f"clusters: {clusters.k}\npublic_per_centre_median: {np.median(clusters.sizes):.0f}", flush=True)
+    baselines = {"real": score("real", emb_all[train], [names[c] for c in codes[train]], test_emb, test_labels, judge)}
+    if public.any():
+        baselines["public_only"] = score("public_only", emb_all[public], [names[c] for c in codes[public]],
+                                         test_emb, test_labels, judge)
+        clusters = public_clusters(emb_all[public], codes[public], len(names), args.clusters, seed=0)
+        print(f"clusters: {clusters.k}\npublic_per_centre_median: {np.median(clusters.sizes):.0f}", flush=True)
+    else:  # every post private: D_pub is round 0's generated pool, as secpe.public_source: generator
+        def clusters(pool, pool_labels):
+            built = generated_public_clusters(pool, pool_labels, args.clusters, 1.0, seed=0)
+            print(f"clusters: {built.k}\ngenerated_per_centre_median: {np.median(built.sizes):.0f}", flush=True)
+            return built
     settings = GenerateSettings(engine=args.engine, device="auto", model=args.model, batch_size=args.generate_batch,
                                 temperature=args.temperature, prompts={"newsgroups": NEWSGROUPS_PROMPTS})
     results, longest = dict(baselines), 0.0
@@ -220,6 +227,8 @@ def main() -> None:
     prep.add_argument("--n-words", type=int, default=700)
     prep.add_argument("--r-over-p", type=float, nargs="+", default=[2.0, 10.0])
     prep.add_argument("--rounds", type=int, default=5)
+    prep.add_argument("--all-private", action="store_true",
+                      help="every training post holds a secret (cover_words); run then takes D_pub from round 0's pool")
     go = sub.add_parser("run")
     go.add_argument("--bundle", required=True)
     go.add_argument("--model", required=True, help="the GGUF file (generate.model as a path)")
