@@ -336,7 +336,8 @@ def main() -> None:
                         charged = Ledger(RunContext.create(settings, date=DATE).lakehouse, settings).entries()[-1]
                         sampled = charged["params"].get("expected_sampled")  # SecPE: sum of rho, m_k ~ it / K
                         print(f"sigma[{name},seed={seed}]: {r.sigma:.4g} (generate {r.generate_seconds:.0f} s, "
-                              f"vote {r.vote_seconds:.2f} s; D_pub {r.public_source or '-'}, {r.clusters} centres"
+                              f"vote {r.vote_seconds:.2f} s; D_pub {r.public_source or '-'}, {r.clusters} centres, "
+                              f"noise sd {r.centre_noise_sd:.3g}"
                               + (f", expected sampled {sampled:.0f})" if sampled is not None else ")"), flush=True)
                         evaluate(settings, name)
         except KeyboardInterrupt:

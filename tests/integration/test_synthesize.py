@@ -179,7 +179,7 @@ def test_full_run_charges_before_writing_and_leaks_nothing(tmp_path, spark, monk
 
 
 @pytest.mark.skipif(not _generator_ready(), reason="needs Settings.generate and the local LLM package")
-def test_all_private_corpus_takes_d_pub_from_the_generator(tmp_path, spark, monkeypatch):
+def test_all_private_corpus_takes_d_pub_from_the_generator(tmp_path, spark, monkeypatch, caplog):
     """Every document holds a secret: public_source documents is refused before any charge (the message
     names the key and its values); auto falls back to the generator, whose centres come from round 0's
     pool only (never a private embedding, never the public-documents KMeans), under the same one charge."""
@@ -210,6 +210,10 @@ def test_all_private_corpus_takes_d_pub_from_the_generator(tmp_path, spark, monk
     assert pool.shape[0] == len(LABELS) * 2  # ceil(4 / 4 labels) x L = 2 per label: round 0's pool
     assert np.abs(pool[:, None, :] - emb[None, :, :]).max(axis=2).min() > 1e-3  # no private row in it
     assert result.clusters == len(LABELS)  # K 4 over 4 labels: one centre each, n_k = 2
+    # the centres' noise, 2 R sigma / n_k per direction with n_k = 2, reported and warned about (votes ~ random)
+    assert result.centre_noise_sd == pytest.approx(2 * settings.secpe.clip_radius * result.sigma / 2)
+    assert result.centre_noise_sd > synthesize.NOISE_SD_WARN
+    assert any("close to random" in r.getMessage() and "secpe.clusters" in r.getMessage() for r in caplog.records)
     (entry,) = Ledger(ctx.lakehouse, settings).entries()
     assert entry["guarantee"] == "secret_protection"
     synth = ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS).toPandas()

@@ -208,11 +208,13 @@ def private_cluster_stats(embeddings: np.ndarray, clusters: PublicClusters, radi
 
 @dataclass(frozen=True)
 class NoisyCenters:
-    """Eq. 7's release: noisy centres e~_k [K, d] and noisy sizes n~_k [K], with the centres' labels."""
+    """Eq. 7's release: noisy centres e~_k [K, d] and noisy sizes n~_k [K], with the centres' labels, and
+    each centre's noise sd per direction, 2 R sigma / n_k (public: R, sigma and the public sizes n_k)."""
 
     centers: np.ndarray
     counts: np.ndarray
     labels: np.ndarray
+    noise_sd: np.ndarray | None = None
 
 
 def release(counts: np.ndarray, sums: np.ndarray, clusters: PublicClusters, sigma: float,
@@ -230,7 +232,7 @@ def release(counts: np.ndarray, sums: np.ndarray, clusters: PublicClusters, sigm
     scale = (2.0 * radius / clusters.sizes)[:, None]
     noisy_centers = scale * gaussian_release(rng, mean / scale, sigma, sensitivity=1.0)
     noisy_counts = gaussian_release(rng, total, sigma, sensitivity=1.0)
-    return NoisyCenters(noisy_centers, noisy_counts, clusters.labels)
+    return NoisyCenters(noisy_centers, noisy_counts, clusters.labels, scale[:, 0] * sigma)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,9 @@ def test_eq7_noise_scales():
     sizes = np.stack([d.counts for d in draws])
     # centre noise std = (2R / n_k) sigma = 2 and 1; count noise std = sigma = 2; 4000 draws: ~1.1% s.e.
     np.testing.assert_allclose(centers.std(axis=0), [[2, 2], [1, 1]], rtol=0.06)
+    # the release states its own noise scale (what synthesize reports and warns on): the Monte Carlo sd above
+    np.testing.assert_allclose(draws[0].noise_sd, centers.std(axis=0).mean(axis=1), rtol=0.06)
+    np.testing.assert_array_equal(draws[0].noise_sd, [2.0, 1.0])
     np.testing.assert_allclose(sizes.std(axis=0), [2, 2], rtol=0.06)
     np.testing.assert_allclose(centers.mean(axis=0), [[1.0, 0.0], [0.2 / 6, 5.6 / 6]], atol=0.15)
 
