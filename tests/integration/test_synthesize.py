@@ -11,7 +11,7 @@ import pytest
 
 from privtext.ledger import BudgetExceeded, Ledger
 from privtext.platform.spark import tree_sum
-from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, NOISY_CENTERS, PII_SPANS,
+from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, NOISY_CENTERS, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
 from privtext.sample_data import generate
 from privtext.secpe.secret_clustering import PublicClusters, private_cluster_stats
@@ -219,6 +219,24 @@ def test_all_private_corpus_takes_d_pub_from_the_generator(tmp_path, spark, monk
     synth = ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS).toPandas()
     assert len(synth) == 4 and set(synth.label) <= set(LABELS)
     assert not any(r["text"] in t for r in rows for t in synth.text)
+    # the free baseline: ceil(4 / 4 labels) = 1 round-0 sample per label, of this run, scored by evaluate as a
+    # classifier fitted on them (computed here again, without Spark) on the same documents
+    from privtext.embed.encoder import encode_texts
+    from privtext.metrics.utility import fit_classifier
+    from privtext.stages import evaluate
+
+    alone = ctx.lakehouse.read(GENERATOR_SAMPLES).toPandas()
+    assert sorted(alone.label) == sorted(LABELS) and set(alone.run_id) == {ctx.run_id} and set(alone["round"]) == {0}
+    assert not any(r["text"] in t for r in rows for t in alone.text)
+    gap = np.abs(encode_texts(alone.text.tolist(), settings.embed)[:, None, :] - pool[None]).max(axis=2)
+    assert gap.min(axis=1).max() < 1e-5  # each one is a text of round 0's pool
+    report = evaluate.run(ctx)
+    clf = fit_classifier(encode_texts(alone.text.tolist(), settings.embed).astype(np.float64), alone.label.tolist(),
+                         seed=settings.run.seed)
+    labelled = [i for i, r in enumerate(rows) if r["label"] is not None]
+    correct, total = clf.correct(emb[labelled].astype(np.float64), [rows[i]["label"] for i in labelled])
+    assert report.generator_documents == 4 and report.generator_only_accuracy == pytest.approx(correct / total)
+    assert report.decision.startswith("no public documents") and "the generator's own 4 samples" in report.decision
 
 
 def test_evaluate_reports_fid_lengths_and_accuracy(ctx):
@@ -258,4 +276,6 @@ def test_evaluate_reports_fid_lengths_and_accuracy(ctx):
     assert result.public_only_accuracy == pytest.approx(correct / total)
     assert details["decision"] == result.decision and result.decision.startswith(
         "prefer the synthetic table" if result.downstream_accuracy > result.public_only_accuracy else "prefer the")
+    assert result.generator_documents == 0 and np.isnan(result.generator_only_accuracy)  # staged by hand: no run's
+    assert "generator" not in result.decision
 

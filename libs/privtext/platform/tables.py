@@ -179,6 +179,15 @@ STAGED_SYNTHETIC_DOCUMENTS = TableSpec(
     "Synthetic documents released under (p,r)-secret protection / GDP, staged before evaluation.",
 )
 
+GENERATOR_SAMPLES = TableSpec(
+    "protected",
+    "generator_samples",
+    pa.schema(SYNTHETIC_COLUMNS),
+    ("date",),
+    "The synthetic refresh's free baseline: round 0's samples written from the label prompts alone (no private "
+    "data read, no budget), ceil(N_syn / labels) per label; evaluate scores them beside the table. Never published.",
+)
+
 PUBLISHED_SYNTHETIC_DOCUMENTS = TableSpec(
     "published",
     "synthetic_documents",
@@ -264,6 +273,7 @@ WORD_VECTORS = TableSpec(
 ALL_TABLES: tuple[TableSpec, ...] = (
     DOCUMENTS, QUARANTINE, PRIVACY_LEDGER, PII_SPANS, DOC_EMBEDDINGS,
     STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, LEAKAGE_AUDITS,
-    STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, NOISY_CENTERS, UTILITY_REPORTS, EPS_FRONTIER,
+    STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, GENERATOR_SAMPLES, NOISY_CENTERS, UTILITY_REPORTS,
+    EPS_FRONTIER,
     STAGED_WORD_VECTORS, WORD_VECTORS,
 )

@@ -68,6 +68,9 @@ class EvolutionResult:
     labels: list[str | None]
     born: list[int]  # round in which each text was generated (0: RANDOM)
     rounds: list[RoundStats] = field(default_factory=list)
+    # the generator alone: the first ceil(N_syn / labels) of each label's round-0 samples, written from the
+    # prompts before any vote (no private data): the baseline a release without the private data reaches
+    generator_only: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 def label_quotas(hist: np.ndarray, cand_labels: np.ndarray, n_labels: int, n_syn: int) -> np.ndarray:
@@ -140,6 +143,8 @@ def evolve(generator: Generator, embed: Callable[[list[str]], np.ndarray], vote:
         texts += generator.random(per_label, name, seed=int(seeds.integers(2**31)))
         codes += [c] * per_label
     born = [0] * len(texts)
+    first = math.ceil(n_syn / n_labels)
+    generator_only = [(texts[c * per_label + i], name) for c, name in enumerate(label_names) for i in range(first)]
     gen_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     emb = clip_rows(embed(texts), radius)
@@ -179,4 +184,4 @@ def evolve(generator: Generator, embed: Callable[[list[str]], np.ndarray], vote:
         codes_arr = np.concatenate([codes_arr, np.asarray(new_codes, dtype=np.int64)])
         emb = np.concatenate([emb, new_emb])
         born += [t + 1] * len(new_texts)
-    return EvolutionResult(texts, [label_names[c] for c in codes_arr], born, stats)
+    return EvolutionResult(texts, [label_names[c] for c in codes_arr], born, stats, generator_only)

@@ -22,6 +22,11 @@ unprotected) as they are, scored on the same held-out documents. ``decision`` co
 figures: when public_only exists and scores at least the synthetic table, publishing the public documents
 is the better table for a downstream classifier (and costs no secret budget, but protects nothing a
 detector missed). At most ``PUBLIC_BASELINE_MAX`` public documents are fitted (a seeded sample, recorded).
+
+The free release (``generator_only_accuracy``): the same classifier fitted on the synthesize run's own
+round-0 samples (``protected.generator_samples``: written from the label prompts alone, no private data,
+no budget), scored on the same documents. ``decision`` says whether the private selection added anything
+over them on this run; where every document holds a secret it is the only other table there is.
 """
 from __future__ import annotations
 
@@ -37,7 +42,8 @@ from privtext.metrics.utility import fit_classifier, histogram_summary, length_h
 from privtext.platform.context import RunContext
 from privtext.platform.spark import held_out, tree_sum
 from privtext.pii.secrets import secret_types
-from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, PII_SPANS, STAGED_SYNTHETIC_DOCUMENTS
+from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, PII_SPANS,
+                                      STAGED_SYNTHETIC_DOCUMENTS)
 from privtext.platform.utility_reports import write_utility
 
 PUBLIC_BASELINE_MAX = 20000  # public documents fitted for public_only (driver memory O(this x d))
@@ -58,19 +64,32 @@ class EvaluateResult:
     public_only_accuracy: float = float("nan")  # trained on the public training documents as they are
     public_documents: int = 0  # how many public documents that classifier was fitted on
     decision: str = ""  # which table to prefer, from the figures above
+    generator_only_accuracy: float = float("nan")  # trained on the run's round-0 samples (the generator alone)
+    generator_documents: int = 0
 
 
-def decision(synthetic: float, public_only: float, public_documents: int, majority: float) -> str:
-    """Which release a user should prefer, from one evaluate run's accuracies (a decision aid, measured)."""
+def decision(synthetic: float, public_only: float, public_documents: int, majority: float,
+             generator: float = float("nan"), generator_documents: int = 0) -> str:
+    """Which release a user should prefer, from one evaluate run's accuracies (a decision aid, measured):
+    the public documents as they are against the synthetic table, then what the private selection added
+    over the generator's own samples (no private data, no budget)."""
     if public_documents == 0 or np.isnan(public_only):
-        return (f"no public documents to compare with: the synthetic table ({synthetic:.0%}) is the only release "
-                f"without secrets; the majority label scores {majority:.0%}")
-    if public_only >= synthetic:
-        return (f"prefer the {public_documents:,} public documents as they are: {public_only:.0%} against "
-                f"{synthetic:.0%} for the synthetic table (they spend no secret budget, but a secret the detector "
-                "missed is published verbatim)")
-    return (f"prefer the synthetic table: {synthetic:.0%} against {public_only:.0%} for the {public_documents:,} "
-            "public documents alone")
+        verdict = (f"no public documents to compare with: the synthetic table ({synthetic:.0%}) is the only release "
+                   f"built from the private documents; the majority label scores {majority:.0%}")
+    elif public_only >= synthetic:
+        verdict = (f"prefer the {public_documents:,} public documents as they are: {public_only:.0%} against "
+                   f"{synthetic:.0%} for the synthetic table (they spend no secret budget, but a secret the detector "
+                   "missed is published verbatim)")
+    else:
+        verdict = (f"prefer the synthetic table: {synthetic:.0%} against {public_only:.0%} for the "
+                   f"{public_documents:,} public documents alone")
+    if generator_documents == 0 or np.isnan(generator):
+        return verdict
+    if generator >= synthetic:
+        return (f"{verdict}; the generator's own {generator_documents:,} samples (no private data, no budget) score "
+                f"{generator:.0%}: the private selection added nothing on this run")
+    return (f"{verdict}; the private selection added {synthetic - generator:.0%} over the generator's own "
+            f"{generator_documents:,} samples ({generator:.0%})")
 
 
 def _real_aggregates(real, clfs: list, dim: int, spark) -> tuple:
@@ -121,7 +140,8 @@ def utility_metrics(n_real: int, total, gram, correct: float, scored: float, rea
 def run(ctx: RunContext) -> EvaluateResult:
     from privtext.embed.encoder import encode_texts
 
-    synth = ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS, date=ctx.date).select("text", "label", "method").toPandas()
+    synth = (ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS, date=ctx.date)
+             .select("text", "label", "method", "run_id").toPandas())
     if len(synth) < 2:
         raise ValueError(f"evaluate needs >= 2 staged synthetic documents for {ctx.date}, found {len(synth)}")
     method = str(synth["method"].iloc[0])
@@ -137,7 +157,8 @@ def run(ctx: RunContext) -> EvaluateResult:
     if fraction > 0:
         real = real.where(held_out(fraction))
     public_clf, n_public = _public_classifier(ctx, emb, docs, fraction)
-    clfs = [clf] + ([public_clf] if public_clf is not None else [])
+    generator_clf, n_generator = _generator_classifier(ctx, str(synth["run_id"].iloc[0]))
+    clfs = [clf] + [c for c in (public_clf, generator_clf) if c is not None]
     n, total, gram, correct, scored, real_hist = _real_aggregates(real, clfs, syn_emb.shape[1], ctx.spark)
     n_real = int(n[0])
     if n_real < 2:
@@ -148,10 +169,14 @@ def run(ctx: RunContext) -> EvaluateResult:
                                         synth["text"].tolist(), label_counts)
     if public_clf is not None and scored[0]:
         metrics["public_only_accuracy"] = float(correct[1] / scored[0])
+    if generator_clf is not None and scored[0]:
+        metrics["generator_only_accuracy"] = float(correct[len(clfs) - 1] / scored[0])
     public_only = metrics.get("public_only_accuracy", float("nan"))
-    verdict = decision(metrics["downstream_accuracy"], public_only, n_public, metrics["majority_label_accuracy"])
+    generator = metrics.get("generator_only_accuracy", float("nan"))
+    verdict = decision(metrics["downstream_accuracy"], public_only, n_public, metrics["majority_label_accuracy"],
+                       generator, n_generator)
     write_utility(ctx, "synthetic_documents", method, metrics, {
-        "public_documents": n_public, "decision": verdict,
+        "public_documents": n_public, "generator_documents": n_generator, "decision": verdict,
         "synthetic": len(synth), "real": n_real, "scored": int(scored[0]), "classifier": "logistic_regression",
         "embedding": ctx.settings.embed.model, "split": split, "holdout_fraction": fraction,
         "holdout_rule": "sha256('privtext-holdout:' + doc_id)[:13 hex] / 16^13 < fraction"})
@@ -162,7 +187,23 @@ def run(ctx: RunContext) -> EvaluateResult:
                                                  f"{method}: words per text"), "evaluate")
     return EvaluateResult(method, len(synth), n_real, metrics["fid"], metrics["downstream_accuracy"],
                           metrics["length_ks"], metrics["real_length_mean"], metrics["synthetic_length_mean"],
-                          metrics["majority_label_accuracy"], split, public_only, n_public, verdict)
+                          metrics["majority_label_accuracy"], split, public_only, n_public, verdict, generator,
+                          n_generator)
+
+
+def _generator_classifier(ctx: RunContext, run_id: str):
+    """(classifier, texts) fitted on the synthesize run ``run_id``'s round-0 samples of this date
+    (``protected.generator_samples``); (None, 0) when that run wrote none (e.g. a table staged otherwise)."""
+    from privtext.embed.encoder import encode_texts
+
+    if not ctx.lakehouse.exists(GENERATOR_SAMPLES):
+        return None, 0
+    rows = (ctx.lakehouse.read(GENERATOR_SAMPLES, date=ctx.date).where(F.col("run_id") == run_id)
+            .select("text", "label").toPandas())
+    if len(rows) < 2:
+        return None, 0
+    x = encode_texts(rows["text"].tolist(), ctx.settings.embed).astype(np.float64)
+    return fit_classifier(x, rows["label"].fillna("").tolist(), seed=ctx.settings.run.seed), len(rows)
 
 
 def _public_classifier(ctx: RunContext, emb, docs, fraction: float):

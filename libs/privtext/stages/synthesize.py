@@ -24,8 +24,10 @@ Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
    private rows to the broadcast public centres and return per-partition (counts, sums), tree-reduced
    to the driver (SecPE); or every document votes for its nearest broadcast candidate (Aug-PE).
    Candidates are generated in Spark tasks for the local model, on the driver for an endpoint.
-5. ``protected.noisy_centers`` (every round's Eq. 7 release) and ``protected.synthetic_documents``
-   (the N_syn survivors) replace the date's partition; MLflow gets per-round histogram summaries and
+5. ``protected.noisy_centers`` (every round's Eq. 7 release), ``protected.generator_samples`` (the first
+   ceil(N_syn / labels) of each label's round-0 samples: the generator alone, no private data, which
+   ``evaluate`` scores beside the table) and ``protected.synthetic_documents`` (the N_syn survivors)
+   replace the date's partition; MLflow gets per-round histogram summaries and
    timings (no text, no embedding), and the centres' noise per direction (median 2 R sigma / n_k), with a
    warning above ``NOISE_SD_WARN`` (their votes are then close to random).
 """
@@ -47,7 +49,7 @@ from privtext.pii.secrets import secret_types
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
 from privtext.platform.spark import held_out, tree_sum
-from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, NOISY_CENTERS, PII_SPANS,
+from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, NOISY_CENTERS, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
 from privtext.privacy.accounting import gaussian_event
 from privtext.privacy.budget import Exposure, secret_charge, secret_event_charge
@@ -334,7 +336,8 @@ def _augpe_vote(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, labels: 
 
 
 def _write(ctx: RunContext, method: str, result, releases: list, labels: list) -> None:
-    """Replace the date's partitions of ``protected.noisy_centers`` (SecPE) and the staged synthetic documents."""
+    """Replace the date's partitions of ``protected.noisy_centers`` (SecPE), the generator-only baseline
+    (``protected.generator_samples``) and the staged synthetic documents."""
     spark, date = ctx.spark, ctx.date
     if releases:
         rows = [{"run_id": ctx.run_id, "round": t, "label": None if c < 0 else labels[c], "center_id": k,
@@ -343,6 +346,12 @@ def _write(ctx: RunContext, method: str, result, releases: list, labels: list) -
                 for t, noisy in releases for k, c in enumerate(noisy.labels)]
         ctx.lakehouse.replace_partitions(NOISY_CENTERS, spark.createDataFrame(
             pd.DataFrame(rows), from_arrow_schema(NOISY_CENTERS.schema)), {"date": [date]})
+    alone = pd.DataFrame({"synthetic_id": [uuid.uuid4().hex for _ in result.generator_only],
+                          "text": [t for t, _ in result.generator_only], "label": [l for _, l in result.generator_only],
+                          "method": "generator", "round": np.zeros(len(result.generator_only), dtype=np.int32),
+                          "run_id": ctx.run_id, "date": date})
+    ctx.lakehouse.replace_partitions(GENERATOR_SAMPLES, spark.createDataFrame(
+        alone, from_arrow_schema(GENERATOR_SAMPLES.schema)), {"date": [date]})
     synth = pd.DataFrame({"synthetic_id": [uuid.uuid4().hex for _ in result.texts], "text": result.texts,
                           "label": result.labels, "method": method,
                           "round": np.asarray(result.born, dtype=np.int32), "run_id": ctx.run_id, "date": date})

@@ -34,3 +34,9 @@ def test_decision_names_the_better_release_from_the_figures():
     assert decision(0.70, 0.70, 300, 0.3).startswith("prefer the 300 public documents")  # a tie: no budget spent
     assert decision(0.71, 0.70, 300, 0.3).startswith("prefer the synthetic table: 71% against 70%")
     assert decision(0.71, float("nan"), 0, 0.3).startswith("no public documents to compare with")
+    # the generator's own samples (no private data, no budget): what the private selection added, or not
+    assert decision(0.71, 0.70, 300, 0.3, 0.60, 200).endswith("added 11% over the generator's own 200 samples (60%)")
+    alone = decision(0.40, float("nan"), 0, 0.1, 0.45, 200)
+    assert alone.startswith("no public documents") and alone.endswith("score 45%: the private selection added nothing on this run")
+    assert decision(0.45, float("nan"), 0, 0.1, 0.45, 200).endswith("added nothing on this run")  # a tie: no budget
+    assert decision(0.71, 0.70, 300, 0.3, float("nan"), 0) == decision(0.71, 0.70, 300, 0.3)
