@@ -171,11 +171,12 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
 
 
 @pytest.mark.parametrize("policy", ["mask", "refuse"])
-def test_a_value_whose_budget_is_spent_is_masked_and_not_charged_or_the_night_refused(setup, tmp_path, policy):
+def test_a_type_holding_a_spent_value_is_masked_and_not_charged_or_the_night_refused(setup, tmp_path, policy):
     """mldp_eps_max 100, eps 40 per document: night 1 draws every value (name a in 2 documents: 80, the
-    others 40); the night after (a rerun charges again), a cannot pay 80 more. ``mask`` (default): its
-    spans become placeholders, they are not charged, every other value is drawn and charged as before, and
-    no value passes the limit. Control, ``refuse``: the ledger refuses the night and nothing changes."""
+    others 40); the night after (a rerun charges again), a cannot pay 80 more. ``mask`` (default): every
+    PERSON span is masked that night, not only a's (a's alone would single it out), nothing of PERSON is
+    charged, the other types are drawn and charged as before, and no value passes the limit. Control,
+    ``refuse``: the ledger refuses the night and nothing changes."""
     from privtext.errors import Refused
 
     settings, ctx, vocab, originals, spans, private = setup
@@ -188,7 +189,7 @@ def test_a_value_whose_budget_is_spent_is_masked_and_not_charged_or_the_night_re
         return sanitize.run(RunContext.create(conf, date=DATE.isoformat(), run_id=run_id)), Ledger(ctx.lakehouse, conf)
 
     first, ledger = night("run-1")
-    assert first.spent_values == 0 and first.masked_by_type == {"US_PASSPORT": 1}
+    assert first.spent_types == () and first.masked_by_type == {"US_PASSPORT": 1}
     assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == 2 * EPS
     before = (staged(ctx), ledger.entries())
     if policy == "refuse":
@@ -201,10 +202,10 @@ def test_a_value_whose_budget_is_spent_is_masked_and_not_charged_or_the_night_re
     d1 = out["d1"]["sanitized_text"]
     assert d1.startswith("Hello [PERSON], your parcel ") and d1.endswith(" today. Bye [PERSON].") and "[LOCATION]" not in d1
     assert out["d4"]["sanitized_text"] == "Passport [US_PASSPORT] belongs to [PERSON]."
-    assert "[" not in out["d2"]["sanitized_text"]  # every other value is drawn as before
-    assert second.spent_values == 1 and second.replaced_by_type == {"PERSON": 1, "LOCATION": 2}
-    assert second.masked_by_type == {"PERSON": 3, "US_PASSPORT": 1}
-    exposed = {x["unit"] for e in ledger.entries() if e["run_id"] == "run-1" for x in e["exposures"]}
-    charged = {x["unit"] for e in ledger.entries() if e["run_id"] == "run-2" for x in e["exposures"]}
-    assert f"sid-{a}" in exposed and charged == exposed - {f"sid-{a}"}
+    assert out["d2"]["sanitized_text"].count("[PERSON]") == 1  # b (merged with a LOCATION span), unspent: masked too
+    assert second.spent_types == ("PERSON",) and second.replaced_by_type == {"LOCATION": 2}
+    assert second.masked_by_type == {"PERSON": 4, "US_PASSPORT": 1}
+    tonight = [e for e in ledger.entries() if e["run_id"] == "run-2"]
+    assert [e["params"]["entity_type"] for e in tonight] == ["LOCATION"]  # PERSON: nothing drawn, nothing charged
+    assert f"sid-{a}" not in {x["unit"] for e in tonight for x in e["exposures"]}
     assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == 2 * EPS  # no value above 80 <= 100

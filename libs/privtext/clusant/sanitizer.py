@@ -8,8 +8,8 @@ sanitized independently, so a document's spans of one secret compose additively 
 
 A type without a vocabulary (not configured, or no public source yields candidates) gets the typed
 placeholder ``[TYPE]``: a deterministic mask that releases only the type and position of the span. So does
-a span whose tier is ``SPENT``: its value's metric-LDP budget cannot pay another draw (the stage marks it
-from the ledger), so it is masked, never drawn, and charges nothing.
+a span whose tier is ``SPENT`` (the stage marks every span of a type holding a value whose metric-LDP
+budget cannot pay another draw): it is masked, never drawn, and charges nothing.
 ``merge_spans`` and ``splice`` rebuild a document: overlapping spans become one, everything outside
 the spans is kept character for character (offsets are Python string indices, i.e. code points).
 ``sanitize_documents`` does both for a batch, with one draw per distinct (document, type, value): the
@@ -60,8 +60,8 @@ def merge_spans(spans: Iterable[tuple[int, int, str, str, float]], length: int) 
 
     Offsets are clipped to [0, length]; empty spans are dropped; spans that overlap (share at least one
     character) become one span covering their union, with the type and tier of the member ranked first
-    by: PII tier before PoII, higher score, longer, earlier; a union holding a ``SPENT`` span is ``SPENT``
-    (masked whole). Touching spans (end == next start) stay apart.
+    by: PII tier before PoII (``SPENT`` ranks as PII), higher score, longer, earlier; a union holding a
+    ``SPENT`` span is ``SPENT`` (masked whole). Touching spans (end == next start) stay apart.
     """
     clipped = sorted((max(0, int(s)), min(length, int(e)), t, tier, float(score))
                      for s, e, t, tier, score in spans if min(length, int(e)) > max(0, int(s)))
@@ -73,7 +73,7 @@ def merge_spans(spans: Iterable[tuple[int, int, str, str, float]], length: int) 
             groups.append([span])
     merged = []
     for group in groups:
-        best = min(group, key=lambda m: (m[3] != "PII", -m[4], m[0] - m[1], m[0]))
+        best = min(group, key=lambda m: (m[3] not in ("PII", SPENT), -m[4], m[0] - m[1], m[0]))
         tier = SPENT if any(m[3] == SPENT for m in group) else best[3]
         merged.append((group[0][0], max(m[1] for m in group), best[2], tier))
     return merged

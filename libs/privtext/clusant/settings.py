@@ -56,7 +56,7 @@ class ClusantSettings(StrictModel):
     vocabulary: VocabularySettings = VocabularySettings()
     reserved_values: tuple[str, ...] = ()  # a fixed public list never emitted (never tonight's data)
     # a value whose per-value metric-LDP budget (privacy.budgets.*.mldp_eps_max) cannot pay tonight's draws:
-    # "mask" its spans ([TYPE], nothing charged) or "refuse" (the ledger refuses the whole night)
+    # "mask" every span of its type tonight ([TYPE], nothing of the type charged) or "refuse" (the whole night)
     spent_values: Literal["mask", "refuse"] = "mask"
     # span values and candidates: "static" (wordpiece vectors distilled from embed.model, ~40x faster on CPU,
     # privtext.embed.static_phrases) or "transformer" (embed.model run on every phrase)

@@ -19,10 +19,12 @@ any two values of one occurrence (local model). One draw per distinct value (the
 documents are randomised independently, so a value in n documents is protected at n * eps_T. The
 ledger gets, BEFORE anything is written and in one all-or-nothing commit, one ``mldp`` charge per span
 type with the keyed values it exposed (secret_id -> documents), composed per value across documents
-and nights (a rerun of a date charges again). A value whose composed spend plus tonight's draws would pass
-``mldp_eps_max`` is masked (``[TYPE]``, uncharged: the mask releases nothing of it) rather than refused
-with the night (``clusant.spent_values``: mask | refuse). ``custext`` has no guarantee across clusters: it is
-recorded as ``none`` and ``publish`` refuses its output. Placeholders are deterministic masks.
+and nights (a rerun of a date charges again). When a value's composed spend plus tonight's draws would
+pass ``mldp_eps_max``, every span of its type is masked tonight (``[TYPE]``, nothing of the type charged)
+rather than the night refused (``clusant.spent_values``: mask | refuse). The whole type, not the value:
+masking only the spent value would single it out (its ``[TYPE]`` would tell a reader "the frequent one");
+a masked type discloses which types hold a spent value, where a refused night discloses that one does.
+``custext`` has no guarantee across clusters: it is recorded as ``none`` and ``publish`` refuses its output. Placeholders are deterministic masks.
 
 Candidates never depend on the data: the vocabulary, its clustering and the mechanism depend on the
 vocabulary version and conf only; ``clusant.reserved_values`` (a fixed public list, e.g. the
@@ -97,7 +99,7 @@ class SanitizeResult:
     metrics_seconds: float  # of which the quality-metrics job after the write
     replaced_by_type: dict[str, int] = field(default_factory=dict)
     masked_by_type: dict[str, int] = field(default_factory=dict)
-    spent_values: int = 0  # distinct values masked because their per-value budget is spent (``_spent_values``)
+    spent_types: tuple[str, ...] = ()  # types masked tonight: a value of each cannot pay (``_spent_types``)
 
 
 def _sanitizer_key(settings) -> str:
@@ -106,9 +108,9 @@ def _sanitizer_key(settings) -> str:
 
 
 def _doc_spans(text: str, spans, spent: frozenset = frozenset()) -> list[tuple[int, int, str, str]]:
-    """The document's merged spans; a span of a ``spent`` secret_id gets the tier ``SPENT`` (masked)."""
+    """The document's merged spans; a span of a ``spent`` type gets the tier ``SPENT`` (masked)."""
     raw = [] if spans is None else [(s["start"], s["end"], s["entity_type"],
-                                     SPENT if s["secret_id"] in spent else s["tier"] or "PII", s["score"] or 0.0)
+                                     SPENT if s["entity_type"] in spent else s["tier"] or "PII", s["score"] or 0.0)
                                     for s in spans]
     return merge_spans(raw, len(text))
 
@@ -238,18 +240,17 @@ def _inputs(ctx: RunContext, spans_version: int) -> DataFrame:
     """The date's documents, each with the list of its spans (empty for documents without spans)."""
     documents = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
     spans = (ctx.lakehouse.read(PII_SPANS, spans_version, date=ctx.date)
-             .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score", "secret_id"))
-                                    .alias("spans")))
+             .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score")).alias("spans")))
     return documents.join(spans, "doc_id", "left")
 
 
-def _spent_values(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> frozenset:
-    """The secret_ids whose per-value metric-LDP budget cannot pay tonight's draws: what the ledger has
-    composed for the value (``mldp_spent_per_value``, every dataset) plus eps_T per document holding it,
-    summed over its types, above the strictest ``mldp_eps_max``, the ledger's own refusal rule. With
-    ``clusant.spent_values: mask`` (default) their spans are masked and not charged, so a value that recurs
-    night after night stops being released instead of stopping the export; with ``refuse``: none (the
-    ledger then refuses the night)."""
+def _spent_types(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> frozenset:
+    """The types holding a value whose per-value metric-LDP budget cannot pay tonight's draws: what the
+    ledger has composed for it (``mldp_spent_per_value``, every dataset) plus eps_T per document holding
+    it, summed over its types, above the strictest ``mldp_eps_max`` (the ledger's own refusal rule). With
+    ``clusant.spent_values: mask`` (default) every span of these types is masked and none charged, so a
+    value that recurs night after night stops its type's replacements instead of the export; with
+    ``refuse``: none (the ledger then refuses the night)."""
     if ctx.settings.clusant.spent_values == "refuse":
         return frozenset()
     ledger = Ledger(ctx.lakehouse, ctx.settings)
@@ -263,7 +264,8 @@ def _spent_values(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: 
             continue
         for secret_id, docs in values.items():
             tonight[secret_id] = tonight.get(secret_id, 0.0) + ts.mechanism.epsilon * docs
-    return frozenset(v for v, cost in tonight.items() if everyone + spent.get(v, 0.0) + cost > limit * (1 + 1e-12))
+    over = {v for v, cost in tonight.items() if everyone + spent.get(v, 0.0) + cost > limit * (1 + 1e-12)}
+    return frozenset(t for t, values in values_by_type.items() if over & values.keys())
 
 
 def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> None:
@@ -321,9 +323,8 @@ def run(ctx: RunContext) -> SanitizeResult:
               .groupBy("entity_type", "secret_id").agg(F.countDistinct("doc_id").alias("docs"))
               .toLocalIterator()):  # O(distinct values)
         values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["docs"])
-    spent = _spent_values(ctx, sanitizer, values_by_type)
-    charged = {t: {v: n for v, n in values.items() if v not in spent} for t, values in values_by_type.items()}
-    _charge(ctx, sanitizer, {t: values for t, values in charged.items() if values})  # before anything is written
+    spent = _spent_types(ctx, sanitizer, values_by_type)
+    _charge(ctx, sanitizer, {t: values for t, values in values_by_type.items() if t not in spent})  # before any write
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
     shared = ctx.spark.sparkContext.broadcast((vocabs, table))
@@ -350,14 +351,14 @@ def run(ctx: RunContext) -> SanitizeResult:
         same_as_input=int(agg["same"] or 0), format_kept=int(agg["format_kept"] or 0),
         semantic_similarity=similarity, perplexity=perplexity,
         spans_per_second=spans / max(time.perf_counter() - started, 1e-9), metrics_seconds=metrics_seconds,
-        replaced_by_type=replaced_by_type, masked_by_type=masked_by_type, spent_values=len(spent))
+        replaced_by_type=replaced_by_type, masked_by_type=masked_by_type, spent_types=tuple(sorted(spent)))
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
                             "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,
                             "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
-                            "perplexity_measured": perplexity is not None})
+                            "perplexity_measured": perplexity is not None, "spent_types": ",".join(sorted(spent))})
     ctx.tracked.log_metrics({"same_as_input_share": result.same_as_input / max(1, result.replaced),
                              "format_kept_share": result.format_kept / max(1, result.replaced),
-                             "spent_values_masked": len(spent),
+                             "spent_types_masked": len(spent),
                              **{f"replaced_{t}": n for t, n in replaced_by_type.items()},
                              **{f"masked_{t}": n for t, n in masked_by_type.items()}})
     return result

@@ -118,6 +118,7 @@ def test_a_union_holding_a_spent_span_is_spent_and_spent_spans_are_masked_never_
     from privtext.clusant.sanitizer import SPENT, sanitize_documents
 
     assert merge_spans([(0, 4, "A", SPENT, 0.1), (2, 9, "B", "PII", 0.9)], 9) == [(0, 9, "B", SPENT)]
+    assert merge_spans([(0, 4, "A", SPENT, 0.1), (2, 9, "B", "PoII", 0.9)], 9) == [(0, 9, "A", SPENT)]  # ranks as PII
     assert merge_spans([(0, 4, "A", "PII", 0.9), (6, 9, "B", SPENT, 0.9)], 9) == [(0, 4, "A", "PII"), (6, 9, "B", SPENT)]
     san = ClusantSanitizer.build(_settings(), TIERS.get, hash_encode, "hash", cache_dir=str(tmp_path))
     text = "Ann Lee met Bo Yu; ann lee left."
