@@ -293,7 +293,9 @@ def run(settings: Settings, date: str, sample: Path, everything: bool = False, s
 
     if everything and refresh_sample is None:
         raise ValueError("privtext demo --all needs the synthetic refresh's own sample (refresh_sample)")
-    settings = with_refresh_budget(settings) if everything else settings
+    # the export alone too: the one ledger may hold an earlier --all run's refresh charges, and every charge is
+    # checked under the limits of every dataset in it (a dataset without a budget is a ConfigError)
+    settings = with_refresh_budget(settings)
     started = time.perf_counter()
     log_path = PROJECT_ROOT / "build" / "logs" / f"demo-{dt.datetime.now():%Y%m%d-%H%M%S}.log"
     with quiet(log_path) as terminal:
