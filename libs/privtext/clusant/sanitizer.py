@@ -47,7 +47,7 @@ class TypeSanitizer:
     mechanism: CluSanT
 
 
-SPENT = "spent"  # the tier of a span whose value's per-value budget is spent: masked, never drawn
+SPENT = "spent"  # the tier of a span of a type holding a value whose per-value budget is spent: masked, never drawn
 
 
 def placeholder(entity_type: str) -> str:

@@ -390,25 +390,28 @@ def mldp_spent_per_value(charges: list[dict]) -> tuple[dict[str, float], float]:
     """The metric-LDP eps each value has spent over the ledger entries ``charges`` (sum of eps * occurrences
     of its exposures, as ``compose`` sums it), and the eps of mldp charges without exposures, which every
     value has spent on top."""
-    mldp = [c for c in charges if c["guarantee"] == "mldp"]
-    exposures = [exposure_arrays(c.get("exposures")) for c in mldp]
-    eps = np.array([float(c["spend"].get("epsilon", 0.0)) for c in mldp])
-    flat = _flatten(exposures)
-    per_unit = np.bincount(flat.unit, weights=eps[flat.charge] * flat.occ, minlength=len(flat.units))
-    return dict(zip(flat.units, per_unit.tolist())), float(sum(eps[i] for i, e in enumerate(exposures) if e is None))
+    mldp = [c["guarantee"] == "mldp" for c in charges]
+    exposures = [exposure_arrays(c.get("exposures")) if m else None for c, m in zip(charges, mldp)]
+    flat = _flatten(exposures)  # the mldp charges' units only (the others' spend weighs 0 below)
+    _, per_unit, everyone = _mldp_sums(charges, exposures, flat, "epsilon")
+    return dict(zip(flat.units, per_unit.tolist())), everyone
+
+
+def _mldp_sums(charges, exposures, flat, field: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """``spend[field]`` per charge (0 for other guarantees), its sum times occurrences per unit of ``flat``,
+    and its sum over the mldp charges without exposures (which every unit has spent on top)."""
+    weight = np.array([float(c["spend"].get(field, 0.0)) if c["guarantee"] == "mldp" else 0.0 for c in charges])
+    per_unit = np.bincount(flat.unit, weights=weight[flat.charge] * flat.occ, minlength=len(flat.units))
+    return weight, per_unit, sum(weight[i] for i, e in enumerate(exposures) if e is None)
 
 
 def _compose_mldp(charges, exposures, flat, kinds, budget) -> dict | None:
     idx = [i for i, k in enumerate(kinds) if k == "mldp"]
     if not idx:
         return None
-    eps = np.array([float(c["spend"].get("epsilon", 0.0)) if k == "mldp" else 0.0 for c, k in zip(charges, kinds)])
-    pure = np.array([float(c["spend"].get("pure_epsilon", 0.0)) if k == "mldp" else 0.0
-                     for c, k in zip(charges, kinds)])
-    wild = sum(eps[i] for i in idx if exposures[i] is None)
-    wild_pure = sum(pure[i] for i in idx if exposures[i] is None)
-    per_unit = np.bincount(flat.unit, weights=eps[flat.charge] * flat.occ, minlength=len(flat.units)) + wild
-    per_unit_pure = np.bincount(flat.unit, weights=pure[flat.charge] * flat.occ, minlength=len(flat.units)) + wild_pure
+    eps, per_unit, wild = _mldp_sums(charges, exposures, flat, "epsilon")
+    _, per_unit_pure, wild_pure = _mldp_sums(charges, exposures, flat, "pure_epsilon")
+    per_unit, per_unit_pure = per_unit + wild, per_unit_pure + wild_pure
     exposed = np.bincount(flat.unit, weights=(eps[flat.charge] > 0) * flat.occ, minlength=len(flat.units))
     mask = exposed > 0
     values = per_unit[mask] if mask.any() else np.array([wild])

@@ -196,8 +196,6 @@ def _generator_classifier(ctx: RunContext, run_id: str):
     (``protected.generator_samples``); (None, 0) when that run wrote none (e.g. a table staged otherwise)."""
     from privtext.embed.encoder import encode_texts
 
-    if not ctx.lakehouse.exists(GENERATOR_SAMPLES):
-        return None, 0
     rows = (ctx.lakehouse.read(GENERATOR_SAMPLES, date=ctx.date).where(F.col("run_id") == run_id)
             .select("text", "label").toPandas())
     if len(rows) < 2:

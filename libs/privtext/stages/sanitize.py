@@ -244,17 +244,16 @@ def _inputs(ctx: RunContext, spans_version: int) -> DataFrame:
     return documents.join(spans, "doc_id", "left")
 
 
-def _spent_types(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> frozenset:
+def _spent_types(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]],
+                 ledger: Ledger, entries: list[dict]) -> frozenset:
     """The types holding a value whose per-value metric-LDP budget cannot pay tonight's draws: what the
     ledger has composed for it (``mldp_spent_per_value``, every dataset) plus eps_T per document holding
     it, summed over its types, above the strictest ``mldp_eps_max`` (the ledger's own refusal rule). With
     ``clusant.spent_values: mask`` (default) every span of these types is masked and none charged, so a
     value that recurs night after night stops its type's replacements instead of the export; with
-    ``refuse``: none (the ledger then refuses the night)."""
+    ``refuse``: none (the ledger then refuses the night). ``entries``: every ledger entry (``ledger.entries()``)."""
     if ctx.settings.clusant.spent_values == "refuse":
         return frozenset()
-    ledger = Ledger(ctx.lakehouse, ctx.settings)
-    entries = ledger.entries()
     limit = ledger.limits(ctx.settings.run.dataset, entries).mldp_eps_max
     spent, everyone = mldp_spent_per_value(entries)
     tonight: dict[str, float] = {}
@@ -311,7 +310,9 @@ def run(ctx: RunContext) -> SanitizeResult:
     started = time.perf_counter()  # spans_per_second is of the whole stage: vocabularies, charges, write, metrics
     settings = ctx.settings
     spans_version = ctx.lakehouse.version(PII_SPANS)  # the spans read, and the lineage recorded, of one snapshot
-    lineage = detection_lineage(ctx.lakehouse, settings, Ledger(ctx.lakehouse, settings).entries(settings.run.dataset),
+    ledger = Ledger(ctx.lakehouse, settings)
+    entries = ledger.entries()  # one read: the lineage's (this dataset's) and the spent values' (every dataset's)
+    lineage = detection_lineage(ctx.lakehouse, settings, [e for e in entries if e["dataset"] == settings.run.dataset],
                                 ctx.date, spans_version)
     inputs = _inputs(ctx, spans_version)
     table = piece_table(settings)
@@ -323,7 +324,7 @@ def run(ctx: RunContext) -> SanitizeResult:
               .groupBy("entity_type", "secret_id").agg(F.countDistinct("doc_id").alias("docs"))
               .toLocalIterator()):  # O(distinct values)
         values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["docs"])
-    spent = _spent_types(ctx, sanitizer, values_by_type)
+    spent = _spent_types(ctx, sanitizer, values_by_type, ledger, entries)
     _charge(ctx, sanitizer, {t: values for t, values in values_by_type.items() if t not in spent})  # before any write
 
     seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
