@@ -201,3 +201,44 @@ def test_verbatim_draws_match_the_mechanisms_exact_probability_of_drawing_the_in
     assert 0.05 < p < 0.95 and out.same_expected == pytest.approx([p] * n)  # "Zq Xv" is in no vocabulary
     observed = sum(out.same_as_input) / n
     assert abs(observed - p) <= 4 * np.sqrt(p * (1 - p) / n)
+
+
+@pytest.fixture(scope="module")
+def hashed_sanitizer(tmp_path_factory):
+    return ClusantSanitizer.build(_settings(), TIERS.get, hash_encode, "hash", cache_dir=str(tmp_path_factory.mktemp("v")))
+
+
+def test_any_text_keeps_everything_outside_its_spans_and_masks_every_union_holding_a_spent_span(hashed_sanitizer):
+    """Generated Unicode (any script, digit system, width, size) with random, overlapping, out-of-range
+    spans, some SPENT: the merged spans are sorted, disjoint and inside the text; a union is SPENT exactly
+    when one of its members is; the output keeps every character outside the spans in order, writes the
+    placeholder for SPENT unions and for types without a vocabulary, and a public phrase elsewhere."""
+    import re
+
+    from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+    from privtext.clusant.sanitizer import SPENT, sanitize_documents
+
+    members = st.lists(st.tuples(st.integers(-5, 70), st.integers(0, 20), st.sampled_from(["PERSON", "LOCATION", "US_PASSPORT"]),
+                                 st.sampled_from(["PII", "PoII", SPENT]), st.floats(0, 1)), max_size=6)
+
+    @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.text(min_size=1, max_size=60), members, st.integers(0, 2**32 - 1))
+    def check(text, raw, seed):
+        spans = [(s, s + w, t, tier, score) for s, w, t, tier, score in raw]
+        merged = merge_spans(spans, len(text))
+        assert all(0 <= s < e <= len(text) for s, e, _, _ in merged)
+        assert all(e1 <= s2 for (_, e1, _, _), (s2, _, _, _) in zip(merged, merged[1:]))
+        for s, e, _, tier in merged:
+            inside = [m for m in spans if max(0, m[0]) < min(len(text), m[1]) and max(0, m[0]) < e and min(len(text), m[1]) > s]
+            assert (tier == SPENT) == any(m[3] == SPENT for m in inside)
+        out = sanitize_documents(hashed_sanitizer, hash_encode, np.random.default_rng(seed), [text], [merged]).texts[0]
+        pattern, pos = [], 0
+        for s, e, t, tier in merged:
+            masked = tier == SPENT or t not in hashed_sanitizer.per_type
+            pattern += [re.escape(text[pos:s]), re.escape(placeholder(t)) if masked else "(.+?)"]
+            pos = e
+        pattern.append(re.escape(text[pos:]))
+        assert re.fullmatch("".join(pattern), out, flags=re.S), (text, merged, out)
+
+    check()
