@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import pandas as pd
 
+from privtext.pii import structure
+from privtext.pii.fold import Folded, fold
+from privtext.pii.gazetteers import NOT_FIRST, first_names, stop_words
 from privtext.pii.hashing import normalize_value, secret_id
-from privtext.pii.refine import join_adjacent, plain_text, refine
+from privtext.pii.refine import NOT_NAMES, join_adjacent, plain_text, refine
 from privtext.pii.settings import PiiSettings
 from privtext.worker_cache import per_process
 
@@ -41,6 +45,12 @@ SPACY_TO_PRESIDIO = {
 # identifier and must win over the e-mail-like "password@host" inside it.
 URL_WITH_USER = (r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/?#@:]+(?::[^\s/?#@]*)?@[^\s/?#]+"
                  r"(?:[/?#][^\s()<>\"']*[^\s()<>\"'.,;:!?])?")
+# whole URLs, host and path ("www.physics.example.edu/~user"), above spaCy's 0.85 so no place inside one
+# wins it; a URL never ends in sentence punctuation
+_URL_END = r"[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}]"
+WHOLE_URLS = [("scheme URL", rf"(?i)\b(?:https?|ftp)://{_URL_END}", 0.95),
+              ("www URL", rf"(?i)\bwww\d?\.[a-z0-9-]+\.{_URL_END}", 0.95),
+              ("host and path", rf"(?i)\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{{2,24}}/{_URL_END}", 0.9)]
 CENSUS_NAME_SCORE = 0.86  # above spaCy's 0.85, so "First Last" wins an overlap with a shorter NER span
 SPAN_COLUMNS = ["doc_id", "entity_type", "start", "end", "score", "tier", "secret_id"]
 
@@ -118,7 +128,8 @@ def _build_analyzer(settings: PiiSettings):
         IbanRecognizer(),
         UsSsnRecognizer(),
         IpRecognizer(),
-        UrlRecognizer(patterns=[*UrlRecognizer.PATTERNS, Pattern("URL with user", URL_WITH_USER, 1.0)]),
+        UrlRecognizer(patterns=[*UrlRecognizer.PATTERNS, Pattern("URL with user", URL_WITH_USER, 1.0),
+                                *(Pattern(*p) for p in WHOLE_URLS)]),
         DateRecognizer(),
     ]
     recognizers = confirmed_by_trained_ner(recognizers + extra_recognizers(settings), settings.detector.confirm_caseless)
@@ -233,17 +244,22 @@ def resolve_overlaps(spans: list[Span]) -> list[Span]:
 
 
 def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[list[Span]]:
-    """Spans of each text (sorted by start, non-overlapping), batching spaCy over all windows."""
+    """Spans of each text (sorted by start, non-overlapping), batching spaCy over all windows.
+
+    Every recognizer reads the folded text (``fold``: NFKC, every decimal digit as ASCII), so a full-width
+    or Devanagari-digit value matches the patterns; the mail and chat structure (``structure``) types
+    headers, attributions, sign-offs and dates and cuts the other spans out of dates, time zones, versions
+    and laughter; offsets are mapped back to ``texts`` at the end."""
     nlp = analyzer.nlp_engine.get_nlp(LANGUAGE)
     max_chars = min(settings.max_chunk_chars, nlp.max_length)
     entities = settings.detected_entities()
+    folded = [fold(plain_text(t)) for t in texts]
     jobs: list[tuple[int, tuple[int, int, int, int]]] = []
-    for i, text in enumerate(texts):
-        if text:
-            jobs.extend((i, window) for window in chunk_windows(text, max_chars, settings.chunk_overlap_chars))
+    for i, f in enumerate(folded):
+        if f.text:
+            jobs.extend((i, window) for window in chunk_windows(f.text, max_chars, settings.chunk_overlap_chars))
     found: list[list[Span]] = [[] for _ in texts]
-    plain = [plain_text(t) for t in texts]
-    window_texts = [plain[i][w[0]:w[1]] for i, w in jobs]
+    window_texts = [folded[i].text[w[0]:w[1]] for i, w in jobs]
     for recognizer in analyzer.registry.recognizers:
         if hasattr(recognizer, "prepare"):  # batched models (the trained NER): one pass over all windows
             recognizer.prepare(window_texts)
@@ -254,16 +270,36 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
         for r in results:
             start, end = win_start + r.start, win_start + r.end
             if own_start <= start < own_end:
-                found[i].append(Span(r.entity_type, start, end, float(r.score), settings.tier_of(r.entity_type),
-                                     normalize_value(r.entity_type, texts[i][start:end])))
-    out = []
-    for text, nlp_text, spans in zip(texts, plain, found):
-        kept = resolve_overlaps(refine(spans, nlp_text, settings))
-        if settings.join_adjacent:
-            kept = join_adjacent(kept, nlp_text, settings.widen_addresses)
-        out.append([s if s.value == normalize_value(s.entity_type, text[s.start:s.end])
-                    else replace(s, value=normalize_value(s.entity_type, text[s.start:s.end])) for s in kept])
-    return out
+                found[i].append(Span(r.entity_type, start, end, float(r.score), settings.tier_of(r.entity_type), ""))
+    return [_finish(text, f, spans, settings, entities) for text, f, spans in zip(texts, folded, found)]
+
+
+def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings, entities: list[str]) -> list[Span]:
+    """One document's recognizer spans (offsets into ``folded``) refined, cut by the structure, resolved and
+    joined, then mapped back to ``text`` with their normalized values."""
+    fold_text = folded.text
+    shape = structure.analyze(fold_text, _known_first_names(), _not_names())
+    own = [Span(kind, start, end, structure.STRUCTURE_SCORE, settings.tier_of(kind), "")
+           for kind, start, end in shape.spans if kind in entities]
+    kept = resolve_overlaps(structure.apply(refine(spans, fold_text, settings), shape, fold_text)
+                            + refine(own, fold_text, settings))
+    if settings.join_adjacent:
+        kept = join_adjacent(kept, fold_text, settings.widen_addresses)
+    mapped = [replace(s, start=a, end=b) for s in kept for a, b in [folded.to_original(s.start, s.end)]]
+    if folded.orig_start is not None:
+        mapped = resolve_overlaps(mapped)
+    return [replace(s, value=normalize_value(s.entity_type, text[s.start:s.end])) for s in mapped]
+
+
+@lru_cache(maxsize=1)
+def _known_first_names() -> frozenset[str]:
+    return frozenset(n.casefold() for n in first_names())
+
+
+@lru_cache(maxsize=1)
+def _not_names() -> frozenset[str]:
+    """Form words and stop words, never a name (greetings, pronouns, calendar words ...), casefolded."""
+    return frozenset({*(w.casefold() for w in NOT_FIRST | NOT_NAMES), *stop_words()})
 
 
 def detect_spans(analyzer, text: str, settings: PiiSettings) -> list[Span]:

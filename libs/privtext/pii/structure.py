@@ -1,0 +1,302 @@
+"""Mail and chat structure for detection: what a line is decides what its parts are.
+
+Real mail is not prose. Its headers, quote attributions, sign-offs and list footers, and a chat's speaker
+labels, hold personal values in fixed places, and dates, times and time zones that look like addresses,
+phone numbers or names to recognizers built for prose ("13 Sep 2002" is a house number, a street word and
+a building number to a street pattern; "-0400" a phone fragment; "Sun" a person to spaCy). ``analyze``
+reads the structure once per document and returns
+
+* ``spans``: values the structure types for certain (score ``STRUCTURE_SCORE``, above every recognizer,
+  so Presidio-style conflict resolution -- the higher score wins -- keeps them):
+  - a whole date expression (RFC 2822 "Fri, 13 Sep 2002 15:01:18 -0400 (EDT)", "August 14, 2002 3:45 PM",
+    "14/08/2002 10:12", ctime "Wed Aug 14 10:12:33 2002", a time "08:53") -> one DATE_TIME span, its
+    weekday and time zone included, so a Date: header is one date;
+  - From/To/Cc/Bcc/Reply-To/Sender header entries: display name -> PERSON (quoted "Last, First" is one
+    name), address -> EMAIL_ADDRESS;
+  - quote attributions ("On <date>, <who> wrote:", "<who> wrote:", "At <time> <date>, <who> wrote:"):
+    the date -> DATE_TIME, who -> PERSON / EMAIL_ADDRESS;
+  - sign-offs ("Thanks,\\nBob", "Cheers, Ann", a name under the "-- " signature line) and chat cues
+    ("call me X", "my name is x", "this is X" with a known first name), a chat's speaker labels ("jojo: hi",
+    "[12:01] Anna: ok" in a document most of whose lines are turns; "A:", "user2:", "Speaker 1:" are
+    roles) and sign-ins ("*** X has joined") -> PERSON, lower case included;
+* ``protected``: regions that are never part of another type's value: time zones outside a date
+  ("(EDT)", "-0400" after a year or time), version and revision numbers ("Revision 1.2.3.4",
+  "$Id: x.c,v 1.12.2.3"), laughter ("hahaha", "lol"), generic chat speaker labels ("User:", "A:").
+
+``apply`` (after the recognizers and ``refine``) cuts every other span out of the protected regions and
+out of the structure's date spans, keeping the longest remaining piece when it still holds a word, and
+drops spans that cannot be entities whatever the recognizer said: no letter or digit ("--", "..."), a
+weekday, month or zone name alone as a name, place or organisation, a URL glued to a word ("apt.conf" ->
+"apt.co"), holding an ellipsis, or a bare file name whose extension is also a top-level domain.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+STRUCTURE_SCORE = 0.99  # above every recognizer (spaCy 0.85, patterns <= 0.96); e-mail/URL-with-user stay 1.0
+
+_WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
+                  "Mon", "Tue", "Tues", "Wed", "Thu", "Thur", "Thurs", "Fri", "Sat", "Sun")
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                "November", "December", "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct",
+                "Nov", "Dec")
+_ZONE_NAMES = ("UTC", "GMT", "UT", "EST", "EDT", "CST", "CDT", "MST", "MDT", "PST", "PDT", "AST", "ADT", "AKST",
+               "AKDT", "HST", "BST", "IST", "CET", "CEST", "EET", "EEST", "WET", "WEST", "MET", "MEST", "MSK",
+               "JST", "KST", "HKT", "SGT", "AEST", "AEDT", "ACST", "AWST", "NZST", "NZDT")
+_CALENDAR_WORDS = frozenset(w.casefold() for w in (*_WEEKDAY_NAMES, *_MONTH_NAMES, *_ZONE_NAMES))
+
+
+def _alt(words) -> str:
+    return "|".join(sorted(words, key=len, reverse=True))
+
+
+_WD = rf"(?:{_alt(_WEEKDAY_NAMES)})\.?"
+_MON = rf"(?:{_alt(_MONTH_NAMES)})\.?"
+_TIME = r"(?<![\d:.])\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:[ \t]?(?:[AaPp]\.?[Mm]\.?)(?!\w))?(?![\d:])"
+_OFFSET = r"(?:[+-](?:0\d|1[0-4]):?[0-5]\d)(?!\d)"
+_ZONE_NAME = rf"\b(?:{_alt(_ZONE_NAMES)})\b"
+_ZONE = rf"(?:{_OFFSET}|(?:GMT|UTC)[+-]\d{{1,2}}(?::?\d{{2}})?\b|\({_ZONE_NAME}\)|{_ZONE_NAME})"
+_ZONES = rf"(?:[ \t]+{_ZONE}){{0,2}}"
+_AT_TIME = rf"(?:,?[ \t]+(?:at[ \t]+)?{_TIME}{_ZONES})?"
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_DATE = re.compile(
+    rf"(?i:(?<![\w/.-])(?:{_WD},?[ \t]+)?(?:"
+    rf"{_DAY}[ \t-]+{_MON},?[ \t-]+(?:\d{{4}}|\d{{2}}(?!:))"  # 13 Sep 2002
+    rf"|{_MON}[ \t]+{_DAY},?[ \t]+\d{{4}}"  # August 14, 2002
+    rf"|{_MON}[ \t]+{_DAY}[ \t]+{_TIME}{_ZONES}[ \t]+\d{{4}}"  # ctime: Aug 14 10:12:33 2002
+    rf"|\d{{4}}-\d{{2}}-\d{{2}}(?:[T ]{_TIME})?|\d{{4}}/\d{{1,2}}/\d{{1,2}}"  # ISO, 2002/08/14
+    rf"|\d{{1,2}}/\d{{1,2}}/(?:\d{{4}}|\d{{2}})|\d{{1,2}}\.\d{{1,2}}\.\d{{4}}"  # 8/14/2002, 14.08.2002
+    rf"){_AT_TIME}(?![\w/]|\.\d)"
+    rf"|(?:{_WD},?[ \t]+)?{_TIME}{_ZONES})")  # a time: 15:01, 3:45 PM, Wed 10:12
+_ZONE_ALONE = re.compile(rf"\({_ZONE_NAME}\)|(?-i:{_ZONE_NAME})|(?<=\d[ \t]){_OFFSET}")
+_VERSION = re.compile(
+    r"(?i)(?:\b(?:rev(?:ision)?|version|ver|release|cvs|tag|build|patch|branch|v)[.:]?[ \t]*|,v[ \t]+|\$\w+:[^$\n]*?)"
+    r"(?P<v>\d+(?:\.\d+){1,7})(?![\w.])"
+    r"|(?P<long>(?<![\w.])(?!\d{2}(?:\.\d{2}){4}(?![\w.]))\d+(?:\.\d+){4,}(?![\w.]))")  # not a phone: 05.06.52.16.25
+_LAUGHTER = re.compile(r"(?i)(?<!\w)(?:a?(?:h+a+){2,}h*|a?(?:a+h+){2,}|(?:he){2,}h?|(?:hi){3,}|(?:ja){2,}j?|(?:ka){2,}"
+                       r"|lo+l+z?|lmf?a+o+|rofl|xd+|heh+|hah)(?!\w)")
+_ROLE = re.compile(r"(?i)(?:user|agent|customer|speaker|person|participant|bot|system|support|human|assistant|client|"
+                   r"operator|rep|guest|me|them|[a-d])(?:[ _-]?\d{1,3})?")
+# a chat turn: "[12:01] label: text"; a document most of whose lines are turns is a chat
+_TURN = re.compile(r"(?m)^[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?(?P<label>[^\W_][\w.'’-]*(?:[ \t][^\W_][\w.'’-]*)?)[ \t]*:[ \t]")
+_SIGN_IN = re.compile(r"(?im)^[ \t]*(?:\*{1,3}[ \t]*|\[)?(?P<name>[^\W_][\w.'’-]*(?:[ \t][^\W_][\w.'’-]*)?)[ \t]+"
+                      r"(?:has[ \t]+(?:joined|left)|signed[ \t]+(?:in|out)|is[ \t]+now[ \t]+(?:online|offline|away))\b")
+_HEADER_LABELS = frozenset("from to cc bcc date sent subject reply-to sender message-id re fwd fw note ps p.s "
+                           "importance x-mailer content-type mime-version organization".split())
+
+# e-mail headers with people in them; Date/Sent values are dates
+_HEADER = re.compile(r"(?im)^(?P<label>From|To|Cc|Bcc|Reply-To|Sender|Date|Sent)[ \t]*:[ \t]*(?P<value>[^\n]*"
+                     r"(?:\n[ \t]+[^\n]*)*)")
+_ADDRESS = r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+"
+_ENTRY = re.compile(rf"(?P<name>\"[^\"\n]*\"|[^<>\[\],;\"@\n]*?)[ \t]*(?:<(?:mailto:)?(?P<a1>{_ADDRESS})>|\[mailto:(?P<a2>{_ADDRESS})\])"
+                    rf"|(?P<a3>{_ADDRESS})(?:[ \t]+\((?P<comment>[^()]*)\))?")
+# "On <date>, <who> wrote:" / "At 10:12 AM 8/14/2002 -0400, <who> wrote:" / "<who> wrote:"
+_WROTE = re.compile(r"(?im)^(?P<quote>[ \t>|]*)(?P<body>[^\n]{1,200}?)[ \t]+(?:wrote|writes|said|schrieb|a écrit|"
+                    r"escribió|scrisse)[ \t]*:[ \t]*$")
+_LEAD = re.compile(r"(?i)(?:-+[ \t]*)?(?:On|At|Am|Le|El|Il)[ \t]+")
+_SIGN_OFF = (r"(?:thanks(?:[ \t]+(?:again|a[ \t]+lot|in[ \t]+advance|so[ \t]+much))?|thank[ \t]+you|thx|tia|cheers|"
+             r"regards|(?:best|kind|warm|warmest|many)[ \t]+(?:regards|wishes|thanks)|best|sincerely(?:[ \t]+yours)?|"
+             r"yours(?:[ \t]+(?:truly|sincerely))?|love|take[ \t]+care|ciao|greetings|hth|rgds|br|-+)")
+_NAME_LINE = r"(?P<name>[^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})"
+_SIGNED_BELOW = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*[,.!:-]*[ \t]*\n(?:[ \t]*\n)?[ \t]*-?[ \t]*{_NAME_LINE}[ \t]*$")
+_SIGNED_SAME_LINE = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*,[ \t]*{_NAME_LINE}[ \t]*[.!]?[ \t]*$")
+_STRONG_CUE = re.compile(r"(?i)\b(?:call[ \t]+me|my[ \t]+name[ \t]+is|my[ \t]+name'?s|name'?s|they[ \t]+call[ \t]+me|"
+                         r"known[ \t]+as|i[ \t]+go[ \t]+by)[ \t]+(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>[^\W\d_][\w'’-]*))?")
+_WEAK_CUE = re.compile(r"(?i)\b(?:this[ \t]+is|it'?s|i[ \t]+am|i'?m|im|hi|hey|hello|thanks|thank[ \t]+you|bye)[ \t]*,?[ \t]+"
+                       r"(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>(?-i:[A-Z][a-z]+)))?")
+_EDGE = " \t\n\"',;:-"
+_SLANG = frozenset("ok okay k kk nice cool yes yeah yep yup nah nope no hey hi hello thanks thx ty pls plz btw omg u ur "
+                   "tho though lmk idk imo haha lol sure great fine good".split())
+# field labels of mail and forms that spaCy labels an organisation or a person ("SSN", "IBAN", "PLZ")
+_FORM_LABELS = frozenset("ssn iban bic swift plz zip tel fax phone email e-mail mobile cell subject re fwd fw cc bcc "
+                         "url ip id dob vat anschrift adresse address ps p.s".split())
+_FILE_TLDS = frozenset("py pl pm sh md rs cc cs so am in ps js ts go rb ml mk io sc st ai pdf".split())
+_URL_PARTS = re.compile(r"(?i)^(?:[a-z][a-z0-9+.-]*://|www\d?\.)|/")
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What the structure of one document says (offsets into it)."""
+
+    spans: list[tuple[str, int, int]]  # (entity type, start, end) at STRUCTURE_SCORE
+    protected: list[tuple[int, int]]  # regions no other span may cover (not personal: dates have spans)
+
+
+def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[str]) -> Structure:
+    """The structure's spans and protected regions of ``text`` (``known_first_names`` casefolded)."""
+    spans: list[tuple[str, int, int]] = []
+    for m in _DATE.finditer(text):
+        spans.append(("DATE_TIME", m.start(), m.end()))
+    dated = [(s, e) for _, s, e in spans]
+    protected = [r for r in _zones_and_noise(text) if not _inside(r, dated)]
+    for m in _HEADER.finditer(text):
+        if m.group("label").lower() not in ("date", "sent"):
+            spans += _address_list(text, m.start("value"), m.end("value"))
+    for m in _WROTE.finditer(text):
+        spans += _attribution(text, m.start("body"), m.end("body"), not_names)
+    for rx in (_SIGNED_BELOW, _SIGNED_SAME_LINE):
+        for m in rx.finditer(text):
+            if _is_name(m.group("name"), known_first_names, not_names, lower_ok=True):
+                spans.append(("PERSON", m.start("name"), m.end("name")))
+    for m in _cues(_STRONG_CUE, text):
+        if _is_name(m.group("name"), known_first_names, not_names, lower_ok=True, any_word=True):
+            end = m.end("last") if m.group("last") and _is_name(
+                m.group("last"), known_first_names, not_names, lower_ok=True, any_word=True) else m.end("name")
+            spans.append(("PERSON", m.start("name"), end))
+    for m in _cues(_WEAK_CUE, text):
+        if m.group("name").casefold() in known_first_names and m.group("name").casefold() not in not_names:
+            spans.append(("PERSON", m.start("name"), m.end("last") if m.group("last") else m.end("name")))
+    turns = list(_TURN.finditer(text))
+    if len(turns) >= 2 and 2 * len(turns) >= sum(1 for line in text.splitlines() if line.strip()):  # a chat
+        for m in turns:
+            label = m.group("label")
+            if _ROLE.fullmatch(label):
+                protected.append(m.span("label"))
+            elif label.casefold() not in _HEADER_LABELS and label.casefold() not in not_names:
+                spans.append(("PERSON", m.start("label"), m.end("label")))
+        spans += [("PERSON", *m.span("name")) for m in _SIGN_IN.finditer(text)
+                  if m.group("name").casefold() not in not_names]
+    return Structure(spans, protected)
+
+
+def _cues(rx: re.Pattern, text: str):
+    """The matches of a name cue, each searched again from its name word, so the name word of a rejected
+    match can open the next ("hi, this is mike")."""
+    m = rx.search(text)
+    while m:
+        yield m
+        m = rx.search(text, m.start("name"))
+
+
+def _zones_and_noise(text: str) -> list[tuple[int, int]]:
+    out = [m.span() for m in _ZONE_ALONE.finditer(text)]
+    out += [m.span("v") if m.group("v") else m.span("long") for m in _VERSION.finditer(text)]
+    out += [m.span() for m in _LAUGHTER.finditer(text)]
+    return out
+
+
+def _inside(region: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(s <= region[0] and region[1] <= e for s, e in spans)
+
+
+def _address_list(text: str, start: int, end: int) -> list[tuple[str, int, int]]:
+    """PERSON and EMAIL_ADDRESS spans of a header's address list (``text[start:end]``): each entry's address
+    and display name, and the names between entries ("Smith, John <j@x>": "Smith" too)."""
+    out, pos = [], start
+    for m in _ENTRY.finditer(text, start, end):
+        out += _names_between(text, pos, m.start())
+        address = next(g for g in ("a1", "a2", "a3") if m.group(g))
+        out.append(("EMAIL_ADDRESS", m.start(address), m.end(address)))
+        for group in ("name", "comment"):
+            name = _trimmed(text, m.start(group), m.end(group)) if m.group(group) is not None else None
+            if name:
+                out.append(("PERSON", *name))
+        pos = m.end()
+    return out + _names_between(text, pos, end)
+
+
+def _names_between(text: str, start: int, end: int) -> list[tuple[str, int, int]]:
+    """Comma- or semicolon-separated names without digits in ``text[start:end]``."""
+    out = []
+    for part in re.finditer(r"[^,;\n]+", text[start:end]):
+        name = _trimmed(text, start + part.start(), start + part.end())
+        if name and not any(c.isdigit() or c in "@<>[]()" for c in text[name[0]:name[1]]):
+            out.append(("PERSON", *name))
+    return out
+
+
+def _trimmed(text: str, start: int, end: int, digits: bool = False) -> tuple[int, int] | None:
+    """``[start, end)`` without blanks, quotes and punctuation around it; None when no letter (or, with
+    ``digits``, no digit either) is left."""
+    edge = _EDGE + ("" if digits else "()")
+    while start < end and text[start] in edge:
+        start += 1
+    while end > start and text[end - 1] in edge:
+        end -= 1
+    value = text[start:end]
+    return (start, end) if any(c.isalpha() or (digits and c.isdigit()) for c in value) else None
+
+
+def _attribution(text: str, start: int, end: int, not_names: frozenset[str]) -> list[tuple[str, int, int]]:
+    """The date and the writer of a quote attribution's body ``text[start:end]``."""
+    pos = start
+    lead = _LEAD.match(text, pos, end)
+    if lead:
+        pos = lead.end()
+        date = _DATE.match(text, pos, end)
+        while date:  # "At 10:12 AM 8/14/2002 -0400": a time, then a date
+            pos = date.end()
+            date = _DATE.match(text, pos + len(text[pos:end]) - len(text[pos:end].lstrip(" \t")), end)
+        if pos == lead.end():
+            return []
+    if "@" in text[pos:end]:
+        return _address_list(text, pos, end)
+    name = _trimmed(text, pos, end)
+    if name is None:
+        return []
+    words = text[name[0]:name[1]].split()
+    if len(words) > 5 or not any(w[0].isupper() and w.strip(",.") not in not_names for w in words) or "(" in text[pos:end]:
+        return []
+    return [("PERSON", *name)]
+
+
+def _is_name(value: str, known: frozenset[str], not_names: frozenset[str], lower_ok: bool,
+             any_word: bool = False) -> bool:
+    """A name line or cue word: capitalised words, the first not a form word; or lower case when it is a known
+    first name (or, after a strong cue, ``any_word`` not a common word)."""
+    words = value.split()
+    first = words[0].strip(".")
+    if first.casefold() in not_names or first.casefold() in _CALENDAR_WORDS or first.casefold() in _SLANG \
+            or _LAUGHTER.fullmatch(first) or len(first) < 2:
+        return False
+    if all(w[0].isupper() for w in words):
+        return True
+    return lower_ok and (first.casefold() in known or any_word) and len(words) == 1
+
+
+def apply(spans: list, structure: Structure, text: str) -> list:
+    """``spans`` (``detect.Span``) cut out of the protected regions and the structure's date spans, without
+    spans that cannot be entities; the structure's own spans are added by the caller."""
+    blocked = sorted([*structure.protected, *((s, e) for k, s, e in structure.spans if k == "DATE_TIME")])
+    out = []
+    for span in spans:
+        piece = _outside(span.start, span.end, blocked)
+        if piece != (span.start, span.end):
+            piece = piece and span.entity_type != "DATE_TIME" and _trimmed(text, *piece, digits=True)
+            if not piece:
+                continue  # a DATE_TIME overlapping the structure's date: the structure's span owns the date
+            span = replace(span, start=piece[0], end=piece[1])
+        if _valid(span, text):
+            out.append(span)
+    return out
+
+
+def _outside(start: int, end: int, blocked: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The longest piece of ``[start, end)`` outside ``blocked`` (None when nothing is left)."""
+    pieces, pos = [], start
+    for s, e in blocked:
+        if e <= pos or s >= end:
+            continue
+        if s > pos:
+            pieces.append((pos, s))
+        pos = max(pos, e)
+    if pos < end:
+        pieces.append((pos, end))
+    return max(pieces, key=lambda p: p[1] - p[0], default=None)
+
+
+def _valid(span, text: str) -> bool:
+    value = text[span.start:span.end]
+    core = value.strip(" \t\n.,;:!?-()[]{}<>\"'")
+    if not any(c.isalnum() for c in core):
+        return False
+    if span.entity_type in ("PERSON", "LOCATION", "ORGANIZATION", "NRP", "TITLE") and (
+            core.casefold() in _CALENDAR_WORDS or core.casefold() in _FORM_LABELS):
+        return False
+    if span.entity_type == "URL":
+        glued = span.end < len(text) and text[span.end].isalnum() or span.start > 0 and text[span.start - 1].isalnum()
+        bare_file = not _URL_PARTS.search(value) and value.rsplit(".", 1)[-1].lower() in _FILE_TLDS
+        return not (glued or ".." in value or "\u2026" in value or bare_file)
+    return True
+
