@@ -83,7 +83,9 @@ class TrackingSettings(StrictModel):
 
 
 class IngestSettings(StrictModel):
-    max_chars: int = Field(20_000, gt=0)
+    # longer texts are quarantined; detection windows long documents (pii.max_chunk_chars): a 1 MB mail
+    # or digest is a normal document
+    max_chars: int = Field(2_000_000, gt=0)
     csv_delimiter: str = ","
     # a rerun of a date with fewer usable documents than this share of what it holds is refused
     min_ratio_of_previous: float = Field(0.5, ge=0.0, le=1.0)
