@@ -269,7 +269,10 @@ def _add_area_commands(sub) -> None:
     if privacy_cli is not None:
         privacy_cli.register(sub)
     from privtext.commands import audit as ampl_cli; ampl_cli.register(sub)  # noqa: E702  privtext tune sanitize
+    from privtext.commands import forget as forget_cli
     from privtext.commands import pii as pii_cli
+
+    forget_cli.register(sub)
 
     pii_cli.register(sub)
     from privtext import report, status

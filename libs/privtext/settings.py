@@ -25,7 +25,7 @@ from privtext.generate.settings import GenerateSettings
 from privtext.pii.settings import PiiSettings
 from privtext.platform.config import (  # noqa: F401  re-exported: the one place commands and stages import from
     ENV_PREFIX, PROJECT_ROOT, ZONES, ConfigError, DatasetBudget, IngestSettings, LakehouseSettings, PrivacySettings,
-    PublishSettings, RunSettings, SparkSettings, SqlSettings, TrackingSettings, resolve_uri)
+    PublishSettings, RetentionSettings, RunSettings, SparkSettings, SqlSettings, TrackingSettings, resolve_uri)
 from privtext.secpe.settings import SecpeSettings
 from privtext.strict import StrictModel
 
@@ -46,6 +46,7 @@ class Settings(StrictModel):
     secpe: SecpeSettings = SecpeSettings()
     publish: PublishSettings = PublishSettings()
     sql: SqlSettings = SqlSettings()
+    retention: RetentionSettings = RetentionSettings()
 
     def budget(self, dataset: str) -> DatasetBudget:
         """The dataset's budget; a dataset without one is refused (fail closed)."""

@@ -72,6 +72,14 @@ def doc_pseudonym(key: bytes, doc_id: str) -> str:
     return hmac.new(key, message, hashlib.sha256).hexdigest()[:32]
 
 
+def subject_key(key: bytes, kind: str, subject_id: str) -> str:
+    """The id an erasure records for a ``user`` or ``doc`` subject: HMAC-SHA256 (32 hex) of the id, under a
+    domain of its own (never equal to a published pseudonym or a secret id). Ingest recomputes it for each
+    record to find tombstoned subjects; without the key it names no one."""
+    message = f"privtext.erasure.{kind}\x00".encode() + subject_id.encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:32]
+
+
 def secret_id(key: bytes, normalized_value: str) -> str:
     """Hex HMAC-SHA256 of the normalized value (the entity type is not hashed: the same string
     detected as two types is one secret)."""

@@ -127,6 +127,14 @@ class SqlSettings(StrictModel):
     timeout_s: float = Field(120.0, gt=0, le=3600)  # a statement still running after this is cancelled (exit 3)
 
 
+class RetentionSettings(StrictModel):
+    """Raw-text retention (``privtext retention run``, the nightly DAG's ``retention`` step)."""
+
+    # restricted data dates (documents, quarantine, spans, embeddings, staged sanitized documents) older than
+    # this many days are erased, their files purged; null (the default): kept until `privtext forget`
+    restricted_days: int | None = Field(None, ge=0)
+
+
 class PrivacySettings(StrictModel):
     budgets: dict[str, DatasetBudget] = Field(default_factory=dict)
 

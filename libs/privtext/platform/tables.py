@@ -270,10 +270,29 @@ WORD_VECTORS = TableSpec(
     "DPED word embeddings (the student's vectors), published from the staged model versions.",
 )
 
+ERASURES = TableSpec(
+    "protected",
+    "erasures",
+    pa.schema(
+        [
+            ("erasure_id", STR),  # one per privtext forget / retention run
+            ("kind", STR),  # user | doc (a keyed subject) | retention (raw text older than a date)
+            ("subject_key", STR),  # pii.hashing.subject_key: HMAC of the id, never the id; null for retention
+            ("status", STR),  # tombstoned (written first: ingest quarantines the subject as `erased`) | erased
+            ("rows", pa.map_(STR, pa.int64())),  # rows deleted per table (erased rows only)
+            ("before", DATE),  # retention: data dates before this one were erased
+            ("created_at", pa.timestamp("us", tz="UTC")),
+        ]
+    ),
+    (),
+    "Erasures (privtext forget, retention): keyed subject ids and row counts per table, no raw value; the "
+    "tombstones ingest checks.",
+)
+
 ALL_TABLES: tuple[TableSpec, ...] = (
     DOCUMENTS, QUARANTINE, PRIVACY_LEDGER, PII_SPANS, DOC_EMBEDDINGS,
     STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, LEAKAGE_AUDITS,
     STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, GENERATOR_SAMPLES, NOISY_CENTERS, UTILITY_REPORTS,
     EPS_FRONTIER,
-    STAGED_WORD_VECTORS, WORD_VECTORS,
+    STAGED_WORD_VECTORS, WORD_VECTORS, ERASURES,
 )

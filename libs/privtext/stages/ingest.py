@@ -45,7 +45,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, MapType, StringType, StructField, StructType
 
-from privtext.pii.hashing import load_hmac_key
+from privtext.pii.hashing import load_hmac_key, subject_key
+from privtext.platform.erasure import raw_record_ids, tombstoned_keys
 from privtext.platform.context import RunContext
 from privtext.errors import Refused
 from privtext.platform.tables import DOCUMENTS, QUARANTINE
@@ -438,6 +439,19 @@ def validate(parsed: DataFrame, key: bytes) -> DataFrame:
     ).drop("_rank")
 
 
+def mark_erased(parsed: DataFrame, key: bytes, erased: frozenset[str]) -> DataFrame:
+    """Records of an erased subject (``privtext forget``: the keyed user or doc id tombstoned in
+    ``protected.erasures``), parsed or not, are quarantined with the reason ``erased`` and without their raw record."""
+    if not erased:
+        return parsed
+    hit = F.udf(lambda kind, value: value is not None and subject_key(key, kind, value) in erased, BooleanType())
+    user_id, doc_id = raw_record_ids(F.col("raw_record"))  # a bad record's ids, read from its raw text
+    gone = hit(F.lit("user"), F.coalesce("user_id", user_id)) | hit(F.lit("doc"), F.coalesce("doc_id", doc_id))
+    return (parsed.withColumn("_erased", gone)
+            .withColumn("raw_record", F.when(F.col("_erased"), F.lit("")).otherwise(F.col("raw_record")))
+            .withColumn("reason", F.when(F.col("_erased"), F.lit("erased")).otherwise(F.col("reason"))).drop("_erased"))
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("--input", dest="input_path", required=True, help="input file or folder")
     parser.add_argument("--allow-empty", dest="allow_empty", action="store_true",
@@ -465,7 +479,7 @@ def run(ctx: RunContext, input_path: str, allow_empty: bool = False, allow_small
     run = ctx.settings.run
     key = load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic)
     raw, skipped = parse_inputs(ctx, input_path)
-    parsed = validate(raw, key).cache()
+    parsed = mark_erased(validate(raw, key), key, tombstoned_keys(ctx.lakehouse)).cache()
     try:
         date, run_id = F.lit(ctx.date).cast("date"), F.lit(ctx.run_id)
         good = parsed.where(F.col("reason").isNull()).select(

@@ -61,7 +61,7 @@ from privtext.platform.config import ObjectStoreSettings
 from privtext.platform.leases import check_held
 from privtext.platform.storage import filesystem, move_dir
 from privtext.privacy.budget import none_charge
-from privtext.platform import zones
+from privtext.platform import erasure, zones
 from privtext.lineage import lineage_problems, staged_state
 from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
                                       STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, STAGED_WORD_VECTORS,
@@ -374,6 +374,79 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Sch
     if _committed_by(fs, date_dir) == ctx.run_id:  # else a later publisher's manifest names its own files
         _remove_other_versions(fs, date_dir, keep=version)
     return manifest, len(files)
+
+
+def _reissue(ctx: RunContext, target: str, day: dt.date, rows, removed: int) -> bool:
+    """Re-write the date's export from ``rows`` (the published partition without erased rows) into a fresh version
+    folder and commit a manifest saying so (``reissued``: when, why, how many rows left; no id), then delete the
+    older folders. False when the date has no export."""
+    settings = ctx.settings
+    root, store = resolve_uri(settings.publish.export_path), settings.lakehouse.zone_store("published")
+    fs, base = filesystem(root, store)
+    date_dir = f"{base}/{target}/{day.isoformat()}"
+    if fs.get_file_info(f"{date_dir}/manifest.json").type != pafs.FileType.File:
+        return False
+    with fs.open_input_stream(f"{date_dir}/manifest.json") as stream:
+        manifest = json.loads(stream.read())
+    version = uuid.uuid4().hex
+    tmp_dir = f"{date_dir}/_tmp-{version}"
+    try:
+        task = _export_task(f"{root}/{target}/{day.isoformat()}/_tmp-{version}", store, tuple(settings.publish.formats),
+                            TARGETS[target][1].schema)
+        files = [r.asDict() for r in rows.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
+        fs.create_dir(tmp_dir, recursive=True)
+        move_dir(fs, tmp_dir, f"{date_dir}/{version}")
+        manifest.update(
+            files=sorted(({**f, "path": f"{version}/{f['path']}"} for f in files), key=lambda f: f["path"]),
+            rows=sum(f["rows"] for f in files if f["format"] == settings.publish.formats[0]),
+            reissued=manifest.get("reissued", []) + [{"at": dt.datetime.now(dt.timezone.utc).isoformat(),
+                                                      "reason": "erasure", "rows_removed": removed,
+                                                      "erasure_run_id": ctx.run_id}])
+        check_held()
+        commit_manifest(fs, date_dir, manifest)
+    except BaseException:
+        _delete_dir(fs, tmp_dir)
+        _delete_dir(fs, f"{date_dir}/{version}")
+        raise
+    _remove_other_versions(fs, date_dir, keep=version)
+    return True
+
+
+def _pseudonyms(ctx: RunContext, doc_ids: list[str]) -> dict[str, str]:
+    key = load_hmac_key(ctx.settings.run.hmac_key_env, ctx.settings.run.hmac_key_file, ctx.settings.run.deterministic)
+    return {doc_pseudonym(key, d): d for d in doc_ids}
+
+
+def published_rows(ctx: RunContext, doc_ids: list[str], target: str = "sanitized_documents") -> dict[str, int]:
+    """Rows of ``published.<target>`` per restricted ``doc_id`` (found through their keyed pseudonyms)."""
+    published = TARGETS[target][1]
+    if not doc_ids or not ctx.lakehouse.exists(published):
+        return {}
+    by_pseudonym = _pseudonyms(ctx, doc_ids)
+    hits = erasure.matches(ctx.lakehouse, published, F.col("doc_id").isin(sorted(by_pseudonym)), F.col("doc_id"))
+    found: dict[str, int] = {}
+    for counts in hits.values():
+        for p, n in counts.items():
+            found[by_pseudonym[p]] = found.get(by_pseudonym[p], 0) + n
+    return found
+
+
+def erase(ctx: RunContext, doc_ids: list[str], target: str = "sanitized_documents") -> tuple[dict[str, int], int]:
+    """Erase these restricted ``doc_id``s from the published zone: the export of every date holding one of their
+    keyed pseudonyms is re-issued without them (``_reissue``), then the published table's rows are deleted
+    (``platform.erasure.delete_where`` through the publisher handle; ``purge`` deletes the old files). Exports
+    go first: a rerun after a crash still finds the dates in the table. Returns (rows deleted per doc_id,
+    exports re-issued)."""
+    published = TARGETS[target][1]
+    if not doc_ids or not ctx.lakehouse.exists(published):
+        return {}, 0
+    by_pseudonym = _pseudonyms(ctx, doc_ids)
+    selected = F.col("doc_id").isin(sorted(by_pseudonym))
+    hits = erasure.matches(ctx.lakehouse, published, selected, F.col("doc_id"))
+    reissued = sum(_reissue(ctx, target, day, ctx.lakehouse.read(published, date=day).where(~selected),
+                            sum(counts.values())) for day, counts in sorted(hits.items()))
+    deleted = erasure.delete_where(zones.publisher(ctx.lakehouse), published, selected, F.col("doc_id"))
+    return {by_pseudonym[p]: n for p, n in deleted.items()}, reissued
 
 
 def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: bool = False,
