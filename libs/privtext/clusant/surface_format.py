@@ -1,15 +1,19 @@
 """Surface formats: the mechanism's public draw written in the input span's format (post-processing).
 
 CluSanT (``mechanism.py``) draws a public candidate y for an input x. ``render(type, y, fmt)`` writes y in
-the surface format ``fmt = surface_format(type, x)`` of the input: a date in the input's layout ("born
-1971-04-04" stays an ISO date, "March 3, 2024" a spelled-out one), a card number with the input's length and
-grouping and a valid Luhn digit, a phone number, SSN or postcode in the input's digit layout (extensions and
-separators kept), an order number in its letter/digit shape.
+the surface format ``fmt = surface_format(type, x)`` of the input: a date or time in the input's layout
+(``date_layout.py``: "Fri, 13 Sep 2002 15:01:18 -0400" stays an RFC 2822 date with its zone, "born
+1971-04-04" an ISO date, "March 3, 2024" a spelled-out one, "EDT" stays "EDT"), an IP address in its version
+(IPv4 stays IPv4, with a port if it had one), a card number with the input's length and grouping and a valid
+Luhn digit, a phone number, SSN or postcode in the input's digit layout (extensions and separators kept), an
+order number in its letter/digit shape. ``format_kept`` says whether a replacement kept its input's kind and
+format (the stage's ``format_kept_share``).
 
 Guarantee. ``render`` is a deterministic function of (y, fmt) only. For two inputs x, x' of the same entity
 type AND the same surface format, the rendered output is a post-processing of the same mechanism, so the
 bound of ``mechanism.py`` (eps-metric-LDP in D_k, the recorded eps) holds unchanged. The format class (a date
-layout, a card's length and grouping, a phone layout) is published, as the span's type already is:
+layout with its time zone as written, an IP version, a card's length and grouping, a phone layout) is
+published, as the span's type already is:
 adjacency is "values of the same entity type and surface format". Inputs of different formats give
 disjoint rendered outputs (a test shows it), which is exactly what publishing the format means.
 Sensitivity: nothing here adds noise; the format class is a deterministic function of x.
@@ -24,16 +28,14 @@ from the public candidate only: no character of the input's digits or letters re
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
+import ipaddress
 import re
 import unicodedata
 from itertools import chain, count
 
-_DATE_LAYOUTS = ("%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%d %B %Y", "%d %b %Y", "%A, %B %d, %Y", "%Y-%m-%d",
-                 "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%m-%d-%Y", "%Y/%m/%d", "%m/%d/%y", "%B %Y", "%b %Y",
-                 "%B %d", "%b %d", "%d %B", "%Y")
-_TIME_LAYOUTS = ("%H:%M", "%H:%M:%S", "%I:%M %p", "%I:%M%p", "%I %p", "%I%p")
+from . import date_layout
+
 # digits (and letters, as digits: "1-800-FLOWERS") are drawn; separators, "+" and an extension's marker are kept
 DIGIT_TYPES = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "CARD_LAST4", "US_BANK_NUMBER"})
 # digits and letters are drawn (letters keep their case); other characters are kept
@@ -64,12 +66,9 @@ def surface_format(entity_type: str, value: str) -> str | None:
     """The surface format class of ``value`` (None: no format of its own, the draw is used as it is)."""
     value = fold(value)
     if entity_type == "DATE_TIME":
-        layout = next((f for f in (*_DATE_LAYOUTS, *_TIME_LAYOUTS) if _parses(ascii_digits(value), f)), None)
-        if layout is None:
-            return None
-        # the layout alone is the class (never whether a day is under 10): a spelled-out month takes an
-        # unpadded day ("March 3, 2024"), numbers are padded ("03/04/2024")
-        return layout.replace("%d", "%-d") if "%B" in layout or "%b" in layout else layout
+        return date_layout.layout(ascii_digits(value))
+    if entity_type == "IP_ADDRESS":
+        return _ip_class(ascii_digits(value))
     if entity_type in DIGIT_TYPES | CODE_TYPES and len(value) <= _MAX_SHAPE and sum(map(_is_number, value)) >= 2:
         kept = ({i for m in _EXTENSION.finditer(value) for i in range(m.start(), m.end())}
                 if entity_type == "PHONE_NUMBER" else set())
@@ -90,7 +89,9 @@ def render(entity_type: str, candidate: str, fmt: str | None) -> str:
     if fmt is None:
         return candidate
     if entity_type == "DATE_TIME":
-        return _render_date(candidate, fmt)
+        return date_layout.write(fmt, candidate)
+    if entity_type == "IP_ADDRESS":
+        return _render_ip(candidate, fmt)
     digits, letters = _streams(candidate)
     out = [next(digits) if c == "9" else next(letters).upper() if c == "A" else next(letters) if c == "a" else c
            for c in fmt]
@@ -104,29 +105,6 @@ def luhn_digit(payload: str) -> str:
     """The check digit that makes ``payload`` + digit pass the Luhn test."""
     total = sum(d if i % 2 else (2 * d - 9 if d > 4 else 2 * d) for i, d in enumerate(map(int, reversed(payload))))
     return str(-total % 10)
-
-
-def _parses(value: str, layout: str) -> bool:
-    try:
-        dt.datetime.strptime(value, layout)
-    except ValueError:
-        return False
-    return True
-
-
-def _candidate_date(candidate: str) -> dt.datetime:
-    """The date a DATE_TIME candidate spells (candidates are full dates), else one derived from its hash."""
-    for layout in _DATE_LAYOUTS:
-        if "%Y" in layout and "%d" in layout and _parses(candidate, layout):
-            return dt.datetime.strptime(candidate, layout)
-    return dt.datetime(1970, 1, 1) + dt.timedelta(days=_hash_int(candidate) % 40000)
-
-
-def _render_date(candidate: str, fmt: str) -> str:
-    when = _candidate_date(candidate)
-    if fmt.replace("%-", "%") in _TIME_LAYOUTS:  # a time of day: derived from the drawn candidate
-        when = when.replace(hour=0, minute=0, second=0) + dt.timedelta(minutes=_hash_int(candidate) % 1440)
-    return when.strftime(fmt)
 
 
 def _hash_int(text: str) -> int:
@@ -145,3 +123,58 @@ def _streams(candidate: str):
     digits = chain((str(unicodedata.digit(c)) for c in candidate if c.isdigit() and c.isascii()), derived("0123456789"))
     letters = chain((c.lower() for c in candidate if c.isascii() and c.isalpha()), derived("abcdefghijklmnopqrstuvwxyz"))
     return digits, letters
+
+
+_IP_PORT = re.compile(r"(?P<ip>[0-9.]+)(?P<port>:\d{1,5})?|\[(?P<ip6>[0-9A-Fa-f:.]+)\](?P<port6>:\d{1,5})?|(?P<bare6>[0-9A-Fa-f:.]+)")
+
+
+def _ip_class(value: str) -> str | None:
+    """"ipv4" / "ipv6", "[ipv6]" when bracketed, with ":port" when a port follows; None: not an address."""
+    m = _IP_PORT.fullmatch(value)
+    if m is None:
+        return None
+    try:
+        version = ipaddress.ip_address(m.group("ip") or m.group("ip6") or m.group("bare6")).version
+    except ValueError:
+        return None
+    port = ":port" if m.group("port") or m.group("port6") else ""
+    return (f"[ipv{version}]" if m.group("ip6") else f"ipv{version}") + port
+
+
+def _render_ip(candidate: str, fmt: str) -> str:
+    """An address of the class's version: the candidate when it is one, else one derived from its hash
+    (IPv4: first octet 11..223, never 127)."""
+    version = 6 if "ipv6" in fmt else 4
+    try:
+        address = ipaddress.ip_address(candidate.strip())
+    except ValueError:
+        address = None
+    if address is None or address.version != version:
+        h = _hash_int("ip:" + candidate)
+        if version == 4:
+            first = 11 + h % 212
+            address = ipaddress.IPv4Address(((first + (first == 127)) << 24) | (h >> 8) & 0xFFFFFF)
+        else:
+            address = ipaddress.IPv6Address((0x2001 << 112) | (0x0DB9 << 96) | (h & ((1 << 96) - 1)))
+    text = f"[{address}]" if fmt.startswith("[") else str(address)
+    return text + (f":{1024 + _hash_int('port:' + candidate) % 64000}" if fmt.endswith(":port") else "")
+
+
+# the replacement's kind, where a type has one beyond its format class (a free-text type has none)
+_KIND = {"EMAIL_ADDRESS": re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+"),
+         "URL": re.compile(r"(?i)(?:[a-z][a-z0-9+.-]*://|www\.)\S+")}
+FORMATTED_TYPES = DIGIT_TYPES | CODE_TYPES | {"DATE_TIME", "IP_ADDRESS"}
+
+
+def format_kept(entity_type: str, before: str, after: str) -> bool:
+    """Whether ``after`` replaced ``before`` keeping its kind and surface format: the same format class
+    where the type has classes (a value of such a type that is in no class was not kept: "the summer" ->
+    "02/21/1950"); an e-mail by an e-mail, a web address by a web address; a free-text type (a name, a
+    place) by a phrase of its vocabulary, which is of its kind by construction."""
+    fmt = surface_format(entity_type, before)
+    if entity_type == "DATE_TIME":
+        return fmt is not None and date_layout.fits(fmt, ascii_digits(after))
+    if entity_type in FORMATTED_TYPES:
+        return fmt is not None and surface_format(entity_type, after) == fmt
+    kind = _KIND.get(entity_type)
+    return kind is None or bool(kind.fullmatch(fold(before))) == bool(kind.fullmatch(fold(after)))

@@ -1,0 +1,207 @@
+"""Date and time layouts: the layout class of a DATE_TIME value, and a drawn date written in that layout.
+
+``layout(value)`` reads a date or time as mail and chat write it ("Fri, 13 Sep 2002 15:01:18 -0400 (EDT)",
+"Wed, Aug 14, 2002 at 10:23:11AM", "8/14/02 10:23 AM", "Wednesday the 14th", "2002-09-13T15:01:18Z", "March
+3, 2024", "14:30", "EDT") token by token into a strftime-like class: ``%a``/``%A`` weekday, ``%b``/``%B``
+month (``^``: upper case, ``_``: lower case, as written), ``%-d`` day beside a month name, ``%d``/``%m``
+numeric day and month, ``%o`` ordinal day, ``%Y``/``%y`` year, ``%H``/``%-I``/``%M``/``%S``/``%p``/``%_p``
+time; separators, the connectors "at", "of", "the" and the time zone (an offset or a zone name) are kept as
+written. Numeric dates are read year-first when the year leads, else day-first when the first number is over
+12 or the separator is ".", else month-first (US). Anything else (an unknown word, a letter of another
+script, a number without a role) gives None: no layout.
+
+``write(fmt, candidate)`` writes the date that the drawn candidate spells (a vocabulary date; any other
+candidate: a date derived from its hash) and a time of day derived from the candidate's hash in ``fmt``,
+in English names and ASCII digits. A class holding only a time zone (and separators) is written as it is:
+a time zone stays itself.
+
+What the class publishes: the layout (which parts, their order, names' case), the separators, the
+connectors and the time zone as written; never a digit of the date or time, nor whether a day or month is
+under 10 (numbers are padded or not by the layout alone).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+ZONES = frozenset({"UT", "UTC", "GMT", "Z", "EST", "EDT", "CST", "CDT", "MST", "MDT", "PST", "PDT", "AKST", "AKDT",
+                   "HST", "AST", "ADT", "NST", "NDT", "BST", "IST", "WET", "WEST", "CET", "CEST", "MET", "MEST", "EET",
+                   "EEST", "MSK", "JST", "KST", "HKT", "SGT", "AEST", "AEDT", "ACST", "ACDT", "AWST", "NZST", "NZDT"})
+CONNECTORS = frozenset({"at", "of", "the", "T"})
+CANDIDATE_LAYOUTS = ("%B %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%d.%m.%Y", "%b %d, %Y")  # the vocabulary's
+_TOKEN = re.compile(r"(?P<time>\d{1,2}:\d{2}(?::\d{2})?)"
+                    r"|(?P<zone>(?<![\w:+-])[+-]\d{2}:?\d{2}(?!\d))"
+                    r"|(?P<num>\d+)(?P<ord>st|nd|rd|th)?"
+                    r"|(?P<ampm>[AaPp]\.?[Mm]\.?)(?![A-Za-z])"
+                    r"|(?P<word>[A-Za-z]+)"
+                    r"|(?P<sep>[ ,./()\-'])"
+                    r"|(?P<other>.)", re.S)
+_CODE = re.compile(r"%([-_^]?)([a-zA-Z%])")
+_ORDINAL = {1: "st", 2: "nd", 3: "rd"}
+
+
+def _name(word: str, names: tuple[str, ...]) -> tuple[str, bool] | None:
+    """(full name, abbreviated) if ``word`` is one of ``names`` or its 3-letter (or "Sept"/"Tues"...) form."""
+    low = word.lower()
+    for full in names:
+        if low == full.lower():
+            return full, False
+        if len(low) >= 3 and full.lower().startswith(low) and len(low) <= 4:
+            return full, True
+    return None
+
+
+def _case(word: str) -> str:
+    return "^" if word.isupper() and len(word) > 1 else "_" if word.islower() else ""
+
+
+def layout(value: str) -> str | None:
+    """The layout class of ``value`` (ASCII digits, folded), or None."""
+    parts: list = []  # class pieces; a bare number as [its digits] until its role is known
+    numbers: list[int] = []
+    twelve_hour = bool(re.search(r"(?<![A-Za-z])[AaPp]\.?[Mm]\.?(?![A-Za-z])", value))
+    for m in _TOKEN.finditer(value):
+        kind, text = m.lastgroup, m.group(0)
+        if kind == "time":
+            parts.append(("%-I" if twelve_hour else "%H") + ":%M" + (":%S" if text.count(":") == 2 else ""))
+        elif kind in ("num", "ord"):
+            if m.group("ord"):
+                parts.append("%o")
+            else:
+                numbers.append(len(parts))
+                parts.append([text])
+        elif kind == "ampm":
+            if "." in text or not (text.isupper() or text.islower()):
+                return None
+            parts.append("%_p" if text.islower() else "%p")
+        elif kind == "word":
+            day, month = _name(text, WEEKDAYS), _name(text, MONTHS)
+            if text in ZONES or text in CONNECTORS:
+                parts.append(text)
+            elif day:
+                parts.append(f"%{_case(text)}{'a' if day[1] else 'A'}")
+            elif month:
+                parts.append(f"%{_case(text)}{'b' if month[1] else 'B'}")
+            else:
+                return None
+        elif kind in ("zone", "sep"):
+            parts.append(text)
+        else:
+            return None
+    if numbers and not _number_roles(parts, numbers, twelve_hour):
+        return None
+    out = "".join(parts)
+    zone = any(p in ZONES or re.fullmatch(r"[+-]\d{2}:?\d{2}", p) for p in parts)
+    return out if _CODE.search(out) or zone else None
+
+
+def _number_roles(parts: list, numbers: list[int], twelve_hour: bool) -> bool:
+    """Give every bare number its role in place (year, day, month, hour); False when one has none."""
+    if any(len(parts[i][0]) not in (1, 2, 4) for i in numbers):
+        return False
+    years = [i for i in numbers if len(parts[i][0]) == 4]
+    rest = [i for i in numbers if i not in years]
+    if len(years) > 1:
+        return False
+    for i in years:
+        parts[i] = "%Y"
+    values = [int(parts[i][0]) for i in rest]
+    if not rest:
+        return True
+    if any(isinstance(p, str) and re.fullmatch(r"%[_^]?[bB]", p) for p in parts):  # a month name
+        if not 1 <= values[0] <= 31 or len(rest) > (1 if years else 2):
+            return False
+        parts[rest[0]] = "%-d"
+        if len(rest) == 2:
+            parts[rest[1]] = "%y"
+        return True
+    if len(rest) == 1 and twelve_hour and not years and 1 <= values[0] <= 12:  # "5 pm"
+        parts[rest[0]] = "%-I"
+        return True
+    if years and years[0] < rest[0]:  # 2002-09-13, 2002/9/13
+        roles = ["%m", "%d"]
+    else:
+        if len(rest) == 3 and not years:  # 8/14/02
+            parts[rest[2]] = "%y"
+            rest, values = rest[:2], values[:2]
+        following = parts[rest[0] + 1] if rest[0] + 1 < len(parts) else ""
+        day_first = values[0] > 12 or (len(values) == 2 and values[1] <= 12 and following == ".")
+        roles = ["%d", "%m"] if day_first else ["%m", "%d"]
+    if len(rest) != 2:
+        return False
+    for i, role, v in zip(rest, roles, values):
+        if not 1 <= v <= (12 if role == "%m" else 31):
+            return False
+        parts[i] = role
+    return True
+
+
+def _hash_int(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def candidate_datetime(candidate: str) -> dt.datetime:
+    """The date the candidate spells (a vocabulary date), else one derived from its hash; the time of day
+    derived from its hash."""
+    when = None
+    for fmt in CANDIDATE_LAYOUTS:
+        try:
+            when = dt.datetime.strptime(candidate, fmt)
+            break
+        except ValueError:
+            continue
+    if when is None:
+        when = dt.datetime(1970, 1, 1) + dt.timedelta(days=_hash_int(candidate) % 40000)
+    return when + dt.timedelta(seconds=_hash_int("time:" + candidate) % 86400)
+
+
+def write(fmt: str, candidate: str) -> str:
+    """``candidate``'s date and a time derived from it, written in layout ``fmt``."""
+    when = candidate_datetime(candidate)
+
+    def code(m: re.Match) -> str:
+        flag, c = m.groups()
+        if c in "aAbB":
+            name = WEEKDAYS[when.weekday()] if c in "aA" else MONTHS[when.month - 1]
+            name = name[:3] if c in "ab" else name
+            return name.upper() if flag == "^" else name.lower() if flag == "_" else name
+        if c == "p":
+            ampm = "AM" if when.hour < 12 else "PM"
+            return ampm.lower() if flag == "_" else ampm
+        if c == "o":
+            return f"{when.day}{'th' if 10 <= when.day % 100 <= 20 else _ORDINAL.get(when.day % 10, 'th')}"
+        if c == "d":
+            return str(when.day) if flag == "-" else f"{when.day:02d}"
+        if c == "I":
+            return str(when.hour % 12 or 12)
+        values = {"m": f"{when.month:02d}", "Y": f"{when.year:04d}", "y": f"{when.year % 100:02d}",
+                  "H": f"{when.hour:02d}", "M": f"{when.minute:02d}", "S": f"{when.second:02d}", "%": "%"}
+        return values[c]
+
+    return _CODE.sub(code, fmt)
+
+
+def _pattern(flag: str, c: str) -> str:
+    if c in "aAbB":
+        names = WEEKDAYS if c in "aA" else MONTHS
+        names = [n[:3] if c in "ab" else n for n in names]
+        return "(?:" + "|".join(n.upper() if flag == "^" else n.lower() if flag == "_" else n for n in names) + ")"
+    day = r"(?:[1-9]|[12]\d|3[01])"
+    return {"d": day if flag == "-" else r"(?:0[1-9]|[12]\d|3[01])", "o": day + "(?:st|nd|rd|th)",
+            "m": r"(?:0[1-9]|1[0-2])", "Y": r"\d{4}", "y": r"\d{2}", "H": r"(?:[01]\d|2[0-3])", "I": r"(?:[1-9]|1[0-2])",
+            "M": r"[0-5]\d", "S": r"[0-5]\d", "p": "(?:am|pm)" if flag == "_" else "(?:AM|PM)", "%": "%"}[c]
+
+
+def fits(fmt: str, value: str) -> bool:
+    """Whether ``value`` is written in layout ``fmt`` (names, number ranges, separators and zone as the layout
+    says): the check of a replacement, independent of how ``layout`` reads an ambiguous "05/08/2002"."""
+    pattern, pos = [], 0
+    for m in _CODE.finditer(fmt):
+        pattern += [re.escape(fmt[pos:m.start()]), _pattern(*m.groups())]
+        pos = m.end()
+    pattern.append(re.escape(fmt[pos:]))
+    return re.fullmatch("".join(pattern), value) is not None
