@@ -69,6 +69,10 @@ def surface_format(entity_type: str, value: str) -> str | None:
         return date_layout.layout(ascii_digits(value))
     if entity_type == "IP_ADDRESS":
         return _ip_class(ascii_digits(value))
+    if entity_type == "URL":
+        return _url_class(value)
+    if entity_type == "PERSON":
+        return _name_class(value)
     if entity_type in DIGIT_TYPES | CODE_TYPES and len(value) <= _MAX_SHAPE and sum(map(_is_number, value)) >= 2:
         kept = ({i for m in _EXTENSION.finditer(value) for i in range(m.start(), m.end())}
                 if entity_type == "PHONE_NUMBER" else set())
@@ -92,6 +96,10 @@ def render(entity_type: str, candidate: str, fmt: str | None) -> str:
         return date_layout.write(fmt, candidate)
     if entity_type == "IP_ADDRESS":
         return _render_ip(candidate, fmt)
+    if entity_type == "URL":
+        return _render_url(candidate, fmt)
+    if entity_type == "PERSON":
+        return _render_name(candidate, fmt)
     digits, letters = _streams(candidate)
     out = [next(digits) if c == "9" else next(letters).upper() if c == "A" else next(letters) if c == "a" else c
            for c in fmt]
@@ -160,21 +168,61 @@ def _render_ip(candidate: str, fmt: str) -> str:
     return text + (f":{1024 + _hash_int('port:' + candidate) % 64000}" if fmt.endswith(":port") else "")
 
 
-# the replacement's kind, where a type has one beyond its format class (a free-text type has none)
-_KIND = {"EMAIL_ADDRESS": re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+"),
-         "URL": re.compile(r"(?i)(?:[a-z][a-z0-9+.-]*://|www\.)\S+")}
-FORMATTED_TYPES = DIGIT_TYPES | CODE_TYPES | {"DATE_TIME", "IP_ADDRESS"}
+_URL = re.compile(r"(?i)(?P<scheme>(?:https?|ftp)://)?(?P<www>www\d?\.)?(?P<host>[^/\s?#:@]+\.[^/\s?#:@]+)(?P<rest>[/?#:]\S*)?")
+
+
+def _url_class(value: str) -> str | None:
+    """"url:SCHEME;WWW;PATH": the scheme (http, https, ftp) and "www." as written, "/" if a path or port follows."""
+    m = _URL.fullmatch(value)
+    if m is None:
+        return None
+    return f"url:{(m.group('scheme') or '').lower()};{'www.' if m.group('www') else ''};{'/' if m.group('rest') else ''}"
+
+
+def _render_url(candidate: str, fmt: str) -> str:
+    """The candidate's host (without "www.") and path in the class's scheme, "www." and path-or-not."""
+    scheme, www, slash = fmt[len("url:"):].split(";")
+    m = _URL.fullmatch(candidate.strip())
+    host = m.group("host") if m else f"site{_hash_int('url:' + candidate) % 100000}.example.com"
+    path = (m.group("rest") if m and m.group("rest") else "/") if slash else ""
+    return scheme + www + host + path
+
+
+_AFFIXES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "md", "phd", "dds", "dvm", "jr", "sr", "ii", "iii",
+                      "iv", "v"})
+
+
+def _name_class(value: str) -> str | None:
+    """"name:" with the layout ("L, F": last name first, as display names write it) and the case (``^`` upper,
+    ``_`` lower) when either differs from "First Last" in title case; None otherwise (the draw as it is)."""
+    comma = re.fullmatch(r"[^,]*[^\W\d_][^,]*, ?[^,]*[^\W\d_][^,]*", value) is not None
+    letters = [c for c in value if c.isalpha()]
+    case = "^" if len(letters) > 1 and all(c.isupper() for c in letters) else "_" if letters and all(c.islower() for c in letters) else ""
+    return f"name:{'L, F' if comma else 'F L'}{case}" if comma or case else None
+
+
+def _render_name(candidate: str, fmt: str) -> str:
+    """The drawn name, without honorifics and suffixes, last name first for "L, F", in the class's case."""
+    tokens = [t for t in candidate.split() if t.strip(".,").lower() not in _AFFIXES] or candidate.split() or ["Alex"]
+    name = f"{tokens[-1]}, {' '.join(tokens[:-1])}" if "L, F" in fmt and len(tokens) > 1 else " ".join(tokens)
+    return name.upper() if fmt.endswith("^") else name.lower() if fmt.endswith("_") else name
+
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+FORMATTED_TYPES = DIGIT_TYPES | CODE_TYPES | {"DATE_TIME", "IP_ADDRESS", "URL"}
 
 
 def format_kept(entity_type: str, before: str, after: str) -> bool:
     """Whether ``after`` replaced ``before`` keeping its kind and surface format: the same format class
     where the type has classes (a value of such a type that is in no class was not kept: "the summer" ->
-    "02/21/1950"); an e-mail by an e-mail, a web address by a web address; a free-text type (a name, a
-    place) by a phrase of its vocabulary, which is of its kind by construction."""
+    "02/21/1950", "apt" typed URL -> a web address); a date fitting the input's layout; an e-mail by an
+    e-mail; a name in its layout and case; other free text (a place, a company) by a phrase of its
+    vocabulary, which is of its kind by construction."""
     fmt = surface_format(entity_type, before)
     if entity_type == "DATE_TIME":
         return fmt is not None and date_layout.fits(fmt, ascii_digits(after))
     if entity_type in FORMATTED_TYPES:
         return fmt is not None and surface_format(entity_type, after) == fmt
-    kind = _KIND.get(entity_type)
-    return kind is None or bool(kind.fullmatch(fold(before))) == bool(kind.fullmatch(fold(after)))
+    if entity_type == "EMAIL_ADDRESS":
+        return bool(_EMAIL.fullmatch(fold(before))) == bool(_EMAIL.fullmatch(fold(after)))
+    return fmt == surface_format(entity_type, after)  # a name keeps its layout and case; other free text: None
