@@ -1,6 +1,7 @@
-"""Stage sanitize: spans replaced in place (rest byte-identical), one surrogate per value per document,
-a fixed reserved list never emitted (no data-dependent candidates), ledger charged per value before
-writing, rerun of a date replaces, placeholders for types without vocabulary."""
+"""Stage sanitize: spans replaced in place (rest byte-identical), one surrogate per value per epoch,
+a fixed reserved list never emitted (no data-dependent candidates), ledger charged once per value and
+draw before writing, rerun of a date replaces and reuses the draws, placeholders for types without
+vocabulary, allow-listed values left as written, a data-independent schedule."""
 import datetime as dt
 import json
 import re
@@ -126,7 +127,8 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
         assert json.loads(row["params"])["phrase_encoder"] == "static"  # the space the metric is measured in
         lineage = json.loads(row["params"])["lineage"]  # the spans it read, by content (no canary run here)
         assert lineage == {"detect_run_id": None, "canary_entry_id": None, "settings_digest": settings_digest(settings.pii),
-                           "spans_state": partition_state(ctx.lakehouse, PII_SPANS, DATE)}
+                           "spans_state": partition_state(ctx.lakehouse, PII_SPANS, DATE),
+                           "detected_documents_state": None, "documents_state": partition_state(ctx.lakehouse, DOCUMENTS, DATE)}
     assert out["d3"]["sanitized_text"] == originals["d3"]
     assert "[US_PASSPORT]" in out["d4"]["sanitized_text"]
     assert result.spans == 7 and result.replaced == 6 and result.masked == 1
@@ -150,8 +152,9 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
         assert e["spend"]["epsilon"] == EPS and e["spend"]["pure_epsilon"] >= EPS
         assert e["params"]["unit"] == "value occurrence" and e["params"]["pair"]["kind"] == "pure"
         occurrences = {x["unit"]: x["occurrences"] for x in e["exposures"]}
-        if e["params"]["entity_type"] == "PERSON":  # documents holding each value: a in d1 (twice) and d4, b in d2
-            assert occurrences == {f"sid-{private[0]}": 2, f"sid-{private[1][:-2]}": 1}
+        if e["params"]["entity_type"] == "PERSON":  # one draw per value: a (d1 twice, d4) and b (d2's merged span)
+            assert occurrences == {sid(settings, private[0]): 1, sid(settings, private[1]): 1}
+        assert e["params"]["draw"] == result.draw and e["params"]["draw_eps"] == EPS
         assert e["params"]["k"] == 4.0 and e["params"]["metric"] == "D_k" and "linearly with k" in e["params"]["bound_note"]
         assert e["params"]["phrase_encoder"] == "static"
     assert not any(p in json.dumps([e["params"] for e in entries]) for p in private)
@@ -167,45 +170,105 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
     ledger = Ledger(ctx.lakehouse, ctx.settings)
     entries = ledger.entries()
     assert [e["guarantee"] for e in entries if e["run_id"] == "run-2"] == ["none", "none"]
-    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == 2 * EPS  # value a in two documents; custext adds none
+    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == EPS  # a in two documents: one draw; custext adds none
 
 
-@pytest.mark.parametrize("policy", ["mask", "refuse"])
-def test_a_type_holding_a_spent_value_is_masked_and_not_charged_or_the_night_refused(setup, tmp_path, policy):
-    """mldp_eps_max 100, eps 40 per document: night 1 draws every value (name a in 2 documents: 80, the
-    others 40); the night after (a rerun charges again), a cannot pay 80 more. ``mask`` (default): every
-    PERSON span is masked that night, not only a's (a's alone would single it out), nothing of PERSON is
-    charged, the other types are drawn and charged as before, and no value passes the limit. Control,
-    ``refuse``: the ledger refuses the night and nothing changes."""
+def sid(settings, value, entity_type="PERSON"):
+    from privtext.pii.hashing import load_hmac_key, normalize_value, secret_id
+
+    run = settings.run
+    return secret_id(load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic), normalize_value(entity_type, value))
+
+
+def test_one_draw_per_value_reused_by_a_rerun_allow_listed_values_kept_and_a_schedule_refusing_before_anything(
+        setup, tmp_path):
+    """mldp_eps_max 30 < one draw at eps 40: the schedule refuses the night before any charge or write,
+    whatever the data (control). With 100: the allow-listed city stays as written where a span is exactly it
+    and is charged nothing; a (d1 twice, d4) and b get one draw each, charged once; the staged params carry the masking
+    summary. A rerun of the date (same epoch, same settings) reproduces every surrogate and charges nothing
+    new: one ``none`` entry records its draw."""
     from privtext.errors import Refused
 
     settings, ctx, vocab, originals, spans, private = setup
-    a = private[0]
+    a, b, city = private
 
-    def night(run_id):
-        conf = make_settings(tmp_path / "lake", clusant=clusant_conf(tmp_path, spent_values=policy),
+    def night(run_id, limit=100.0):
+        conf = make_settings(tmp_path / "lake", clusant=clusant_conf(tmp_path, allow_list=[city]),
                              privacy={"budgets": {"default": {"r_over_p_max": 50.0, "eps_max": 10.0, "delta_max": 1e-5,
-                                                              "mldp_eps_max": 100.0}}})
+                                                              "mldp_eps_max": limit}}})
         return sanitize.run(RunContext.create(conf, date=DATE.isoformat(), run_id=run_id)), Ledger(ctx.lakehouse, conf)
 
+    with pytest.raises(Refused, match="surrogate draw"):
+        night("run-0", limit=30.0)
+    assert staged(ctx) == {} and Ledger(ctx.lakehouse, settings).entries() == []
+
     first, ledger = night("run-1")
-    assert first.spent_types == () and first.masked_by_type == {"US_PASSPORT": 1}
-    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == 2 * EPS
-    before = (staged(ctx), ledger.entries())
-    if policy == "refuse":
-        with pytest.raises(Refused, match="mldp_eps_max"):
-            night("run-2")
-        assert (staged(ctx), ledger.entries()) == before  # nothing charged, nothing written
-        return
-    second, ledger = night("run-2")
     out = staged(ctx)
-    d1 = out["d1"]["sanitized_text"]
-    assert d1.startswith("Hello [PERSON], your parcel ") and d1.endswith(" today. Bye [PERSON].") and "[LOCATION]" not in d1
-    assert out["d4"]["sanitized_text"] == "Passport [US_PASSPORT] belongs to [PERSON]."
-    assert out["d2"]["sanitized_text"].count("[PERSON]") == 1  # b (merged with a LOCATION span), unspent: masked too
-    assert second.spent_types == ("PERSON",) and second.replaced_by_type == {"LOCATION": 2}
-    assert second.masked_by_type == {"PERSON": 4, "US_PASSPORT": 1}
+    # d2's city span is exactly the city: left as written; d1's LOCATION span is off by two ("t Gab..."), a
+    # superstring-and-substring of no entry: replaced
+    assert out["d2"]["sanitized_text"].endswith(f" wrote from {city}! ✓")
+    assert first.allowed == 1 and first.replaced == 5 and first.masked_by_type == {"US_PASSPORT": 1}
+    d1, d4 = out["d1"]["sanitized_text"], out["d4"]["sanitized_text"]
+    surrogate = d4[len("Passport [US_PASSPORT] belongs to "):-1]
+    assert d1.startswith(f"Hello {surrogate}, your parcel ") and d1.endswith(f" today. Bye {surrogate}.")  # one draw
+    masking = json.loads(out["d1"]["params"])["masking"]
+    assert (masking["spans"], masking["replaced"], masking["masked"], masking["allowed"]) == (7, 5, 1, 1)
+    assert masking["masked_types"] == {"US_PASSPORT": 1} and masking["allow_list_entries"] == 1
+    entries = ledger.entries()
+    by_type = {e["params"]["entity_type"]: e["exposures"] for e in entries}
+    assert sorted(by_type) == ["LOCATION", "PERSON"] and len(entries) == 2
+    assert {x["unit"]: x["occurrences"] for x in by_type["PERSON"]} == {sid(settings, a): 1, sid(settings, b): 1}
+    assert [x["unit"] for x in by_type["LOCATION"]] == [sid(settings, originals["d1"][25 + len(a) - 2:25 + len(a) - 2 + len(city)],
+                                                        "LOCATION")]  # d1's mis-cut span only: the city is free
+    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == EPS
+
+    second, ledger = night("run-2")
+    assert {d: r["sanitized_text"] for d, r in staged(ctx).items()} == {d: r["sanitized_text"] for d, r in out.items()}
     tonight = [e for e in ledger.entries() if e["run_id"] == "run-2"]
-    assert [e["params"]["entity_type"] for e in tonight] == ["LOCATION"]  # PERSON: nothing drawn, nothing charged
-    assert f"sid-{a}" not in {x["unit"] for e in tonight for x in e["exposures"]}
-    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == 2 * EPS  # no value above 80 <= 100
+    assert [(e["guarantee"], e["params"]["draw"]) for e in tonight] == [("none", first.draw)] == [("none", second.draw)]
+    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == EPS
+    assert second.mldp_schedule == first.mldp_schedule == EPS
+
+
+def test_a_date_redelivered_since_detect_pii_is_refused_before_any_charge(tmp_path, spark, monkeypatch):
+    """Issue 46 (1): ingest, detect_pii (its canary measurement records the documents it read), ingest the same
+    doc_ids again with one character changed, sanitize: refused, saying to rerun detect_pii; nothing charged
+    or staged. Control: once detect_pii has read the re-delivery, the stage goes on past the check."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from privtext.lineage import DocumentsChanged
+    from privtext.privacy.budget import measurement
+    from privtext.stages.detect_pii import _lineage
+
+    settings = make_settings(tmp_path / "lake", clusant=clusant_conf(tmp_path))
+    ctx = RunContext.create(settings, date=DATE.isoformat(), run_id="run-1")
+
+    def deliver(text):
+        rows = [("d1", "u1", text, None, {}, DATE, "ingest-run")]
+        ctx.lakehouse.replace_partitions(DOCUMENTS, ctx.spark.createDataFrame(rows, from_arrow_schema(DOCUMENTS.schema)),
+                                         {"ingest_date": [DATE]})
+
+    def detect(run_id):
+        rows = [("d1", "PERSON", 6, 13, 0.9, "PII", "sid-1", run_id, DATE)]
+        ctx.lakehouse.replace_partitions(PII_SPANS, ctx.spark.createDataFrame(rows, from_arrow_schema(PII_SPANS.schema)),
+                                         {"date": [DATE]})
+        Ledger(ctx.lakehouse, settings).charge(measurement(
+            settings.run.dataset, "detect_pii", run_id, "canaries", guarantee="detection_recall",
+            values={"overall": {"values": 1, "recall": 1.0, "coverage": 1.0}, "by_type": {}},
+            params={"date": DATE.isoformat(), "canaries": 1, **_lineage(ctx)}))
+
+    deliver("Hello Ann Lee, see you.")
+    detect("det-1")
+    deliver("Hello Ann Lee, see you!")  # the same doc_id, one character changed
+    with pytest.raises(DocumentsChanged, match="rerun detect_pii for 2026-01-15"):
+        sanitize.run(ctx)
+    assert [e["guarantee"] for e in Ledger(ctx.lakehouse, settings).entries()] == ["detection_recall"]
+    assert staged(ctx) == {}
+
+    class PastTheCheck(Exception):
+        pass
+
+    detect("det-2")
+    monkeypatch.setattr(sanitize, "piece_table", lambda *a: (_ for _ in ()).throw(PastTheCheck()))
+    with pytest.raises(PastTheCheck):
+        sanitize.run(ctx)

@@ -31,6 +31,7 @@ from .clustering import cluster_vocabulary
 from .mechanism import METRIC, CluSanT, build_mechanism
 from .settings import ClusantSettings
 from .surface_format import render, surface_format
+from .surrogates import value_rng
 from .vocabulary import Encode, Generate, NoVocabulary, cached_vocabulary, embed_vocabulary, normalize
 
 
@@ -99,28 +100,37 @@ class SanitizedDocuments:
     format_kept: list[int]  # per document: replacements (not placeholders) in the input's surface format
 
 
-def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.random.Generator,
-                       texts: Sequence[str], docs: Sequence[Sequence[tuple[int, int, str, str]]]) -> SanitizedDocuments:
+def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.random.Generator | None,
+                       texts: Sequence[str], docs: Sequence[Sequence[tuple[int, int, str, str]]],
+                       draw_key: bytes | None = None) -> SanitizedDocuments:
     """Every span of ``docs`` (per document: disjoint, sorted (start, end, type, tier), see ``merge_spans``)
     replaced: one surrogate per distinct (document, type, value key), each distinct (type, key) of the
-    batch encoded once; types without a vocabulary and ``SPENT`` spans get their placeholder."""
+    batch encoded once; types without a vocabulary and ``SPENT`` spans get their placeholder. With a
+    ``draw_key`` (``surrogates.draw_key``): one surrogate per distinct (type, key) whatever the document or
+    batch, drawn from the value's own generator (``surrogates.value_rng``) on the embedding of its key, so
+    every batch reproduces it; ``same_as_input`` then counts each value once per batch (first document)."""
     keys = [[(t, normalize_value(t, texts[i][s:e])) for s, e, t, _ in spans] for i, spans in enumerate(docs)]
     drawn_spans = [[tier != SPENT and t in sanitizer.per_type for _, _, t, tier in spans] for spans in docs]
     groups = sorted({(i, t, k) for i, doc in enumerate(keys) for (t, k), d in zip(doc, drawn_spans[i]) if d})
     values: dict[tuple[str, str], str] = {}
     for i, spans in enumerate(docs):
         for (s, e, _, _), tk in zip(spans, keys[i]):
-            values.setdefault(tk, texts[i][s:e])
+            values.setdefault(tk, tk[1] if draw_key is not None else texts[i][s:e])
     chosen: dict = {}
     expected: dict = {}
     if groups:
         distinct = sorted({(t, k) for _, t, k in groups})
         row = {tk: j for j, tk in enumerate(distinct)}
         emb = np.asarray(encode([values[tk] for tk in distinct]), dtype=np.float64)
-        picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
-        chosen = dict(zip(groups, picks))
+        if draw_key is None:
+            picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
+            chosen = dict(zip(groups, picks))
+        else:
+            by_value = {tk: sanitizer.replace(value_rng(draw_key, *tk), [tk[0]], emb[j : j + 1])[0] for tk, j in row.items()}
+            chosen = {g: by_value[g[1:]] for g in groups}
         expected = {tk: sanitizer.self_probability(tk[0], tk[1], emb[j]) for tk, j in row.items()}
     out = SanitizedDocuments([], [], [], [], [], [])
+    counted: set = set()
     for i, spans in enumerate(docs):
         picks = [render(t, chosen[(i, t, k)], surface_format(t, texts[i][s:e])) if d else None
                  for (s, e, _, _), (t, k), d in zip(spans, keys[i], drawn_spans[i])]
@@ -132,7 +142,9 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
             target[t] = target.get(t, 0) + 1
         out.replaced.append(replaced)
         out.masked.append(masked)
-        drawn = {tk: r for r, tk in zip(picks, keys[i]) if r is not None}  # one draw per distinct value
+        drawn = {tk: r for r, tk in zip(picks, keys[i]) if r is not None and tk not in counted}  # one per draw
+        if draw_key is not None:
+            counted |= drawn.keys()
         out.same_as_input.append(sum(normalize_value(t, r) == k for (t, k), r in drawn.items()))
         out.same_expected.append(sum(expected[tk] for tk in drawn))
         out.format_kept.append(sum(r is not None and surface_format(t, r) == surface_format(t, texts[i][s:e])

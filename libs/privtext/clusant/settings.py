@@ -55,9 +55,12 @@ class ClusantSettings(StrictModel):
     entity_types: tuple[str, ...] = DEFAULT_ENTITY_TYPES
     vocabulary: VocabularySettings = VocabularySettings()
     reserved_values: tuple[str, ...] = ()  # a fixed public list never emitted (never tonight's data)
-    # a value whose per-value metric-LDP budget (privacy.budgets.*.mldp_eps_max) cannot pay tonight's draws:
-    # "mask" every span of its type tonight ([TYPE], nothing of the type charged) or "refuse" (the whole night)
-    spent_values: Literal["mask", "refuse"] = "mask"
+    # values declared public (own domains, list addresses, product names): a span equal to one after NFC
+    # only (no case folding, NFKC or substring match) is left as written and charged nothing (clusant.surrogates)
+    allow_list: tuple[str, ...] = ()
+    # one surrogate draw per (type, value) per epoch of this many days, reused for every occurrence and
+    # charged once (clusant.surrogates); the ledger's schedule bounds every value's spend by draws x eps
+    surrogate_epoch_days: int = Field(30, ge=1)
     # span values and candidates: "static" (wordpiece vectors distilled from embed.model, ~40x faster on CPU,
     # privtext.embed.static_phrases) or "transformer" (embed.model run on every phrase)
     phrase_encoder: Literal["static", "transformer"] = "static"

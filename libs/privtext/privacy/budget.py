@@ -25,8 +25,12 @@ dataset name only selects the limits (``privtext.ledger``).
 
 Composition (``compose``), over all charges of the ledger (every dataset), across stages and nights:
 
-* metric LDP, per value: total = sum of eps * occurrences (the metric-LDP guarantee of n independent
-  releases of one value, exact: e^(sum eps_i d(x,x')) bounds the ratio) <= ``mldp_eps_max``.
+* metric LDP, per (entity type, value): total = sum of eps * occurrences (the metric-LDP guarantee of n
+  independent releases of one value, exact: e^(sum eps_i d_T(x,x')) bounds the ratio for the metric d_T of
+  its type) <= ``mldp_eps_max``. The unit is the value as one type because the adjacency is (same type,
+  same format): a string detected as two types meets two mechanisms with two metrics, and its guarantee
+  for swapping x -> x' in both is the sum of the two, each <= the limit. Its pure-LDP eps (below) still
+  composes per secret over every type. ``mldp_schedule``: the data-independent bound sanitize checks.
 * record/user DP: all record/user-level DpEvents composed with the PLD accountant (every such charge
   covers every record), eps(delta_max) <= ``eps_max`` (a PLD upper bound).
 * secret protection, per secret: one currency, the privacy loss distribution of the product of all
@@ -386,41 +390,62 @@ def compose(charges: list[dict], exposures: list, budget) -> dict:
     return total
 
 
-def mldp_spent_per_value(charges: list[dict]) -> tuple[dict[str, float], float]:
-    """The metric-LDP eps each value has spent over the ledger entries ``charges`` (sum of eps * occurrences
-    of its exposures, as ``compose`` sums it), and the eps of mldp charges without exposures, which every
-    value has spent on top."""
-    mldp = [c["guarantee"] == "mldp" for c in charges]
-    exposures = [exposure_arrays(c.get("exposures")) if m else None for c, m in zip(charges, mldp)]
-    flat = _flatten(exposures)  # the mldp charges' units only (the others' spend weighs 0 below)
-    _, per_unit, everyone = _mldp_sums(charges, exposures, flat, "epsilon")
-    return dict(zip(flat.units, per_unit.tolist())), everyone
-
-
-def _mldp_sums(charges, exposures, flat, field: str) -> tuple[np.ndarray, np.ndarray, float]:
-    """``spend[field]`` per charge (0 for other guarantees), its sum times occurrences per unit of ``flat``,
-    and its sum over the mldp charges without exposures (which every unit has spent on top)."""
-    weight = np.array([float(c["spend"].get(field, 0.0)) if c["guarantee"] == "mldp" else 0.0 for c in charges])
-    per_unit = np.bincount(flat.unit, weights=weight[flat.charge] * flat.occ, minlength=len(flat.units))
-    return weight, per_unit, sum(weight[i] for i, e in enumerate(exposures) if e is None)
+def mldp_per_value(charges: list[dict], exposures: list, flat: "_Flat", field: str = "epsilon"):
+    """``spend[field]`` of the mldp charges summed per (entity type, value) (eps * occurrences of each
+    exposure). A charge naming its ``entity_type`` adds to that type's key; one without (legacy) to every
+    type of its value, or to the value's own key ("", value) when no typed charge names it. Returns
+    (keys, sums, wildcard): the wildcard is the sum over mldp charges without exposures (every key spends it)."""
+    is_mldp = np.array([c["guarantee"] == "mldp" for c in charges], dtype=bool)
+    weight = np.array([float(c["spend"].get(field, 0.0)) if m else 0.0 for c, m in zip(charges, is_mldp)])
+    types = np.array([(c["params"].get("entity_type") or "") if m else "" for c, m in zip(charges, is_mldp)], dtype=object)
+    rows = np.flatnonzero(is_mldp[flat.charge]) if len(flat.charge) else np.zeros(0, dtype=np.int64)
+    frame = pd.DataFrame({"type": types[flat.charge[rows]], "unit": flat.unit[rows],
+                          "w": weight[flat.charge[rows]] * flat.occ[rows]})
+    typed = frame[frame["type"] != ""].groupby(["type", "unit"])["w"].sum()
+    untyped = frame[frame["type"] == ""].groupby("unit")["w"].sum()
+    typed_units = typed.index.get_level_values("unit")
+    alone = untyped[~untyped.index.isin(typed_units)]
+    keys = [(t, flat.units[u]) for t, u in typed.index] + [("", flat.units[u]) for u in alone.index]
+    sums = np.concatenate([typed.to_numpy() + untyped.reindex(typed_units).fillna(0.0).to_numpy(), alone.to_numpy()])
+    wild = float(sum(weight[i] for i, e in enumerate(exposures) if e is None and is_mldp[i]))
+    return keys, sums.astype(np.float64), wild
 
 
 def _compose_mldp(charges, exposures, flat, kinds, budget) -> dict | None:
     idx = [i for i, k in enumerate(kinds) if k == "mldp"]
     if not idx:
         return None
-    eps, per_unit, wild = _mldp_sums(charges, exposures, flat, "epsilon")
-    _, per_unit_pure, wild_pure = _mldp_sums(charges, exposures, flat, "pure_epsilon")
-    per_unit, per_unit_pure = per_unit + wild, per_unit_pure + wild_pure
-    exposed = np.bincount(flat.unit, weights=(eps[flat.charge] > 0) * flat.occ, minlength=len(flat.units))
-    mask = exposed > 0
-    values = per_unit[mask] if mask.any() else np.array([wild])
+    keys, per_key, wild = mldp_per_value(charges, exposures, flat, "epsilon")
+    _, per_key_pure, wild_pure = mldp_per_value(charges, exposures, flat, "pure_epsilon")
+    values = per_key + wild if keys else np.array([wild])
     worst = float(values.max())
     limit = budget.mldp_eps_max
-    return {"epsilon": worst, "unit": "value", "values": int(mask.sum()),
+    return {"epsilon": worst, "unit": "value", "values": len(keys),
             "values_near_limit": int((values > NEAR_LIMIT * limit).sum()),
-            "pure_epsilon": float((per_unit_pure[mask] if mask.any() else np.array([wild_pure])).max()),
+            "pure_epsilon": float((per_key_pure + wild_pure).max() if keys else wild_pure),
             "releases": len(idx)}
+
+
+def mldp_schedule(charges: list[dict]) -> dict:
+    """The data-independent bound on any (type, value)'s metric-LDP spend, from the ledger's public schedule.
+
+    A sanitize night records its surrogate draw (``params["draw"]``: the epoch and mechanism, and
+    ``params["draw_eps"]``: the largest eps of any of the mechanism's types) on every entry it writes,
+    charged or not, and charges each (type, value) at most once per draw (``surrogates``): so a (type,
+    value) has spent at most the sum of ``draw_eps`` over the distinct draws of the ledger, whatever the
+    data held. Legacy mldp charges without a draw add their eps times their largest occurrences; charges
+    without exposures their eps. Returns {"bound", "draws", "draw_eps" (draw -> eps), "legacy"}. The bound
+    depends on which nights ran and under which settings, never on which values occurred."""
+    draws: dict[str, float] = {}
+    legacy = 0.0
+    for c in charges:
+        draw = c["params"].get("draw")
+        if draw:
+            draws[draw] = max(draws.get(draw, 0.0), float(c["params"].get("draw_eps", 0.0)))
+        elif c["guarantee"] == "mldp":
+            occ = max((int(e["occurrences"]) for e in c.get("exposures") or []), default=1)
+            legacy += float(c["spend"].get("epsilon", 0.0)) * occ
+    return {"bound": sum(draws.values()) + legacy, "draws": len(draws), "draw_eps": draws, "legacy": legacy}
 
 
 class _SecretAccountant:
@@ -625,8 +650,8 @@ def describe(total: dict, budget) -> list[str]:
                    f"release(s) (limit eps {budget.eps_max:g}).")
     mldp = total.get("mldp")
     if mldp:
-        out.append(f"Replaced values: the most replaced of {mldp['values']:,} values has metric-LDP eps "
-                   f"{mldp['epsilon']:.3g} summed over its occurrences (limit {budget.mldp_eps_max:g}); "
+        out.append(f"Replaced values: the most drawn of {mldp['values']:,} (type, value) pairs has metric-LDP eps "
+                   f"{mldp['epsilon']:.3g} summed over its draws (limit {budget.mldp_eps_max:g}); "
                    f"{mldp['values_near_limit']} value(s) are above {NEAR_LIMIT:.0%} of the limit.")
     return out
 

@@ -10,21 +10,25 @@ vocabularies once (phrases and embeddings cached on disk in ``clusant.cache_dir`
 them with the piece table; sanitization runs in ``mapInPandas`` with one
 ``ClusantSanitizer`` per Python worker built from the broadcast (``clusant.sanitizer.sanitize_documents``).
 
-Guarantee: each replaced occurrence is released under eps_T-metric-LDP (T = its type, eps_T from its
+Guarantee: each (type, value) draw is released under eps_T-metric-LDP (T = its type, eps_T from its
 tier, PII stricter than PoII) for the metric D_k of ``clusant.mechanism`` with its k (within a
 cluster at most the Euclidean distance of phrase embeddings; between clusters it grows linearly with
-k), and under pure eps'-LDP with eps' = ``ldp_epsilon`` (worst case over all input pairs). Adjacency:
-any two values of one occurrence (local model). One draw per distinct value (the secret's
-``normalize_value`` key, the one the ledger's secret_id hashes) per document: the same value is replaced by the same surrogate throughout a document (one occurrence);
-documents are randomised independently, so a value in n documents is protected at n * eps_T. The
-ledger gets, BEFORE anything is written and in one all-or-nothing commit, one ``mldp`` charge per span
-type with the keyed values it exposed (secret_id -> documents), composed per value across documents
-and nights (a rerun of a date charges again). When a value's composed spend plus tonight's draws would
-pass ``mldp_eps_max``, every span of its type is masked tonight (``[TYPE]``, nothing of the type charged)
-rather than the night refused (``clusant.spent_values``: mask | refuse). The whole type, not the value:
-masking only the spent value would single it out (its ``[TYPE]`` would tell a reader "the frequent one");
-a masked type discloses which types hold a spent value, where a refused night discloses that one does.
-``custext`` has no guarantee across clusters: it is recorded as ``none`` and ``publish`` refuses its output. Placeholders are deterministic masks.
+k), and under pure eps'-LDP with eps' = ``ldp_epsilon`` (worst case over all input pairs). Budget policy
+(``clusant.surrogates``, docs/privacy-model.md): a merged span equal to a ``clusant.allow_list`` entry
+(after NFC only) is left as written and charged nothing; every other drawn span gets its value's ONE
+draw of the epoch (``clusant.surrogate_epoch_days``), keyed by the value's ``normalize_value`` key (the
+one the ledger's secret_id hashes) and reproduced by every batch, night and rerun of the epoch. Adjacency:
+the value x replaced by x' in all its occurrences of the epoch (the equality of spans is disclosed, as
+type and format are). The ledger gets, BEFORE anything is written and in one all-or-nothing commit, one
+``mldp`` charge per span type with the keyed values drawn tonight that no earlier entry of the same draw
+charged (occurrences 1), every entry naming the draw (``params.draw``, ``draw_eps``); a night with nothing
+new records the draw in a ``none`` entry. No decision depends on private counts: which spans are
+replaced, left (allow-list) or masked (a type without vocabulary) depends on the configuration, the
+spans' types and their text only, and the night is refused (``BudgetExceeded``) only when the ledger's
+public schedule (``budget.mldp_schedule``: the sum over its distinct draws of their largest eps) would
+pass the strictest ``mldp_eps_max``; that bound holds for every (type, value) whatever occurred, so the
+ledger's own per-value check can never be the one refusing. ``custext`` has no guarantee across
+clusters: it is recorded as ``none`` and ``publish`` refuses its output. Placeholders are deterministic masks.
 
 Candidates never depend on the data: the vocabulary, its clustering and the mechanism depend on the
 vocabulary version and conf only; ``clusant.reserved_values`` (a fixed public list, e.g. the
@@ -58,11 +62,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
 
-from privtext.clusant.sanitizer import ADJACENCY, SPENT, ClusantSanitizer, merge_spans, sanitize_documents
+from privtext.clusant.sanitizer import ADJACENCY, ClusantSanitizer, merge_spans, sanitize_documents
+from privtext.clusant.masking import summary as masking_summary
+from privtext.clusant.surrogates import AllowList, draw_id, draw_key, epoch_of
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
-from privtext.privacy.budget import mldp_charge, mldp_spent_per_value, none_charge
+from privtext.pii.hashing import load_hmac_key, normalize_value, secret_id
+from privtext.privacy.budget import BudgetExceeded, mldp_charge, mldp_schedule, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.lineage import detection_lineage
 from privtext.sanitizer_setup import phrase_encoder, piece_table, tier_function, vocabularies
@@ -82,6 +89,7 @@ OUT_SCHEMA = StructType([
     StructField("verbatim_expected", DoubleType()),
     StructField("format_kept", IntegerType()),
 ])
+PLAN_SCHEMA = StructType([StructField("entity_type", StringType()), StructField("secret_id", StringType())])
 QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
 
 
@@ -97,9 +105,12 @@ class SanitizeResult:
     perplexity: float | None
     spans_per_second: float  # the whole stage, the metrics job included
     metrics_seconds: float  # of which the quality-metrics job after the write
+    allowed: int = 0  # spans left as written: equal to a clusant.allow_list entry
     replaced_by_type: dict[str, int] = field(default_factory=dict)
-    masked_by_type: dict[str, int] = field(default_factory=dict)
-    spent_types: tuple[str, ...] = ()  # types masked tonight: a value of each cannot pay (``_spent_types``)
+    masked_by_type: dict[str, int] = field(default_factory=dict)  # [TYPE]: types without a replacement vocabulary
+    draw: str = ""  # the surrogate draw (epoch:mechanism) tonight's values were drawn in
+    mldp_schedule: float = 0.0  # the schedule's bound on any (type, value)'s spend after tonight
+    mldp_limit: float = 0.0
 
 
 def _sanitizer_key(settings) -> str:
@@ -107,32 +118,78 @@ def _sanitizer_key(settings) -> str:
                                       settings.pii.model_dump(mode="json")]).encode()).hexdigest()
 
 
-def _doc_spans(text: str, spans, spent: frozenset = frozenset()) -> list[tuple[int, int, str, str]]:
-    """The document's merged spans; a span of a ``spent`` type gets the tier ``SPENT`` (masked)."""
-    raw = [] if spans is None else [(s["start"], s["end"], s["entity_type"],
-                                     SPENT if s["entity_type"] in spent else s["tier"] or "PII", s["score"] or 0.0)
+def doc_spans(text: str, spans, allow: AllowList) -> tuple[list[tuple[int, int, str, str]], int]:
+    """The document's merged spans to rewrite, and how many merged spans equal an allow-list entry (left as written)."""
+    raw = [] if spans is None else [(s["start"], s["end"], s["entity_type"], s["tier"] or "PII", s["score"] or 0.0)
                                     for s in spans]
-    return merge_spans(raw, len(text))
+    merged = merge_spans(raw, len(text))
+    kept = [m for m in merged if text[m[0]:m[1]] not in allow]
+    return kept, len(merged) - len(kept)
 
 
-def _sanitize_batches(settings, seed_material: str, shared, spent: frozenset):
-    """mapInPandas body: the worker's sanitizer is built once per Python process from the broadcast
-    (vocabularies, static piece table): the driver's candidate list, never rebuilt on a worker."""
+def drawn_values(texts, spans_per_doc, allow: AllowList, drawn_types, key: bytes) -> set[tuple[str, str]]:
+    """The distinct (type, secret_id) the documents draw: merged spans not allow-listed, of a type with a vocabulary."""
+    out = set()
+    for text, spans in zip(texts, spans_per_doc):
+        for s, e, t, _ in doc_spans(text, spans, allow)[0]:
+            if t in drawn_types:
+                out.add((t, secret_id(key, normalize_value(t, text[s:e]))))
+    return out
+
+
+def new_draws(entries: list[dict], draw: str, drawn: set[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    """Tonight's (type, value) draws that no ledger entry of the same ``draw`` charged: type -> {secret_id: 1}."""
+    charged = {(e["params"].get("entity_type"), x["unit"]) for e in entries
+               if e["guarantee"] == "mldp" and e["params"].get("draw") == draw for x in e.get("exposures") or []}
+    out: dict[str, dict[str, int]] = {}
+    for t, v in sorted(drawn - charged):
+        out.setdefault(t, {})[v] = 1
+    return out
+
+
+def check_schedule(entries: list[dict], draw: str, draw_eps: float, limit: float, dataset: str) -> dict:
+    """Refuse (``BudgetExceeded``) when the ledger's public schedule with tonight's draw would pass ``limit``."""
+    schedule = mldp_schedule(entries + [{"guarantee": "none", "params": {"draw": draw, "draw_eps": draw_eps}, "spend": {}}])
+    if schedule["bound"] > limit * (1 + 1e-12):
+        raise BudgetExceeded(
+            f"privacy budget of dataset {dataset!r} would be exceeded: {schedule['draws']} surrogate draw(s) "
+            f"(epochs x mechanisms) at up to eps {draw_eps:g} each, plus {schedule['legacy']:.4g} of older per-document "
+            f"charges, bound every value at {schedule['bound']:.4g} > mldp_eps_max = {limit:g}; the schedule does not "
+            "depend on the data: lengthen clusant.surrogate_epoch_days, lower clusant.eps, or end the export")
+    return schedule
+
+
+def _plan_batches(settings, key: bytes, drawn_types: frozenset):
+    """mapInPandas body of the plan job: the distinct (type, secret_id) each batch draws (``drawn_values``)."""
+    allow = AllowList(settings.clusant.allow_list)
 
     def run(frames):
-        from privtext.privacy.mechanisms import make_rng
+        for frame in frames:
+            seen = drawn_values(frame["text"], frame["spans"], allow, drawn_types, key)
+            yield pd.DataFrame(sorted(seen), columns=["entity_type", "secret_id"], dtype=object)
 
+    return run
+
+
+def _sanitize_batches(settings, shared, dkey: bytes):
+    """mapInPandas body: the worker's sanitizer is built once per Python process from the broadcast
+    (vocabularies, static piece table): the driver's candidate list, never rebuilt on a worker. Each value's
+    draw comes from ``dkey`` (the epoch's draw key), so every batch draws it alike."""
+    allow = AllowList(settings.clusant.allow_list)
+
+    def run(frames):
         vocabularies, table = shared.value
         sanitizer = per_process(("sanitizer", _sanitizer_key(settings)), lambda: ClusantSanitizer.from_vocabularies(
             settings.clusant, vocabularies, tier_function(settings)))
         encode, _ = phrase_encoder(settings, table)
         for frame in frames:
-            seed = int.from_bytes(hashlib.sha256((seed_material + "".join(frame["doc_id"])).encode()).digest()[:8], "little")
-            docs = [_doc_spans(text, spans, spent) for text, spans in zip(frame["text"], frame["spans"])]
-            out = sanitize_documents(sanitizer, encode, make_rng(settings.run.deterministic, seed), list(frame["text"]), docs)
+            planned = [doc_spans(text, spans, allow) for text, spans in zip(frame["text"], frame["spans"])]
+            docs = [kept for kept, _ in planned]
+            out = sanitize_documents(sanitizer, encode, None, list(frame["text"]), docs, draw_key=dkey)
             yield pd.DataFrame({
                 "doc_id": frame["doc_id"], "sanitized_text": out.texts,
-                "n_spans": [len(s) for s in docs], "n_replaced": [sum(r.values()) for r in out.replaced],
+                "n_spans": [len(kept) + allowed for kept, allowed in planned],
+                "n_replaced": [sum(r.values()) for r in out.replaced],
                 "replaced": out.replaced, "masked": out.masked, "verbatim": out.same_as_input,
                 "verbatim_expected": out.same_expected,
                 "format_kept": out.format_kept,
@@ -244,61 +301,42 @@ def _inputs(ctx: RunContext, spans_version: int) -> DataFrame:
     return documents.join(spans, "doc_id", "left")
 
 
-def _spent_types(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]],
-                 ledger: Ledger, entries: list[dict]) -> frozenset:
-    """The types holding a value whose per-value metric-LDP budget cannot pay tonight's draws: what the
-    ledger has composed for it (``mldp_spent_per_value``, every dataset) plus eps_T per document holding
-    it, summed over its types, above the strictest ``mldp_eps_max`` (the ledger's own refusal rule). With
-    ``clusant.spent_values: mask`` (default) every span of these types is masked and none charged, so a
-    value that recurs night after night stops its type's replacements instead of the export; with
-    ``refuse``: none (the ledger then refuses the night). ``entries``: every ledger entry (``ledger.entries()``)."""
-    if ctx.settings.clusant.spent_values == "refuse":
-        return frozenset()
-    limit = ledger.limits(ctx.settings.run.dataset, entries).mldp_eps_max
-    spent, everyone = mldp_spent_per_value(entries)
-    tonight: dict[str, float] = {}
-    for entity_type, values in values_by_type.items():
-        ts = sanitizer.per_type.get(entity_type)
-        if ts is None or ts.mechanism.guarantee()["guarantee"] != "mldp":
-            continue
-        for secret_id, docs in values.items():
-            tonight[secret_id] = tonight.get(secret_id, 0.0) + ts.mechanism.epsilon * docs
-    over = {v for v, cost in tonight.items() if everyone + spent.get(v, 0.0) + cost > limit * (1 + 1e-12)}
-    return frozenset(t for t, values in values_by_type.items() if over & values.keys())
-
-
-def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, values_by_type: dict[str, dict[str, int]]) -> None:
-    """One ledger record per span type present, all committed at once: ``mldp`` per replaced
-    occurrence with the keyed values it exposed (secret_id -> occurrences), ``none`` for CusText."""
-    det = ctx.settings.run.deterministic
+def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, new: dict[str, dict[str, int]], draw_params: dict) -> None:
+    """One ledger record per span type with new draws, all committed at once: ``mldp`` with the keyed values
+    drawn (secret_id -> 1), ``none`` for CusText; every record names the draw (``draw_params``); a night with
+    no new draw records the draw in one ``none`` entry (the schedule counts nights that ran, not values)."""
+    det, dataset = ctx.settings.run.deterministic, ctx.settings.run.dataset
     items = []
-    for entity_type in sorted(t for t in values_by_type if t in sanitizer.per_type):
+    for entity_type in sorted(t for t in new if t in sanitizer.per_type):
         ts = sanitizer.per_type[entity_type]
         g = ts.mechanism.guarantee()
-        values = values_by_type[entity_type]
-        params = {**g, "entity_type": entity_type, "tier": ts.tier, "target": TARGET, "date": ctx.date.isoformat(),
-                  "clustering": ctx.settings.clusant.clustering, "phrase_encoder": ctx.settings.clusant.phrase_encoder,
-                  "spans": sum(values.values()),
-                  "adjacency": ADJACENCY,
+        values = new[entity_type]
+        params = {**g, **draw_params, "entity_type": entity_type, "tier": ts.tier, "target": TARGET,
+                  "date": ctx.date.isoformat(), "clustering": ctx.settings.clusant.clustering,
+                  "phrase_encoder": ctx.settings.clusant.phrase_encoder, "spans": len(values), "adjacency": ADJACENCY,
                   "reserved_values": len(ctx.settings.clusant.reserved_values)}
         if g["guarantee"] == "mldp":
-            charge = mldp_charge(ctx.settings.run.dataset, "sanitize", ctx.run_id, g["mechanism"], epsilon=g["eps"],
-                                 pure_epsilon=g["ldp_eps"], metric=g["metric"], k=g["k"], params=params,
-                                 deterministic=det)
-            items.append((charge, values))
+            items.append((mldp_charge(dataset, "sanitize", ctx.run_id, g["mechanism"], epsilon=g["eps"],
+                                      pure_epsilon=g["ldp_eps"], metric=g["metric"], k=g["k"], params=params,
+                                      deterministic=det), values))
         else:
-            items.append((none_charge(ctx.settings.run.dataset, "sanitize", ctx.run_id, g["mechanism"],
-                                      reason=g["bound_note"], params=params, deterministic=det), None))
-    if items:
-        Ledger(ctx.lakehouse, ctx.settings).charge_many(items, tracked=ctx.tracked)
+            items.append((none_charge(dataset, "sanitize", ctx.run_id, g["mechanism"], reason=g["bound_note"],
+                                      params=params, deterministic=det), None))
+    if not items:
+        items.append((none_charge(dataset, "sanitize", ctx.run_id, ctx.settings.clusant.method, params={
+            **draw_params, "target": TARGET, "date": ctx.date.isoformat()}, deterministic=det,
+            reason="no new surrogate draw: every value drawn tonight was drawn and charged earlier in this epoch"), None))
+    Ledger(ctx.lakehouse, ctx.settings).charge_many(items, tracked=ctx.tracked)
 
 
-def _row_params(sanitizer: ClusantSanitizer, lineage: dict) -> str:
-    """The staged rows' ``params``: the mechanism's and the detection lineage (``privtext.lineage``)."""
+def _row_params(sanitizer: ClusantSanitizer, lineage: dict, masking: dict) -> str:
+    """The staged rows' ``params``: the mechanism's, the detection lineage (``privtext.lineage``) and the
+    release's span counts (``clusant.masking``: what the verdicts say about [TYPE] masks)."""
     p = sanitizer.ledger_params()
     keep = ("guarantee", "mechanism", "metric", "k", "clustering", "eps_by_type", "n_clusters_by_type")
     return json.dumps({**{k: p[k] for k in keep}, "placeholder_types": sorted(sanitizer.missing),
-                       "phrase_encoder": sanitizer.settings.phrase_encoder, "lineage": lineage}, sort_keys=True)
+                       "phrase_encoder": sanitizer.settings.phrase_encoder, "lineage": lineage, "masking": masking},
+                      sort_keys=True)
 
 
 def _sum_maps(df: DataFrame, column: str) -> dict[str, int]:
@@ -311,7 +349,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     settings = ctx.settings
     spans_version = ctx.lakehouse.version(PII_SPANS)  # the spans read, and the lineage recorded, of one snapshot
     ledger = Ledger(ctx.lakehouse, settings)
-    entries = ledger.entries()  # one read: the lineage's (this dataset's) and the spent values' (every dataset's)
+    entries = ledger.entries()  # one read: the lineage's (this dataset's) and the draws' (every dataset's)
     lineage = detection_lineage(ctx.lakehouse, settings, [e for e in entries if e["dataset"] == settings.run.dataset],
                                 ctx.date, spans_version)
     inputs = _inputs(ctx, spans_version)
@@ -319,26 +357,35 @@ def run(ctx: RunContext) -> SanitizeResult:
     encode, encoder_name = phrase_encoder(settings, table)
     vocabs = vocabularies(settings, encode, encoder_name)
     sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabs, tier_function(settings))
-    values_by_type: dict[str, dict[str, int]] = {}  # occurrences = documents holding the value (one draw each)
-    for r in (ctx.lakehouse.read(PII_SPANS, spans_version, date=ctx.date)
-              .groupBy("entity_type", "secret_id").agg(F.countDistinct("doc_id").alias("docs"))
-              .toLocalIterator()):  # O(distinct values)
-        values_by_type.setdefault(r["entity_type"], {})[r["secret_id"]] = int(r["docs"])
-    spent = _spent_types(ctx, sanitizer, values_by_type, ledger, entries)
-    _charge(ctx, sanitizer, {t: values for t, values in values_by_type.items() if t not in spent})  # before any write
+    key = load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
+    epoch, fingerprint = epoch_of(ctx.date, settings.clusant.surrogate_epoch_days), _sanitizer_key(settings)
+    draw = draw_id(epoch, fingerprint)
+    draw_eps = max((ts.mechanism.epsilon for ts in sanitizer.per_type.values()), default=0.0)
+    limit = ledger.limits(settings.run.dataset, entries).mldp_eps_max
+    schedule = check_schedule(entries, draw, draw_eps, limit, settings.run.dataset)  # data-independent
+    drawn = {(r["entity_type"], r["secret_id"]) for r in  # O(distinct values)
+             by_document(inputs, settings).mapInPandas(_plan_batches(settings, key, frozenset(sanitizer.per_type)),
+                                                       PLAN_SCHEMA).distinct().toLocalIterator()}
+    draw_params = {"draw": draw, "draw_eps": draw_eps, "epoch": epoch,
+                   "surrogate_epoch_days": settings.clusant.surrogate_epoch_days,
+                   "allow_list": len(settings.clusant.allow_list)}
+    _charge(ctx, sanitizer, new_draws(entries, draw, drawn), draw_params)  # before any write
 
-    seed_material = f"{settings.run.seed}:{ctx.date.isoformat()}"
     shared = ctx.spark.sparkContext.broadcast((vocabs, table))
-    out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, seed_material, shared, spent), OUT_SCHEMA)
-           .withColumn("method", F.lit(settings.clusant.method)).withColumn("params", F.lit(_row_params(sanitizer, lineage)))
+    out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, shared, draw_key(key, epoch, fingerprint)), OUT_SCHEMA)
+           .withColumn("method", F.lit(settings.clusant.method))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
-        written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, out.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
-                                                   {"date": [ctx.date]})
         agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
                       F.sum("verbatim").alias("same"), F.sum("format_kept").alias("format_kept")).first()
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
+        spans, replaced = int(agg["spans"] or 0), int(agg["replaced"] or 0)
+        masking = masking_summary(spans, replaced, masked_by_type, spans - replaced - sum(masked_by_type.values()),
+                                  len(settings.clusant.allow_list))
+        staged = out.withColumn("params", F.lit(_row_params(sanitizer, lineage, masking)))
+        written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, staged.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
+                                                   {"date": [ctx.date]})
         metrics_started = time.perf_counter()
         similarity, perplexity = _quality(ctx, out)
         _export_utility(ctx, out, similarity, int(agg["format_kept"] or 0) / max(1, int(agg["replaced"] or 0)))
@@ -346,20 +393,24 @@ def run(ctx: RunContext) -> SanitizeResult:
     finally:
         out.unpersist()
         shared.destroy()
-    spans = int(agg["spans"] or 0)
+    masked = masking["masked"]
     result = SanitizeResult(
-        documents=written.rows, spans=spans, replaced=int(agg["replaced"] or 0), masked=sum(masked_by_type.values()),
+        documents=written.rows, spans=spans, replaced=replaced, masked=masked,
         same_as_input=int(agg["same"] or 0), format_kept=int(agg["format_kept"] or 0),
         semantic_similarity=similarity, perplexity=perplexity,
         spans_per_second=spans / max(time.perf_counter() - started, 1e-9), metrics_seconds=metrics_seconds,
-        replaced_by_type=replaced_by_type, masked_by_type=masked_by_type, spent_types=tuple(sorted(spent)))
+        allowed=masking["allowed"], replaced_by_type=replaced_by_type,
+        masked_by_type=masked_by_type, draw=draw, mldp_schedule=schedule["bound"], mldp_limit=limit)
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
                             "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,
                             "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
-                            "perplexity_measured": perplexity is not None, "spent_types": ",".join(sorted(spent))})
+                            "perplexity_measured": perplexity is not None, "surrogate_draw": draw,
+                            "clusant.surrogate_epoch_days": settings.clusant.surrogate_epoch_days,
+                            "clusant.allow_list": len(settings.clusant.allow_list)})
     ctx.tracked.log_metrics({"same_as_input_share": result.same_as_input / max(1, result.replaced),
                              "format_kept_share": result.format_kept / max(1, result.replaced),
-                             "spent_types_masked": len(spent),
+                             "masked_share": masked / max(1, spans), "allowed_spans": result.allowed,
+                             "mldp_schedule_bound": schedule["bound"],
                              **{f"replaced_{t}": n for t, n in replaced_by_type.items()},
                              **{f"masked_{t}": n for t, n in masked_by_type.items()}})
     return result

@@ -172,20 +172,26 @@ def test_a_record_event_scales_per_secret_by_its_own_counts_and_misses_secrets_i
     assert norm.sf(norm.isf(P) - mu1) <= alone["r"] <= norm.sf(norm.isf(P) - mu1) * 1.01
 
 
-def test_mldp_spent_per_value_sums_eps_times_occurrences_as_compose_does():
-    """Each value's metric-LDP spend (what sanitize compares with mldp_eps_max before it draws) is the sum of
-    eps * occurrences over its exposures, by hand; a charge without exposures counts for every value; other
-    guarantees do not count; the worst value plus that equals compose's figure, the ledger's own check."""
-    from privtext.privacy.budget import mldp_charge, mldp_spent_per_value
+def test_mldp_sums_per_type_and_value_by_hand_as_compose_does():
+    """Each (entity type, value)'s metric-LDP spend is the sum of eps * occurrences over the charges of its
+    type, plus those of charges naming no type (legacy: every type of the value) and those without exposures
+    (every value); other guarantees do not count. By hand, against compose's worst and count."""
+    from privtext.privacy.budget import _flatten, mldp_charge, mldp_per_value
 
-    night1 = mldp_charge("d", "sanitize", "a", "clusant", epsilon=2.0, pure_epsilon=6.0, metric="D_k", k=4)
-    night2 = mldp_charge("d", "sanitize", "b", "clusant", epsilon=4.0, pure_epsilon=12.0, metric="D_k", k=4)
-    wild = mldp_charge("d", "sanitize", "c", "clusant", epsilon=0.5, pure_epsilon=1.0, metric="D_k", k=4)
+    def typed(run, eps, entity_type=None):
+        return mldp_charge("d", "sanitize", run, "clusant", epsilon=eps, pure_epsilon=3 * eps, metric="D_k", k=4,
+                           params={"entity_type": entity_type} if entity_type else None)
+
+    person, org, legacy, wild = typed("a", 2.0, "PERSON"), typed("b", 4.0, "ORGANIZATION"), typed("c", 1.0), typed("w", 0.5)
     synth = secret_charge("d", "synthesize", "e", "secpe", p=P, r=10 * P, sigma=5.0, rounds=1, releases_per_round=2,
                           count_pmfs=[[0.0, 1.0]])
-    entries = [json.loads(charge_to_json(night1, {"v1": 3, "v2": 1})), json.loads(charge_to_json(night2, {"v1": 5})),
-               json.loads(charge_to_json(wild)), json.loads(charge_to_json(synth, {"v3": 1}))]
-    spent, everyone = mldp_spent_per_value(entries)
-    assert spent == {"v1": 2.0 * 3 + 4.0 * 5, "v2": 2.0} and everyone == 0.5
-    composed = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)["mldp"]["epsilon"]
-    assert max(spent.values()) + everyone == pytest.approx(composed)
+    entries = [json.loads(charge_to_json(person, {"v1": 3, "v2": 1})), json.loads(charge_to_json(org, {"v1": 5})),
+               json.loads(charge_to_json(legacy, {"v1": 2, "v4": 1})), json.loads(charge_to_json(wild)),
+               json.loads(charge_to_json(synth, {"v3": 1}))]
+    exposures = [exposure_arrays(e["exposures"]) for e in entries]
+    keys, sums, everyone = mldp_per_value(entries, exposures, _flatten(exposures))
+    by_hand = {("PERSON", "v1"): 2.0 * 3 + 1.0 * 2, ("PERSON", "v2"): 2.0, ("ORGANIZATION", "v1"): 4.0 * 5 + 1.0 * 2,
+               ("", "v4"): 1.0}
+    assert dict(zip(keys, sums.tolist())) == by_hand and everyone == 0.5
+    composed = compose(entries, exposures, DEFAULT)["mldp"]
+    assert composed["epsilon"] == pytest.approx(max(by_hand.values()) + everyone) and composed["values"] == 4
