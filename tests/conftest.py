@@ -9,7 +9,6 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from tests_support import SHARED_DATA  # noqa: F401
 TEST_SPARK_CONF = {
     "spark.driver.maxResultSize": "8m",  # stages must not collect row-proportional data
     "spark.sql.shuffle.partitions": "2",

@@ -159,5 +159,7 @@ def _with_project_paths(settings: Settings) -> Settings:
     Python workers, whatever their working directory, find the same weights."""
     detector = settings.pii.detector
     resolved = detector.model_copy(update={"cache_dir": resolve_uri(detector.cache_dir),
-                                           "train_data": resolve_uri(detector.train_data)})
+                                           "train_data": detector.train_data
+                                           if detector.train_data.startswith("package:")
+                                           else resolve_uri(detector.train_data)})
     return settings.model_copy(update={"pii": settings.pii.model_copy(update={"detector": resolved})})

