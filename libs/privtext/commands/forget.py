@@ -10,9 +10,9 @@ at a time), run with the pipeline's store key:
    nowhere and never erased is reported and nothing is written;
 2. tombstones each subject (and each document of an erased user) in ``protected.erasures``: its keyed id
    (``pii.hashing.subject_key``), never the id. From here on ingest quarantines their records as ``erased``;
-3. deletes, in this order, the published rows (their keyed pseudonyms) after re-issuing the export of each
-   date that held one (``stages.publish.erase``, the published zone's one writer), then the staged sanitized
-   documents, embeddings, spans, the quarantine's raw records (by the ``user_id`` / ``doc_id`` fields they
+3. deletes, in this order, the staged sanitized documents, the published rows (their keyed pseudonyms) after
+   re-issuing the export of each date that held one (``stages.publish.erase``, the published zone's one
+   writer), the embeddings, spans, the quarantine's raw records (by the ``user_id`` / ``doc_id`` fields they
    carry) and last the documents, so a rerun after a crash at any point finds the same documents;
 4. purges the files the rewrites removed from these tables (``--no-purge`` leaves them to ``privtext
    vacuum``: the negative control of the byte scan);
@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from privtext.errors import Refused, UsageError
 from privtext.pii.hashing import load_hmac_key, subject_key
 from privtext.platform import erasure, storage
-from privtext.platform.context import RunContext
+from privtext.platform.context import RunContext, parse_date
 from privtext.platform.leases import stage_lease
 from privtext.platform.store_access import can_read
 from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, ERASURES, PII_SPANS, PUBLISHED_SANITIZED_DOCUMENTS,
@@ -48,7 +48,9 @@ from privtext.stages import publish
 MAX_ID_CHARS = 256
 DOC_TABLES = (STAGED_SANITIZED_DOCUMENTS, DOC_EMBEDDINGS, PII_SPANS)  # per-document rows keyed by doc_id
 RESTRICTED_TABLES = (DOCUMENTS, QUARANTINE, PII_SPANS, DOC_EMBEDDINGS, STAGED_SANITIZED_DOCUMENTS)
-ERASED_TABLES = (PUBLISHED_SANITIZED_DOCUMENTS, *DOC_TABLES, QUARANTINE, DOCUMENTS)  # the order of deletion
+# the order of deletion: staged before published (a concurrent publish then has nothing of theirs to publish),
+# documents last (a rerun after a crash finds the same documents)
+ERASED_TABLES = (STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, DOC_EMBEDDINGS, PII_SPANS, QUARANTINE, DOCUMENTS)
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,8 @@ def parse_subjects(user_ids: list[str], doc_ids: list[str], from_file: str | Non
     docs = [_checked(d, f"--doc-id #{i}") for i, d in enumerate(doc_ids, start=1)]
     if from_file:
         try:
-            with open(from_file, encoding="utf-8") as file:
-                lines = file.read().splitlines()
+            with open(from_file, encoding="utf-8", newline="") as file:
+                lines = [line.removesuffix("\r") for line in file.read().split("\n")]  # an id may hold U+2028
         except (OSError, UnicodeDecodeError) as error:
             raise UsageError(f"--from-file {from_file}: cannot read it ({type(error).__name__}); nothing was erased") from None
         for n, line in enumerate(lines, start=1):
@@ -135,7 +137,7 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
     keys = {label: subject_key(key, *label) for label in subjects.labels()}
     erased = erasure.erasure_rows(lakehouse)
     tombstoned = {r["subject_key"] for r in erased}
-    held = {owner[d] for d in doc_ids if d in {r["doc_id"] for r in found}}
+    held = {owner[r["doc_id"]] for r in found if r["doc_id"] in owner}
     if any(label not in held and keys[label] not in tombstoned for label in keys):  # held by other tables only?
         for spec in DOC_TABLES + (QUARANTINE,):
             held |= {subject_of(spec, k) for day in erasure.matches(
@@ -162,12 +164,14 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
             if label in counts:
                 counts[label][spec.qualified_name] = counts[label].get(spec.qualified_name, 0) + n
 
-    known_docs = [d for d, o in owner.items() if o in known]
-    by_doc, reissued = publish.erase(ctx, known_docs)
-    add(PUBLISHED_SANITIZED_DOCUMENTS, by_doc)
-    for spec in DOC_TABLES + (QUARANTINE, DOCUMENTS):
-        key_column = quarantine_key if spec is QUARANTINE else F.col("doc_id")
-        add(spec, erasure.delete_where(lakehouse, spec, selected[spec], key_column))
+    reissued = 0
+    for spec in ERASED_TABLES:
+        if spec is PUBLISHED_SANITIZED_DOCUMENTS:
+            by_doc, reissued = publish.erase(ctx, [d for d, o in owner.items() if o in known])
+            add(spec, by_doc)
+        else:
+            key_column = quarantine_key if spec is QUARANTINE else F.col("doc_id")
+            add(spec, erasure.delete_where(lakehouse, spec, selected[spec], key_column))
     files = {spec.qualified_name: erasure.purge(lakehouse, spec) for spec in ERASED_TABLES
              if purge_files and lakehouse.exists(spec)}
     done = {r["subject_key"] for r in erased if r["status"] == "erased"}
@@ -229,7 +233,8 @@ def cmd_forget(args) -> int:
 def cmd_retention(args) -> int:
     from privtext.settings import load_settings
 
-    print(json.dumps(retention(load_settings(args.conf), purge_files=not args.no_purge), indent=2, default=str))
+    today = parse_date(args.date)
+    print(json.dumps(retention(load_settings(args.conf), today, purge_files=not args.no_purge), indent=2, default=str))
     return 0
 
 
@@ -245,5 +250,6 @@ def register(sub) -> None:
     retention_parser = sub.add_parser("retention", help="raw-text retention (retention.restricted_days)")
     retention_sub = retention_parser.add_subparsers(dest="retention_command", required=True)
     run = retention_sub.add_parser("run", help="erase restricted data dates older than retention.restricted_days")
+    run.add_argument("--date", help="the day it runs for, YYYY-MM-DD (default: today, UTC)")
     run.add_argument("--no-purge", action="store_true", help=argparse.SUPPRESS)
     run.set_defaults(func=cmd_retention)

@@ -128,7 +128,7 @@ class SqlSettings(StrictModel):
 
 
 class RetentionSettings(StrictModel):
-    """Raw-text retention (``privtext retention run``, the nightly DAG's ``retention`` step)."""
+    """Raw-text retention (``privtext retention run``)."""
 
     # restricted data dates (documents, quarantine, spans, embeddings, staged sanitized documents) older than
     # this many days are erased, their files purged; null (the default): kept until `privtext forget`
