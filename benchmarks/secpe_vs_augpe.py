@@ -189,6 +189,17 @@ def label_agreement(ctx, judge) -> float:
     return correct / total
 
 
+def protected_noise(lakehouse) -> dict:
+    """The last synthesize run's noise figures (sigma, centre_noise_sd) from ``protected.utility_reports``."""
+    from pyspark.sql import functions as F
+
+    from privtext.platform.tables import UTILITY_REPORTS
+    from privtext.stages.synthesize import NOISE_TARGET
+
+    rows = lakehouse.read(UTILITY_REPORTS).where(F.col("target") == NOISE_TARGET).collect()
+    return {r["metric"]: r["value"] for r in rows}
+
+
 def interval(values: list[float]) -> tuple[float, float]:
     """Mean and the half-width of its 95% t interval over seeds (0 for one seed)."""
     import numpy as np
@@ -333,11 +344,13 @@ def main() -> None:
                             break
                         seconds[f"vote[{name}]"].append(r.vote_seconds)
                         seconds[f"generate[{name}]"].append(r.generate_seconds)
-                        charged = Ledger(RunContext.create(settings, date=DATE).lakehouse, settings).entries()[-1]
+                        lake = RunContext.create(settings, date=DATE).lakehouse
+                        charged = Ledger(lake, settings).entries()[-1]
                         sampled = charged["params"].get("expected_sampled")  # SecPE: sum of rho, m_k ~ it / K
-                        print(f"sigma[{name},seed={seed}]: {r.sigma:.4g} (generate {r.generate_seconds:.0f} s, "
+                        noise = protected_noise(lake)  # the stage keeps its noise in the protected zone only
+                        print(f"sigma[{name},seed={seed}]: {noise['sigma']:.4g} (generate {r.generate_seconds:.0f} s, "
                               f"vote {r.vote_seconds:.2f} s; D_pub {r.public_source or '-'}, {r.clusters} centres, "
-                              f"noise sd {r.centre_noise_sd:.3g}"
+                              f"noise sd {noise.get('centre_noise_sd', float('nan')):.3g}"
                               + (f", expected sampled {sampled:.0f})" if sampled is not None else ")"), flush=True)
                         evaluate(settings, name)
         except KeyboardInterrupt:

@@ -13,7 +13,10 @@ budgets of every dataset already in the ledger (a promise made under one name is
 ``limits``).
 
 Each row keeps the charge's params (with its dominating pair), spend, dp-accounting event, and the keyed
-units it exposed (``exposures``: secret_id, occurrences, pair variant, records; null = every unit).
+units it exposed (``exposures``: secret_id, occurrences, pair variant, records; null = every unit). A
+release computed from records also keeps the set of records it read (``params["read"]``); every
+composition joins those to the spans that exist then (``privacy.reads``), so the composed spend does not
+depend on whether ``detect_pii`` ran before or after the release.
 
 Concurrency: a commit reads the ledger snapshot, checks the budget and appends with one Delta application
 transaction for the whole ledger; two commits from the same snapshot conflict, the loser re-reads the new
@@ -35,9 +38,10 @@ from deltalake.exceptions import CommitFailedError
 from privtext.errors import Refused
 from privtext.settings import Settings
 from privtext.platform.lakehouse import Lakehouse
-from privtext.platform.tables import PRIVACY_LEDGER
-from privtext.privacy.budget import (BudgetExceeded, Charge, _json_default, check, compose, exposure_arrays,
-                                     _exposures, validate_exposures)
+from privtext.platform.tables import PII_SPANS, PRIVACY_LEDGER
+from privtext.privacy.budget import (BudgetExceeded, Charge, _json_default, check, compose, _exposures,
+                                     validate_exposures)
+from privtext.privacy.reads import has_reads, holders, reach, run_key
 
 __all__ = ["BudgetExceeded", "Charge", "Ledger", "LedgerBusy", "composed_spend", "latest_measurement"]
 GUARD = "privtext.ledger"  # one application transaction for the whole ledger: one account
@@ -47,9 +51,10 @@ class LedgerBusy(Refused):
     """The ledger's commit still conflicted after ``lakehouse.commit_retries``; nothing was charged."""
 
 
-def composed_spend(entries: list[dict], budget) -> dict:
-    """The dataset's composed spend per guarantee (``privacy.budget.compose``) from ledger entries."""
-    return compose(entries, [exposure_arrays(e.get("exposures")) for e in entries], budget)
+def composed_spend(entries: list[dict], budget, spans=None) -> dict:
+    """The dataset's composed spend per guarantee (``privacy.budget.compose``) from ledger entries; the read
+    sets joined to ``spans`` (``Ledger.spans``; None: the stored exposures alone)."""
+    return compose(entries, reach(entries, spans), budget)
 
 
 def charged_date(entry: dict) -> dt.date | None:
@@ -90,7 +95,17 @@ class Ledger:
     def spent(self, dataset: str | None = None) -> dict:
         """The one account: every entry of the ledger composed, under ``limits(dataset)``."""
         entries = self.entries()
-        return composed_spend(entries, self.limits(dataset, entries))
+        return composed_spend(entries, self.limits(dataset, entries), self.spans(entries))
+
+    def spans(self, entries: list[dict]):
+        """The current spans as the read sets' join reads them (``privacy.reads.holders``), or None when no
+        entry carries a read set (nothing to join)."""
+        if not has_reads(entries):
+            return None
+        table = (self.lakehouse.delta_table(PII_SPANS).to_pyarrow_table(columns=["doc_id", "secret_id", "entity_type"])
+                 if self.lakehouse.exists(PII_SPANS) else PII_SPANS.schema.empty_table())
+        return holders(run_key(self.settings.run), table.column("doc_id").to_pylist(),
+                       table.column("secret_id").to_pylist(), table.column("entity_type").to_pylist())
 
     def charge(self, charge: Charge, exposures: dict | None = None, tracked=None) -> dict:
         """Check the budget and append one charge atomically; returns the composed spend after it."""
@@ -116,7 +131,7 @@ class Ledger:
                           for row in new]
             entries = self.entries(None, snapshot)
             budget = self.limits(dataset, entries)
-            total = composed_spend(entries + candidates, budget)
+            total = composed_spend(entries + candidates, budget, self.spans(entries + candidates))
             check(total, budget, dataset)
             try:
                 self.lakehouse.append_rows(PRIVACY_LEDGER, new, guard=GUARD, snapshot=snapshot)
@@ -165,6 +180,9 @@ def _mirror(tracked, charge: Charge, row: dict, total: dict) -> None:
             if isinstance(value, (int, float)):
                 metrics[f"privacy.total.{kind}.{key}"] = value
     tracked.log_metrics(metrics)
-    summary = {"charge": {k: v for k, v in charge.__dict__.items()}, "entry_id": row["entry_id"],
+    # the params stay in the (protected) ledger: they hold functions of the private data's structure (sigma,
+    # SecretNoise's count pmfs, Aug-PE's largest record count) and the records read, which MLflow must not
+    public = ("dataset", "stage", "run_id", "mechanism", "guarantee", "spend")
+    summary = {"charge": {k: getattr(charge, k) for k in public}, "entry_id": row["entry_id"],
                "units_exposed": None if row["exposures"] is None else len(row["exposures"]), "composed_total": total}
     tracked.log_dict(summary, f"privacy/{charge.stage}-{charge.mechanism}.json")

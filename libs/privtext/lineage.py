@@ -7,14 +7,22 @@ what was actually read:
   write, so any rewrite, even under the same run id, changes it) and the table version it was read at.
 - ``settings_digest``: the detection settings that decide what is a span (entity types, recognizers,
   thresholds, secrets mode: the whole ``pii`` section).
-- ``detect_pii`` records both in its canary measurement (the ``detection_recall`` ledger entry);
-  ``sanitize`` finds the measurement of the spans it read (``detection_lineage``) and writes it into the
-  staged rows' ``params``; the audit records the staged partition's state it read (``staged_state``).
+- the documents: ``partition_state`` of the date's ``restricted.documents`` (``documents_state``) at the
+  snapshot a stage read. Delta files are immutable and a re-ingest writes new ones, so the same state is
+  the same content: a corrected re-delivery under the same doc_ids, even of one character, changes it (a
+  byte-identical one does too: a rerun of detect_pii then costs what it costs, never a leak).
+- ``detect_pii`` records the spans state, the settings digest and the documents state it read in its
+  canary measurement (the ``detection_recall`` ledger entry); ``sanitize`` finds the measurement of the
+  spans it read (``detection_lineage``), refuses (``DocumentsChanged``, nothing charged) when the
+  documents it reads are not those detection read, and writes the lineage (with the documents state it
+  read) into the staged rows' ``params``; the audit records the staged partition's state it read
+  (``staged_state``).
 - ``publish`` (``lineage_problems``) refuses when the staged rows record no lineage (unless
   ``publish.min_canary_recall`` is 0: detection checks off, e.g. rows staged before lineage), when the spans
-  partition or the detection settings changed since, when the audit read another staged state, or when
-  the lineage's own canary measurement is below ``publish.min_canary_recall`` or has no canary of a
-  configured type that has a canary generator (the types the release claims to protect).
+  partition or the detection settings changed since, when the documents detection read are not those
+  sanitize read or those of the date now (a re-delivery since), when the audit read another staged state,
+  or when the lineage's own canary measurement is below ``publish.min_canary_recall`` or has no canary of
+  a configured type that has a canary generator (the types the release claims to protect).
 """
 from __future__ import annotations
 
@@ -22,7 +30,13 @@ import datetime as dt
 import hashlib
 import json
 
+from privtext.errors import Refused
 from privtext.pii.canaries import GENERATORS
+
+
+class DocumentsChanged(Refused):
+    """The date's documents are not those detect_pii found the spans in (a re-delivery since): nothing
+    may be sanitized or published from those spans until detect_pii has read the documents again."""
 
 
 def settings_digest(pii) -> str:
@@ -51,27 +65,48 @@ def staged_state(lakehouse, spec, day: dt.date, run_ids, version: int | None = N
     return f"{','.join(sorted(run_ids))}@{partition_state(lakehouse, spec, day, version)}"
 
 
+def documents_state(lakehouse, day: dt.date, version: int | None = None) -> str:
+    """The state of the date's ``restricted.documents`` partition at ``version`` (module doc)."""
+    from privtext.platform.tables import DOCUMENTS
+
+    return partition_state(lakehouse, DOCUMENTS, day, version)
+
+
+def rerun_detect(day: dt.date, run: str) -> str:
+    return (f"the documents of {day.isoformat()} changed since the detect_pii run {run} found the spans in them "
+            f"(a re-delivery): rerun detect_pii for {day.isoformat()}, then sanitize and the audit")
+
+
 def claimed_types(pii) -> list[str]:
     """The configured types a sanitized release claims to protect and canaries can measure."""
     return [t for t in pii.detected_entities() if t in GENERATORS]
 
 
-def detection_lineage(lakehouse, settings, entries: list[dict], day: dt.date, version: int | None = None) -> dict:
+def detection_lineage(lakehouse, settings, entries: list[dict], day: dt.date, version: int | None = None,
+                      documents_version: int | None = None) -> dict:
     """The detect_pii run whose spans the date's ``pii_spans`` partition holds now, as ``sanitize`` records it
     in the staged rows: the partition's state, the canary measurement recording this very state (its run,
-    entry id and the detection settings' digest), or, without one, ``canary_entry_id`` None and the
-    current settings' digest."""
+    entry id, the detection settings' digest and the documents state it read), or, without one,
+    ``canary_entry_id`` None and the current settings' digest; and ``documents_state``: the documents the
+    caller reads (at ``documents_version``). Raises ``DocumentsChanged`` when the measurement's documents
+    are not those."""
     from privtext.platform.tables import PII_SPANS
 
     state = partition_state(lakehouse, PII_SPANS, day, version)
+    documents = documents_state(lakehouse, day, documents_version)
     mine = [e for e in entries if e["guarantee"] == "detection_recall" and e["params"].get("spans_state") == state
             and e["params"].get("date") == day.isoformat()]
     if not mine:
         return {"detect_run_id": None, "canary_entry_id": None, "spans_state": state,
-                "settings_digest": settings_digest(settings.pii)}
+                "settings_digest": settings_digest(settings.pii), "detected_documents_state": None,
+                "documents_state": documents}
     entry = max(mine, key=lambda e: e["created_at"])
+    detected = entry["params"].get("documents_state")
+    if detected != documents:
+        raise DocumentsChanged(rerun_detect(day, entry["run_id"]))
     return {"detect_run_id": entry["run_id"], "canary_entry_id": entry["entry_id"], "spans_state": state,
-            "settings_digest": entry["params"].get("settings_digest")}
+            "settings_digest": entry["params"].get("settings_digest"), "detected_documents_state": detected,
+            "documents_state": documents}
 
 
 def staged_lineages(params: list[str]) -> list[dict | None]:
@@ -102,6 +137,9 @@ def lineage_problems(lakehouse, settings, entries: list[dict], day: dt.date, par
     if lineage["spans_state"] != partition_state(lakehouse, PII_SPANS, day):
         problems.append(f"a detect_pii run after {run} replaced the spans the staged release was sanitized from: "
                         "rerun sanitize, then the audit")
+    detected, read = lineage.get("detected_documents_state"), lineage.get("documents_state")
+    if read is None or read != documents_state(lakehouse, day) or (lineage["canary_entry_id"] and detected != read):
+        problems.append(rerun_detect(day, run))
     if lineage["settings_digest"] != settings_digest(settings.pii):
         problems.append(f"the detection settings (pii entity types, recognizers) changed since the detect_pii run {run} "
                         "behind the staged release: rerun detect_pii, sanitize and the audit")

@@ -336,7 +336,8 @@ def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
                      "plain_words": plain_words(e, budget.delta_max)} for e in charges],
         "detection": detection["spend"] if detection else None,
         "audits": [{k: r[k] for k in AUDIT_COLUMNS} for r in audits],
-        "utility": [{k: r[k] for k in UTILITY_COLUMNS} for r in utility],
+        "utility": [{k: r[k] for k in UTILITY_COLUMNS} for r in utility
+                    if r["target"] != "synthetic_noise"],  # functions of the private structure: protected only
         "frontier": sorted(frontier, key=lambda r: (r["source"], r["eps_pii"], r["eps_poii"])),
         "stage_metrics": [{"stage": r.data.tags.get("stage"), "pipeline": r.data.tags.get("pipeline"),
                            "metrics": dict(sorted(r.data.metrics.items()))} for r in runs],

@@ -175,3 +175,41 @@ def test_a_ledger_dataset_without_a_budget_fails_closed(tmp_path):
     with pytest.raises(ConfigError, match=r"'gone' has no privacy budget"):
         ledger.charge(augpe(1, "again"), {"s": Exposure(1, 0, 1)})
     assert len(ledger.entries()) == 1
+
+
+def test_a_record_event_that_read_before_detect_pii_reaches_the_secrets_found_later(tmp_path):
+    """Issue 46 (2) through the real Ledger (Delta, no Spark): train_dped reads d1..d4 before detect_pii has
+    found anything (its charge keeps the records it read, keyed); detect_pii then finds s in d1..d3; Aug-PE
+    at r/p 10 on s (c = 3) composes with the DPED event at g = 3: refused at the closed form. Controls: the
+    old charge (exposures counted when it ran: {}) is refused as malformed, and without the join the ledger
+    would have accepted the release at Aug-PE's 10."""
+    from privtext.ledger import composed_spend
+    from privtext.platform.tables import PII_SPANS
+    from privtext.privacy.reads import read_set, run_key
+    from tests_support import make_budget_settings
+
+    settings = make_budget_settings(tmp_path, deterministic=True, r_over_p_max=LIMIT, eps_max=10.0)
+    lake = Lakehouse(None, settings.lakehouse)
+    lake.create(PRIVACY_LEDGER)
+    lake.create(PII_SPANS)
+    ledger = Ledger(lake, settings)
+    read = read_set(run_key(settings.run), [(d, None) for d in ("d1", "d2", "d3", "d4")])
+    dped = dp_charge("reviews", "train_dped", "dped", "gaussian", event=gaussian_event(3.0), delta=1e-5, unit="record",
+                     params={"read": read})
+    with pytest.raises(MalformedExposures, match="empty"):
+        ledger.charge(dped, {})
+    ledger.charge(dped, None)
+    day = __import__("datetime").date(2026, 1, 15)
+    lake.append_rows(PII_SPANS, [{"doc_id": d, "entity_type": "PERSON", "start": 0, "end": 3, "score": 0.9, "tier": "PII",
+                                  "secret_id": "s", "run_id": "det", "date": day} for d in ("d1", "d2", "d3")])
+    truth = truth_r_over_p(P, mu_of(P, 10 * P), 3 / 3.0)
+    accepted, got = charged_or_refused(ledger, augpe(3), {"s": Exposure(1, 0, 3)})
+    assert not accepted and truth <= got <= truth * 1.01 and truth > LIMIT
+    (entry,) = ledger.entries()
+    old = [{**entry, "params": {k: v for k, v in entry["params"].items() if k != "read"}, "exposures": []},
+           {**entry, "guarantee": "secret_protection", "dp_event": augpe(3).dp_event, "params": augpe(3).params,
+            "spend": augpe(3).spend, "exposures": [{"unit": "s", "occurrences": 1, "variant": 0, "records": 3}]}]
+    blind = composed_spend(old, ledger.limits("reviews", old), None)["secret_protection"]["r_over_p"]
+    assert blind < LIMIT and truth_r_over_p(P, mu_of(P, 10 * P)) <= blind  # the old ledger: accepted
+    print(f"train_dped before detect_pii, then Aug-PE: closed form r/p {truth:.4g}, ledger {got:.4g} (refused); "
+          f"without the join {blind:.4g}")

@@ -326,3 +326,44 @@ def test_a_publisher_overtaken_after_its_commit_leaves_the_later_manifests_files
     publish.run(ctx, target=TARGET)
     manifest = json.loads((date_dir / "manifest.json").read_text())
     assert manifest["publish_run_id"] == "pub-b" and (date_dir / "b-version" / "part.parquet").exists()
+
+
+def deliver(ctx, texts: dict[str, str]):
+    """An ingest of the date as the stage leaves it: its documents partition replaced (new files)."""
+    from privtext.platform.tables import DOCUMENTS
+    from tests_support import document, write_rows
+
+    write_rows(ctx, DOCUMENTS, [document(d, t, DATE) for d, t in texts.items()], {"ingest_date": [DATE]})
+
+
+@pytest.mark.parametrize("redelivery", ["other texts", "one character"])
+def test_a_redelivered_date_is_refused_until_detect_pii_reads_it_again(tmp_path, redelivery):
+    """Issue 46 (1): ingest, detect_pii, ingest the same doc_ids again, sanitize, audit, publish. The lineage
+    binds the documents detection read: sanitize refuses the changed date (saying to rerun detect_pii); a
+    release sanitized before the re-delivery is refused at publish. Control: after detect_pii reads the
+    re-delivered documents, the same sequence publishes."""
+    from privtext.lineage import DocumentsChanged
+
+    ctx = make_ctx(tmp_path, "pub-1", min_canary_recall=0.9)
+    first = {"d0": "Hi, I am Ann Lee", "d1": "call 555-0100"}
+    again = ({"d0": "Hi, I am Bob Ray", "d1": "mail bob@example.org"} if redelivery == "other texts"
+             else {**first, "d1": "call 555-0101"})
+    deliver(ctx, first)
+    detect(ctx, {"d0": "PERSON", "d1": "PHONE_NUMBER"})
+    deliver(ctx, again)  # no detect_pii since
+    with pytest.raises(DocumentsChanged, match=r"changed since the detect_pii run det-1 .* rerun detect_pii for 2026-01-15"):
+        sanitize(ctx, ["Hi, I am [PERSON]", "call [PHONE_NUMBER]"])
+    # a release sanitized from the first delivery, re-delivered before publish: refused at the gate too
+    deliver(ctx, first)
+    detect(ctx, {"d0": "PERSON", "d1": "PHONE_NUMBER"}, run_id="det-2")
+    sanitize(ctx, ["Hi, I am [PERSON]", "call [PHONE_NUMBER]"])
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
+    deliver(ctx, again)
+    with pytest.raises(PublishRefused, match=r"changed since the detect_pii run det-2 .* rerun detect_pii"):
+        publish.run(ctx, target=TARGET)
+    assert published(ctx) == []
+    # control: detect_pii reads the re-delivery, then sanitize, audit and publish go through
+    detect(ctx, {"d0": "PERSON", "d1": "PHONE_NUMBER"}, run_id="det-3")
+    sanitize(ctx, ["Hi, I am [PERSON]", "[EMAIL_ADDRESS]"], run_id="san-2")
+    audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
+    assert publish.run(ctx, target=TARGET).rows == 2

@@ -1,4 +1,5 @@
 """Stage synthesize: Spark private statistics, secret groups, charge-before-write, budget refusal."""
+import dataclasses
 import datetime as dt
 import hashlib
 import importlib
@@ -101,12 +102,16 @@ def test_augpe_charge_records_each_secrets_record_count(ctx_all):
     ctx = ctx_all
     _write_corpus(ctx)
     corpus, _ = synthesize.load_corpus(ctx, use_labels=True)
-    private = corpus.where("is_private and label_code >= 0")
+    corpus = corpus.where("label_code >= 0")
+    private = corpus.where("is_private")
     cfg = synthesize._config(ctx, {"method": "aug_pe", "rounds": 1})
-    synthesize._calibrate_and_charge(ctx, cfg, private, private.count())
+    synthesize._calibrate_and_charge(ctx, cfg, corpus, private, private.count())
     (entry,) = Ledger(ctx.lakehouse, ctx.settings).entries()
     assert {e["unit"]: e["records"] for e in entry["exposures"]} == {"s0": 3, "s1": 3, "s2": 3, "s3": 3, "s9": 1}
     assert entry["params"]["max_records_per_secret"] == 3
+    # the records it read, public ones too (keyed): a secret found in them later reaches this release
+    assert len(entry["params"]["read"]["records"]) == corpus.count() > private.count()
+    assert entry["params"]["pair"]["record_event"]
 
 
 def test_public_kmeans_caps_k_at_the_labels_distinct_points(spark):
@@ -176,6 +181,21 @@ def test_full_run_charges_before_writing_and_leaks_nothing(tmp_path, spark, monk
     blob = b"".join(p.read_bytes() for p in (tmp_path / "lake").rglob("*") if p.is_file()
                     and ("mlruns" in p.parts or p.name == "mlflow.db"))
     assert not any(p.encode()[:40] in blob for p in private_texts)
+    # nothing derived from the secrets' structure through sigma leaves the protected zone (issue 46, item 3):
+    # the noise figures and the charge's params (sigma, count pmfs, the largest record count, the records read)
+    assert not {"sigma", "centre_noise_sd", "secret_groups"} & set(dataclasses.asdict(result))
+    for name in (b"centre_noise_sd", b"count_pmfs", b"max_records_per_secret", b"expected_sampled", b'"read"'):
+        assert name not in blob, name
+    assert protected_noise(ctx)["sigma"] > 0  # kept where only the protected zone reads it
+
+
+def protected_noise(ctx) -> dict:
+    from pyspark.sql import functions as F
+
+    from privtext.platform.tables import UTILITY_REPORTS
+
+    rows = ctx.lakehouse.read(UTILITY_REPORTS, date=DATE).where(F.col("target") == synthesize.NOISE_TARGET).collect()
+    return {r["metric"]: r["value"] for r in rows}
 
 
 @pytest.mark.skipif(not _generator_ready(), reason="needs Settings.generate and the local LLM package")
@@ -210,12 +230,18 @@ def test_all_private_corpus_takes_d_pub_from_the_generator(tmp_path, spark, monk
     assert pool.shape[0] == len(LABELS) * 2  # ceil(4 / 4 labels) x L = 2 per label: round 0's pool
     assert np.abs(pool[:, None, :] - emb[None, :, :]).max(axis=2).min() > 1e-3  # no private row in it
     assert result.clusters == len(LABELS)  # K 4 over 4 labels: one centre each, n_k = 2
-    # the centres' noise, 2 R sigma / n_k per direction with n_k = 2, reported and warned about (votes ~ random)
-    assert result.centre_noise_sd == pytest.approx(2 * settings.secpe.clip_radius * result.sigma / 2)
-    assert result.centre_noise_sd > synthesize.NOISE_SD_WARN
-    assert any("close to random" in r.getMessage() and "secpe.clusters" in r.getMessage() for r in caplog.records)
     (entry,) = Ledger(ctx.lakehouse, settings).entries()
     assert entry["guarantee"] == "secret_protection"
+    # the centres' noise, 2 R sigma / n_k per direction with n_k = 2, a function of the secrets' structure
+    # through sigma: kept in the protected zone (above the warning level: votes ~ random), never in the result,
+    # MLflow or the log
+    noise = protected_noise(ctx)
+    sigma = entry["params"]["pair"]["sigma"]
+    assert noise["sigma"] == pytest.approx(sigma)
+    assert noise["centre_noise_sd"] == pytest.approx(2 * settings.secpe.clip_radius * sigma / 2)
+    assert noise["centre_noise_sd"] > synthesize.NOISE_SD_WARN and noise["noise_above_warn"] == 1.0
+    assert not {"sigma", "centre_noise_sd", "secret_groups"} & set(dataclasses.asdict(result))
+    assert not any("close to random" in r.getMessage() for r in caplog.records)  # the log says nothing of it
     synth = ctx.lakehouse.read(STAGED_SYNTHETIC_DOCUMENTS).toPandas()
     assert len(synth) == 4 and set(synth.label) <= set(LABELS)
     assert not any(r["text"] in t for r in rows for t in synth.text)

@@ -110,22 +110,27 @@ def test_shards_are_disjoint_by_user_or_by_document(tmp_path):
     assert train_dped.with_units_and_shards(with_gap, 4, "s")[1] == "record"
 
 
-def test_the_charge_counts_each_secret_by_the_units_holding_it(tmp_path):
-    """The group size a DPED charge records per secret: distinct users (user-level adjacency) or documents
-    (record-level) among the documents read holding it, from those documents' spans."""
+def test_the_charge_keeps_the_records_it_read_and_the_join_counts_each_secret_by_its_units(tmp_path):
+    """The read set a DPED charge keeps (keyed ids): joined to spans found at any time, the group size per
+    secret is the distinct users (user-level adjacency) or documents (record-level) read holding it."""
+    from privtext.privacy.reads import holders, joined
+
     ctx = _context(tmp_path)
+    key = b"train-dped-test-key-16+"
     docs = ctx.spark.createDataFrame(
         [("d1", "u1", "x"), ("d2", "u1", "x"), ("d3", "u2", "x"), ("d4", "u3", "x"), ("d5", None, "x")],
         "doc_id string, user_id string, text string")
-    spans = ctx.spark.createDataFrame(  # s1: 3 documents of 2 users; s2: one document twice; s3: unread document
-        [("d1", "s1"), ("d1", "s1"), ("d2", "s1"), ("d3", "s1"), ("d4", "s2"), ("d4", "s2"), ("d9", "s3")],
-        "doc_id string, secret_id string")
+    # s1: 3 documents of 2 users; s2: one document twice; s3: an unread document
+    spans = holders(key, ["d1", "d1", "d2", "d3", "d4", "d4", "d9"], ["s1", "s1", "s1", "s1", "s2", "s2", "s3"],
+                    ["PERSON"] * 7)
     by_user, adjacency = train_dped.with_units_and_shards(docs.where("doc_id != 'd5'"), 2, "s")
     assert adjacency == "user"
-    assert {k: e.records for k, e in train_dped.secret_units(by_user, spans).items()} == {"s1": 2, "s2": 1}
+    read = train_dped.records_read(by_user, adjacency, key)
+    assert len(read["records"]) == len(read["units"]) == 4 and joined(read, spans) == {"s1": 2, "s2": 1}
     by_doc, adjacency = train_dped.with_units_and_shards(docs, 2, "s")
     assert adjacency == "record"
-    assert {k: e.records for k, e in train_dped.secret_units(by_doc, spans).items()} == {"s1": 3, "s2": 1}
+    read = train_dped.records_read(by_doc, adjacency, key)
+    assert "units" not in read and len(read["records"]) == 5 and joined(read, spans) == {"s1": 3, "s2": 1}
 
 
 def test_teacher_task_returns_only_answers(tmp_path):

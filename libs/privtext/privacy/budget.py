@@ -39,11 +39,13 @@ Composition (``compose``), over all charges of the ledger (every dataset), acros
   dominated by binary randomized response, Kairouz et al. 2015), and record/user DpEvents with their
   sensitivity scaled by the secret's record count g (group privacy of a Gaussian: L2 sensitivity at
   most g times, by the triangle inequality; only Gaussian/Laplace events scale, others are refused).
-  g is the event's OWN count for the secret: a record/user-level charge records, per secret, the
-  records (or users, for user-level adjacency) holding it in everything that event read
-  (``Exposure.records``, counted from ``restricted.pii_spans`` by the stage); a secret absent from its
-  exposures was not in its data (g = 0: the event does not touch it). A legacy record-level row without
-  exposures scales by the largest ``records`` any charge recorded for the secret.
+  g is the event's OWN count for the secret: the records (or users, for user-level adjacency) holding it
+  in everything that event read (``Exposure.records``); a charge that keeps the set of records it read
+  gets these from the ledger, joined to the spans at every composition (``privacy.reads``: whichever
+  stage ran first), and a secret absent from its exposures was not in its data (g = 0: the event does
+  not touch it). A legacy record-level row without exposures scales by the largest ``records`` any charge
+  recorded for the secret. Aug-PE with its per-record event (``record_event``) composes per secret at its
+  own g; a secret SecPE read as public (variant ``privacy.reads.UNPROTECTED``) has no guarantee.
   Adjacency of the secret pair: D and D' differ only in the presence of the secret (SecPE Def. 3.1); the
   sanitizer's pure-LDP pair holds for values of the same entity type and surface format (the format class
   is published, ``clusant.surface_format``), so p is the adversary's prior over the values of the
@@ -150,10 +152,13 @@ def secret_charge(dataset, stage, run_id, mechanism, *, p: float, r: float, sigm
 
 
 def secret_event_charge(dataset, stage, run_id, mechanism, *, p: float, r: float, event, params=None,
-                        deterministic=False) -> Charge:
-    """(p, r)-secret protection of a DpEvent whose sensitivity already covers a whole secret (Aug-PE)."""
+                        deterministic=False, record_event=None) -> Charge:
+    """(p, r)-secret protection of a DpEvent whose sensitivity already covers a whole secret (Aug-PE).
+    ``record_event``: the same release for one record (sensitivity 1); with it a secret composes at its own
+    group size g (the event scaled by g), also for a secret found after the charge (``privacy.reads``)."""
+    pair = {"kind": "dp_event", **({"record_event": event_to_json(record_event)} if record_event is not None else {})}
     return Charge(dataset, stage, run_id, mechanism, "secret_protection",
-                  _params(params, "secret", {"kind": "dp_event"}, deterministic), {"p": float(p), "r": float(r)},
+                  _params(params, "secret", pair, deterministic), {"p": float(p), "r": float(r)},
                   event_to_json(event))
 
 
@@ -196,12 +201,18 @@ def measurement(dataset, stage, run_id, mechanism, *, guarantee: str, values: di
 
 def validate_exposures(charge: Charge, exposures) -> None:
     """Refuse (``MalformedExposures``) exposures the composer could not account, before anything is
-    written: a secret charge must name its secrets (null = "every secret" gives the composer no secret to
-    account); unit ids are non-empty strings; occurrences and records are integers >= 1 (records: the
-    units holding the secret in the data the release read); a variant indexes the charge's count pmfs."""
+    written: empty exposures ``{}`` (of any charge: a release that exposed no unit names none, None or a read
+    set says "every unit" / "what it read"); a secret charge must name its secrets (null = "every secret"
+    gives the composer no secret to account) unless it carries the set of records it read
+    (``params["read"]``, joined to the secrets by the ledger: ``privacy.reads``); unit ids are non-empty
+    strings; occurrences and records are integers >= 1 (records: the units holding the secret in the data
+    the release read); a variant indexes the charge's count pmfs."""
     where = f"{charge.stage}/{charge.mechanism} charge ({charge.params['unit']})"
+    if isinstance(exposures, dict) and not exposures:
+        raise MalformedExposures(f"{where}: exposures are empty ({{}}); name the units it exposed, or pass None with "
+                                 "the records it read (params['read'])")
     if exposures is None:
-        if charge.params["unit"] == "secret":
+        if charge.params["unit"] == "secret" and not charge.params.get("read"):
             raise MalformedExposures(f"{where}: exposures are null; a secret charge must name the secrets it exposed "
                                      "({secret_id: Exposure(occurrences, variant, records)})")
         return
@@ -481,6 +492,8 @@ class _SecretAccountant:
         if kind == "event":  # ("event", event JSON, group): a DpEvent, scaled to a group
             event = scale_event(event_from_json(comp[1]), comp[2])
             return event_rdp(event) if rdp else event_pld(event)
+        if kind == "unprotected":  # read without noise (privacy.reads.UNPROTECTED): no guarantee
+            return np.full(len(ORDERS), np.inf) if rdp else None
         raise AssertionError(kind)
 
     def components(self, mix, pure_eps, group) -> list:
@@ -538,20 +551,24 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
     r_slot, r_charge, r_occ = slot[flat.unit[rows]], flat.charge[rows], flat.occ[rows]
     r_var, r_rec = flat.variant[rows], flat.records[rows]
 
-    def comp_of(i, variant):  # keyed by the pair's content, so equal releases self-compose
+    def comp_of(i, variant, records=1):  # keyed by the pair's content, so equal releases self-compose
         pair = charges[i]["params"]["pair"]
+        if variant < 0:  # a secret the release read as public (privacy.reads.UNPROTECTED)
+            return ("unprotected",)
         if pair["kind"] == "secret_mixture":
             return ("mix", float(pair["sigma"]), int(pair["rounds"]), int(pair["releases_per_round"]),
                     tuple(pair["count_pmfs"][int(variant)]))
+        if pair.get("record_event"):  # the per-record event at the secret's own group size
+            return ("event", pair["record_event"], int(records))
         return ("event", charges[i]["dp_event"], 1)
 
     # per-unit Renyi DP, p, pure eps and group size, vectorised over exposure rows
     rdp = np.zeros((m, len(ORDERS)))
     sec_rows = is_secret[r_charge]
-    keys = np.stack([r_charge[sec_rows], r_var[sec_rows]], axis=1)
+    keys = np.stack([r_charge[sec_rows], r_var[sec_rows], r_rec[sec_rows]], axis=1)
     if len(keys):
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        comp_rdp = np.array([acc.rdp(comp_of(i, v)) for i, v in uniq])
+        comp_rdp = np.array([acc.rdp(comp_of(i, v, g)) for i, v, g in uniq])
         times = sparse.csr_matrix((r_occ[sec_rows].astype(np.float64), (r_slot[sec_rows], inverse.ravel())),
                                   shape=(m, len(uniq)))
         with np.errstate(invalid="ignore"):  # inf (no noise) times 0 exposures
@@ -598,7 +615,7 @@ def _compose_secrets(charges, exposures, flat, budget, dp_record) -> dict | None
         mix = list(wild_comps)
         for k in rows_of.get(u, []):
             if sec_rows[k]:
-                mix += [comp_of(r_charge[k], r_var[k])] * int(r_occ[k])
+                mix += [comp_of(r_charge[k], r_var[k], r_rec[k])] * int(r_occ[k])
             elif dpx_rows[k]:
                 mix += [("event", charges[r_charge[k]]["dp_event"], int(r_rec[k]))] * int(r_occ[k])
         comps = tuple(acc.components(mix, pure_unit[u], group[u]))

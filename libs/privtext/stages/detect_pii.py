@@ -36,7 +36,7 @@ from privtext.pii.settings import PiiSettings
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.platform.tables import DOCUMENTS, PII_SPANS
-from privtext.lineage import partition_state, settings_digest
+from privtext.lineage import documents_state, partition_state, settings_digest
 
 SPAN_SCHEMA = StructType(
     [
@@ -137,7 +137,8 @@ def run(ctx: RunContext) -> DetectResult:
     settings = ctx.settings.pii
     key = load_hmac_key(ctx.settings.run.hmac_key_env, ctx.settings.run.hmac_key_file, ctx.settings.run.deterministic)
     date = F.lit(ctx.date)
-    documents = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
+    documents_version = ctx.lakehouse.version(DOCUMENTS)  # the documents read, and the lineage recorded, of one snapshot
+    documents = ctx.lakehouse.read(DOCUMENTS, documents_version, date=ctx.date).select("doc_id", "text")
     random_words = None
     if settings.secrets.mode == "random_words":
         random_words = choose_random_words(
@@ -160,7 +161,7 @@ def run(ctx: RunContext) -> DetectResult:
             found.setdefault(r["doc_id"], []).append((r["start"], r["end"]))
     finally:
         detected.unpersist()
-    canary = _record_canaries(ctx, canaries, found) if canaries else None
+    canary = _record_canaries(ctx, canaries, found, documents_version) if canaries else None
 
     tonight = ctx.lakehouse.read(PII_SPANS, date=ctx.date)
     by_type = {r["entity_type"]: r["count"] for r in tonight.groupBy("entity_type").count().collect()}
@@ -176,7 +177,7 @@ def run(ctx: RunContext) -> DetectResult:
                         canary_coverage=None if canary is None else canary["overall"]["coverage"])
 
 
-def _record_canaries(ctx: RunContext, canaries, found) -> dict:
+def _record_canaries(ctx: RunContext, canaries, found, documents_version: int) -> dict:
     """Score tonight's canaries; record the figures in the ledger (a measurement) and MLflow."""
     scores = score(canaries, found)
     ctx.tracked.log_metrics({"canary_recall": scores["overall"]["recall"], "canary_coverage": scores["overall"]["coverage"],
@@ -184,13 +185,15 @@ def _record_canaries(ctx: RunContext, canaries, found) -> dict:
                              **{f"canary_coverage_{t}": v["coverage"] for t, v in scores["by_type"].items()}})
     Ledger(ctx.lakehouse, ctx.settings).charge(measurement(
         ctx.settings.run.dataset, "detect_pii", ctx.run_id, "canaries", guarantee="detection_recall", values=scores,
-        params={"date": ctx.date.isoformat(), "canaries": len(canaries), **_lineage(ctx)},
+        params={"date": ctx.date.isoformat(), "canaries": len(canaries), **_lineage(ctx, documents_version)},
         deterministic=ctx.settings.run.deterministic))
     return scores
 
 
-def _lineage(ctx: RunContext) -> dict:
-    """What the canary measurement measured (``privtext.lineage``): the spans partition this run wrote and its
-    detection settings, so a release sanitized from these spans can name this measurement by content."""
+def _lineage(ctx: RunContext, documents_version: int | None = None) -> dict:
+    """What the canary measurement measured (``privtext.lineage``): the spans partition this run wrote, its
+    detection settings and the documents it read, so a release sanitized from these spans can name this
+    measurement by content, and a re-delivery of the date's documents since is seen."""
     return {"spans_state": partition_state(ctx.lakehouse, PII_SPANS, ctx.date),
-            "settings_digest": settings_digest(ctx.settings.pii)}
+            "settings_digest": settings_digest(ctx.settings.pii),
+            "documents_state": documents_state(ctx.lakehouse, ctx.date, documents_version)}

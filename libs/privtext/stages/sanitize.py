@@ -293,9 +293,9 @@ def _export_utility(ctx: RunContext, staged: DataFrame, similarity: float | None
         "similarity_documents": ctx.settings.clusant.metrics.max_documents})
 
 
-def _inputs(ctx: RunContext, spans_version: int) -> DataFrame:
+def _inputs(ctx: RunContext, spans_version: int, documents_version: int) -> DataFrame:
     """The date's documents, each with the list of its spans (empty for documents without spans)."""
-    documents = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
+    documents = ctx.lakehouse.read(DOCUMENTS, documents_version, date=ctx.date).select("doc_id", "text")
     spans = (ctx.lakehouse.read(PII_SPANS, spans_version, date=ctx.date)
              .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score")).alias("spans")))
     return documents.join(spans, "doc_id", "left")
@@ -348,11 +348,12 @@ def run(ctx: RunContext) -> SanitizeResult:
     started = time.perf_counter()  # spans_per_second is of the whole stage: vocabularies, charges, write, metrics
     settings = ctx.settings
     spans_version = ctx.lakehouse.version(PII_SPANS)  # the spans read, and the lineage recorded, of one snapshot
+    documents_version = ctx.lakehouse.version(DOCUMENTS)  # so are the documents (lineage.documents_state)
     ledger = Ledger(ctx.lakehouse, settings)
     entries = ledger.entries()  # one read: the lineage's (this dataset's) and the draws' (every dataset's)
     lineage = detection_lineage(ctx.lakehouse, settings, [e for e in entries if e["dataset"] == settings.run.dataset],
-                                ctx.date, spans_version)
-    inputs = _inputs(ctx, spans_version)
+                                ctx.date, spans_version, documents_version)  # DocumentsChanged: nothing charged
+    inputs = _inputs(ctx, spans_version, documents_version)
     table = piece_table(settings)
     encode, encoder_name = phrase_encoder(settings, table)
     vocabs = vocabularies(settings, encode, encoder_name)

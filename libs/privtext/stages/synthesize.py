@@ -17,7 +17,10 @@ Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
    joins one rho per group back to the records. Aug-PE: sigma = c_max sqrt(T) / mu(p, r), with c_max
    the largest record count of one secret (``secpe.aug_pe``). Both charges record, per secret, the
    records holding it in the data read (all nights up to the date, less the held-out split and the
-   documents without a known label, which the release never reads): the secret's group size.
+   documents without a known label, which the release never reads): the secret's group size; and the set
+   of records read (``privacy.reads``), which the ledger joins to the secrets found later: Aug-PE's
+   per-record event reaches them at their group size, and a secret SecPE read as public (no noise) has
+   no guarantee at all.
 3. The ledger is charged (guarantee ``secret_protection``, spend (p, r)) before any private statistic
    is computed; a refused charge (``BudgetExceeded``) leaves every table as it was.
 4. Protected Evolution (``secpe.evolution.evolve``): each round, the executors assign the rho-sampled
@@ -28,14 +31,16 @@ Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
    ceil(N_syn / labels) of each label's round-0 samples: the generator alone, no private data, which
    ``evaluate`` scores beside the table) and ``protected.synthetic_documents`` (the N_syn survivors)
    replace the date's partition; MLflow gets per-round histogram summaries and
-   timings (no text, no embedding), and the centres' noise per direction (median 2 R sigma / n_k), with a
-   warning above ``NOISE_SD_WARN`` (their votes are then close to random).
+   timings (no text, no embedding).
+6. sigma, and SecPE's centre noise per direction (median 2 R sigma / n_k), are functions of the private
+   secrets' structure through sigma (SecretNoise's LP; Aug-PE's c_max): they stay in the protected zone,
+   ``protected.utility_reports`` (target ``synthetic_noise``, with ``noise_above_warn``: 1 above
+   ``NOISE_SD_WARN``, where the centres' votes are close to random), never in MLflow, the log or the stage
+   result (the ledger's entry, also protected, holds sigma too).
 """
 from __future__ import annotations
 
 import hashlib
-import logging
-import math
 import uuid
 from dataclasses import dataclass
 
@@ -49,10 +54,12 @@ from privtext.pii.secrets import secret_types
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
 from privtext.platform.spark import held_out, tree_sum
+from privtext.platform.utility_reports import write_utility
 from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, NOISY_CENTERS, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
 from privtext.privacy.accounting import gaussian_event
 from privtext.privacy.budget import Exposure, secret_charge, secret_event_charge
+from privtext.privacy.reads import read_set, run_key
 from privtext.privacy.mechanisms import make_rng
 from privtext.secpe.aug_pe import augpe_secret_sigma, augpe_vote, private_votes
 from privtext.secpe.evolution import evolve, secpe_vote
@@ -61,10 +68,10 @@ from privtext.secpe.secret_clustering import (NO_LABEL, PublicClusters, centres_
                                              secret_count_pmfs)
 from privtext.secpe.settings import SecpeSettings
 
-log = logging.getLogger("privtext")
 # a centre's noise sd per direction above this: its vote is close to random (docs/products/synthetic.md: at 0.38,
 # 20 Newsgroups all private, the table scored 0.09 below the generator's own samples; at 0.08 it cost nothing)
 NOISE_SD_WARN = 0.1
+NOISE_TARGET = "synthetic_noise"  # protected.utility_reports rows of the run's noise (module doc, step 6)
 
 
 
@@ -77,13 +84,10 @@ class SynthesizeResult:
     private_documents: int
     clusters: int
     public_source: str  # D_pub of the SecPE clusters: documents | generator ("" for Aug-PE)
-    secret_groups: int
-    sigma: float
     r_over_p: float
     vote_seconds: float
     generate_seconds: float
     embed_seconds: float
-    centre_noise_sd: float = float("nan")  # SecPE: median over centres of 2 R sigma / n_k per direction
 
 
 def add_arguments(parser) -> None:
@@ -228,8 +232,11 @@ def _config(ctx: RunContext, overrides: dict) -> SecpeSettings:
     return cfg
 
 
-def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, private: DataFrame, n_private: int) -> _Noise:
+def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, private: DataFrame,
+                          n_private: int) -> _Noise:
     """SecretNoise (SecPE) or Aug-PE's sigma, then the ledger charge (refused: nothing is written)."""
+    read = read_set(run_key(ctx.settings.run), ((r["doc_id"], None) for r in corpus.select("doc_id").toLocalIterator()),
+                    secret_types(ctx.settings.pii))  # every document read, public or private: O(records)
     groups, sizes, keys, n_secrets = secret_groups(private)
     secret_ids = [None] * n_secrets
     for idxs, ids in zip(groups, keys):
@@ -241,7 +248,7 @@ def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, private: DataFram
         pmfs, variant, records = secret_count_pmfs(groups, sizes, noise.rho, n_secrets)
         params = {"date": date, "rounds": cfg.rounds, "clusters": cfg.clusters,
                   "clip_radius": cfg.clip_radius, "secret_groups": noise.n_groups, "expected_sampled": noise.expected_sampled,
-                  "private_documents": n_private}
+                  "private_documents": n_private, "read": read}
         charge = secret_charge(dataset, "synthesize", ctx.run_id, "secpe_histogram", p=cfg.p, r=cfg.r, sigma=noise.sigma,
                                rounds=cfg.rounds, releases_per_round=2, count_pmfs=pmfs, params=params,
                                deterministic=det)
@@ -254,16 +261,16 @@ def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, private: DataFram
         c_max = max(per_secret.values(), default=0)
         sigma = augpe_secret_sigma(cfg.p, cfg.r, cfg.rounds, c_max)
         params = {"date": date, "sigma": sigma, "rounds": cfg.rounds, "max_records_per_secret": c_max,
-                  "clip_radius": cfg.clip_radius, "private_documents": n_private}
+                  "clip_radius": cfg.clip_radius, "private_documents": n_private, "read": read}
         if sigma <= 0:
             raise ValueError(f"secpe.r_over_p = {cfg.r_over_p}: Aug-PE without noise has no guarantee; "
                              "use a finite r_over_p")
         charge = secret_event_charge(dataset, "synthesize", ctx.run_id, "aug_pe_histogram", p=cfg.p, r=cfg.r,
                                      event=gaussian_event(sigma, max(c_max, 1), cfg.rounds), params=params,
-                                     deterministic=det)
+                                     deterministic=det, record_event=gaussian_event(sigma, 1, cfg.rounds))
         exposures = {sid: Exposure(1, 0, per_secret[sid]) for sid in secret_ids}
         result = _Noise(sigma, groups, keys, None)
-    Ledger(ctx.lakehouse, ctx.settings).charge(charge, exposures, tracked=ctx.tracked)
+    Ledger(ctx.lakehouse, ctx.settings).charge(charge, exposures or None, tracked=ctx.tracked)  # None: no secret yet
     return result
 
 
@@ -389,7 +396,7 @@ def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, ro
         raise ValueError("synthesize found no embedded document with a known label to learn from")
     dim = len(corpus.select("embedding").first().embedding)
 
-    noise = _calibrate_and_charge(ctx, cfg, private, n_private)  # before any private statistic is computed
+    noise = _calibrate_and_charge(ctx, cfg, corpus, private, n_private)  # before any private statistic is computed
     releases: list[tuple[int, object]] = []
     if cfg.method == "secpe":
         vote = _secpe_vote(ctx, cfg, corpus, private, labels, noise, rng, dim, n_private, releases, source)
@@ -401,20 +408,24 @@ def run(ctx: RunContext, method: str | None = None, n_syn: int | None = None, ro
     _write(ctx, cfg.method, result, releases, labels)
     _log_rounds(ctx.tracked, result, labels)
     n_clusters = releases[0][1].counts.size if releases else 0
-    noise_sd = float(np.median(releases[0][1].noise_sd)) if releases else float("nan")
-    if noise_sd > NOISE_SD_WARN:
-        log.warning("synthesize: the SecPE centres' noise is %.2f per direction (%.1f in norm over %d dimensions, "
-                    "against centres of norm <= %g), so their votes are close to random: on 20 Newsgroups at 0.38 the "
-                    "table scored below the generator's own samples. Lower secpe.clusters (%d) or give each centre "
-                    "more %s (docs/products/synthetic.md#every-document-private-d_pub-from-the-generator)",
-                    noise_sd, noise_sd * math.sqrt(dim), dim, cfg.clip_radius, n_clusters,
-                    "generated samples: secpe.n_syn x secpe.variations" if source == "generator" else "public documents")
-    if ctx.tracked is not None and releases:
-        ctx.tracked.log_metrics({"centre_noise_sd": noise_sd})
+    write_utility(ctx, NOISE_TARGET, cfg.method, noise_figures(noise.sigma, releases),
+                  {"protected": "functions of the private secrets' structure through sigma: never in MLflow, the log "
+                                "or the stage result", "noise_sd_warn": NOISE_SD_WARN, "dimensions": dim,
+                   "clip_radius": cfg.clip_radius, "public_source": source})
     return SynthesizeResult(
-        cfg.method, len(result.texts), cfg.rounds, n_public, n_private, n_clusters, source, len(noise.groups),
-        noise.sigma, cfg.r_over_p, sum(s.vote_seconds for s in result.rounds), sum(s.generate_seconds for s in result.rounds),
-        sum(s.embed_seconds for s in result.rounds), noise_sd)
+        cfg.method, len(result.texts), cfg.rounds, n_public, n_private, n_clusters, source,
+        cfg.r_over_p, sum(s.vote_seconds for s in result.rounds), sum(s.generate_seconds for s in result.rounds),
+        sum(s.embed_seconds for s in result.rounds))
+
+
+def noise_figures(sigma: float, releases: list) -> dict[str, float]:
+    """What the run's noise was, for the protected zone only (module doc, step 6): sigma and, for SecPE, the
+    centres' median noise per direction (2 R sigma / n_k) and whether it is above ``NOISE_SD_WARN``."""
+    figures = {"sigma": float(sigma)}
+    if releases:
+        sd = float(np.median(releases[0][1].noise_sd))
+        figures.update(centre_noise_sd=sd, noise_above_warn=float(sd > NOISE_SD_WARN))
+    return figures
 
 
 def _key(secrets) -> str:

@@ -6,10 +6,10 @@ Flow (driver state O(|V| * d): never O(rows), nor the O(M * N * k) teacher votes
    when even unanimous teachers' answers would be noise-dominated (``aggregation.require_signal``,
    ``dped.min_snr``); else CHARGE the ledger (approx_dp, the full ``dped_event``) before any text is
    read; a refused charge (``BudgetExceeded``) stops the run with nothing computed or written. The
-   charge carries, per secret, the units (users or documents, the adjacency's) holding it among the
-   documents read, counted from the same dates' ``restricted.pii_spans`` (ids only): the secret's group
-   size when the event composes into its (p, r) account (``privacy.budget``: L2 sensitivity g times for
-   a secret in g units).
+   charge carries the set of records it reads (``privacy.reads.read_set``: keyed doc ids, and the keyed
+   user of each for user-level adjacency; ids only, O(records) on the driver); the ledger joins it to the
+   spans at every composition, so a secret found by a later ``detect_pii`` reaches this event too, at its
+   group size g = the units read holding it (``privacy.budget``: L2 sensitivity g times).
 2. Read restricted.documents (the run's ``--date`` or ``--all-dates``), tokenize in Spark onto the
    PUBLIC word list, and key every row by its privacy unit: ``user_id`` when every row has one
    (user-level adjacency) else ``doc_id`` (record-level); the ledger entry says which. Shards are
@@ -56,8 +56,9 @@ from privtext.dped.teacher import teacher_answers, train_teacher
 from privtext.dped.vocabulary import dp_select, public_anchor, public_words, tokenize, unit_top_ids
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
-from privtext.privacy.budget import Exposure, dp_charge
-from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_WORD_VECTORS
+from privtext.privacy.budget import dp_charge
+from privtext.privacy.reads import read_set, run_key
+from privtext.platform.tables import DOCUMENTS, STAGED_WORD_VECTORS
 from privtext.privacy.accounting import epsilon_of
 from privtext.privacy.mechanisms import make_rng
 from privtext.torch_scope import torch_scope
@@ -238,9 +239,8 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
     docs = ctx.lakehouse.read(DOCUMENTS, date=None if all_dates else ctx.date)
     docs, adjacency = with_units_and_shards(docs.select("doc_id", "user_id", "text"), settings.n_teachers,
                                             settings.shard_salt)
-    spans = ctx.lakehouse.read(PII_SPANS, date=None if all_dates else ctx.date)
     entry_id, eps_pld, eps_rdp = _charge(ctx, settings, multipliers, event, n_queries, adjacency,
-                                         secret_units(docs, spans), snr)
+                                         records_read(docs, adjacency, run_key(ctx.settings.run)), snr)
 
     tokens = tokenized(docs, words).select("doc_id", "unit", "shard", "ids").cache()
     try:
@@ -281,16 +281,15 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
     )
 
 
-def secret_units(docs: DataFrame, spans: DataFrame) -> dict[str, Exposure]:
-    """secret_id -> Exposure(records = distinct ``unit`` of ``docs`` holding it), from the spans of the
-    documents read (ids only); O(secrets) rows reach the driver."""
-    counts = (docs.select("doc_id", "unit").join(spans.select("doc_id", "secret_id").distinct(), "doc_id")
-              .groupBy("secret_id").agg(F.countDistinct("unit").alias("units")))
-    return {r["secret_id"]: Exposure(1, 0, int(r["units"])) for r in counts.toLocalIterator()}
+def records_read(docs: DataFrame, adjacency: str, key: bytes) -> dict:
+    """The read set of the run (``privacy.reads.read_set``): each document read, with its user for user-level
+    adjacency; ids only, O(records) on the driver."""
+    rows = docs.select("doc_id", "unit").distinct().toLocalIterator()
+    return read_set(key, ((r["doc_id"], r["unit"] if adjacency == "user" else None) for r in rows))
 
 
 def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultipliers, event, n_queries: int,
-            adjacency: str, exposures: dict[str, Exposure], snr: dict[str, float]) -> tuple[str, float, float]:
+            adjacency: str, read: dict, snr: dict[str, float]) -> tuple[str, float, float]:
     """Charge the whole run (vocabulary + M queries) before anything is computed or released."""
     eps_pld = epsilon_of(event, settings.delta)
     eps_rdp = epsilon_of(event, settings.delta, accountant="rdp")
@@ -304,8 +303,8 @@ def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultiplie
                 "top_k": settings.top_k, "threshold": settings.threshold, "clip_hidden": settings.clip_hidden,
                 "noise_multipliers": vars(multipliers), "sensitivities": sensitivities(settings),
                 "sigmas": sigmas(settings, multipliers), "best_case_snr": snr, "epsilon_rdp": eps_rdp,
-                "secrets": len(exposures)},
-        deterministic=ctx.settings.run.deterministic), exposures, tracked=ctx.tracked)
+                "records": len(read["records"]), "read": read},
+        deterministic=ctx.settings.run.deterministic), None, tracked=ctx.tracked)
     entry = [e for e in ledger.entries(dataset) if e["run_id"] == ctx.run_id and e["stage"] == "train_dped"][-1]
     return entry["entry_id"], eps_pld, eps_rdp
 
