@@ -6,36 +6,45 @@ file name and the text under the run's key (``run.hmac_key_env``), never an unke
 anyone could recompute from a guessed file name and text (publish replaces it by its own pseudonym).
 Spark distributes the file paths only: each file is opened and parsed in a Python worker, so a text
 longer than ``ingest.max_chars`` is quarantined by size (file and line/record number, no raw text)
-before it could become a Spark row. Bad records never stop the load: malformed JSON lines, CSV rows
-with the wrong field count, null/blank text, invalid UTF-8, oversized text, a lone surrogate (an
-unpaired ``\\ud800`` escape) in ``doc_id``/``user_id``/``label``/a field name/a value, JSON nested deeper
-than the interpreter's recursion limit and duplicate ``doc_id``s within the load go to the quarantine
-with a reason (every quarantined string keeps bad characters as backslash escapes). A JSONL file whose
-first line is a JSON array is read line by line (the array line is quarantined, the rest lands). Per-file problems stay with that file: a file
-without a ``text`` column, an empty, 0-byte or blank file, a malformed JSON array quarantine its
-records (or one row naming the file) and the rest of the load lands; a CSV that cannot be parsed (an
-unterminated quote, an oversized field) is quarantined whole, naming the line; an unreadable file
-(permissions, a symlink loop) and a Parquet file whose schema does not unify with the earlier files'
-(the column and both types named), a CSV header that is not UTF-8, a file name that is not UTF-8 (shown
-escaped, e.g. ``caf\\xe9.jsonl``) and any error a parser did not foresee (its type named) are one
-quarantine row each. Parquet values of any type (Decimal, timestamps inside structs) become JSON text in
-``metadata``. The run refuses, writing nothing, a load with no usable record
-(unless ``--allow-empty``) or one smaller than ``ingest.min_ratio_of_previous`` of what the date
+before it could become a Spark row. Bad records never stop the load: malformed JSON lines, a JSON
+object that repeats a key, CSV rows with the wrong field count or a stray quote, null or blank text
+(white space of any script, NUL and other control or format characters only), a ``text`` that is not a
+string (a JSON object, list, number), invalid UTF-8, oversized text, a ``doc_id``/``user_id``/``label``
+over ``MAX_ID_CHARS``, a lone surrogate (an unpaired ``\\ud800`` escape) in ``doc_id``/``user_id``/
+``label``/a field name/a value, JSON nested deeper than the interpreter's recursion limit and duplicate
+``doc_id``s within the load go to the quarantine with a reason (every quarantined string keeps bad
+characters as backslash escapes). A JSONL file whose first line is a JSON array is read line by line
+(the array line is quarantined, the rest lands). The CSV reader goes row by row: a record it cannot parse
+is quarantined naming the line it starts on and reading resumes on the next line (a quote left open runs
+to the end of the file: that is one record); a field of any length is parsed whole. Per-file problems
+stay with that file: a file without a ``text`` column, an empty, 0-byte or blank file, a malformed JSON
+array, a CSV header that repeats a column quarantine its records (or one row naming the file) and the
+rest of the load lands; an unreadable file (permissions, a symlink loop) and a Parquet file whose schema
+does not unify with the earlier files' (the column and both types named), a CSV header that is not UTF-8,
+a file name that is not UTF-8 (shown escaped, e.g. ``caf\\xe9.jsonl``) and any error a parser did not
+foresee (its type named) are one quarantine row each. Parquet values of any type (Decimal, timestamps
+inside structs) become JSON text in ``metadata``. The run refuses, writing nothing, a load with no usable
+record (unless ``--allow-empty``) or one smaller than ``ingest.min_ratio_of_previous`` of what the date
 already holds (unless ``--allow-smaller``). UTF-8 with or without BOM and UTF-16/32 with BOM are read;
-JSON arrays and JSON Lines both; files with other extensions or hidden/``_`` names are skipped and
-listed. Both tables are written by replacing the date's partition, so a rerun of a date never
-duplicates.
+JSON arrays and JSON Lines both; files with other extensions or hidden/``_`` names and anything that is
+not a regular file (a FIFO, which would block the reader, a socket, a device) are skipped and listed.
+Both tables are written by replacing the date's partition, so a rerun of a date never duplicates.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
+import decimal
+import errno
 import hashlib
 import hmac
 import io
 import json
 import logging
 import os
+import stat
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -54,6 +63,8 @@ from privtext.platform.tables import DOCUMENTS, QUARANTINE
 log = logging.getLogger("privtext")
 KNOWN_COLUMNS = ("doc_id", "user_id", "text", "label")
 FORMATS = (".jsonl", ".json", ".ndjson", ".csv", ".parquet")
+MAX_ID_CHARS = 256  # doc_id, user_id, label: longer is quarantined (generated doc_ids are 32 characters)
+BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})  # controls, format characters, separators
 
 PARSED_SCHEMA = StructType(
     [
@@ -132,6 +143,37 @@ def _invalid_field(fields: dict, metadata: dict) -> str | None:
     return None
 
 
+def _is_blank(text: str) -> bool:
+    """Nothing but white space (any script's: NBSP, em spaces, ideographic space), control and format
+    characters (NUL, zero-width space, BOM): no word to process."""
+    return all(c.isspace() or unicodedata.category(c) in BLANK_CATEGORIES for c in text)
+
+
+def _kind(value) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, (int, float, decimal.Decimal)) else f"a {type(value).__name__}"
+
+
+def _content_problem(fields: dict) -> str | None:
+    """Why a record's values cannot be a document: a ``text`` that is not a string (a JSON object, list,
+    number or boolean; a Parquet column of another type) or is blank; an id or label over ``MAX_ID_CHARS``."""
+    text = fields.get("text")
+    if _as_str(text) is not None and not isinstance(text, str):
+        return f"text is {_kind(text)}, not a string"
+    if isinstance(text, str) and _is_blank(text):
+        return "empty text"
+    for name in ("doc_id", "user_id", "label"):
+        value = _as_str(fields.get(name))
+        if value is not None and len(value) > MAX_ID_CHARS:
+            return f"{name} longer than {MAX_ID_CHARS} characters"
+    return None
+
+
 def _record(fields: dict, source: str, line_no: int, raw: str, reason: str | None, has_text: bool) -> dict:
     """One parsed record; every string in it is valid Unicode (a field that is not quarantines the record,
     the raw record and file name keep their bad characters as backslash escapes)."""
@@ -140,6 +182,8 @@ def _record(fields: dict, source: str, line_no: int, raw: str, reason: str | Non
     invalid = _invalid_field(fields, metadata) if reason is None else None
     if invalid is not None:
         reason = "invalid UTF-8" if invalid in ("text", "a metadata value") else f"invalid Unicode in {invalid}"
+    if reason is None:
+        reason = _content_problem(fields)
     if reason is not None:
         text = None
         metadata = {}
@@ -178,10 +222,49 @@ def _mark_without_text(records: list[dict], has_text: bool) -> list[dict]:
     return records
 
 
+class _DuplicateKeys(dict):
+    """A JSON object that repeats a key (``json`` would keep the last value silently)."""
+
+
+def _object(pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    duplicated = _DuplicateKeys(obj)
+    duplicated.pairs = pairs
+    return duplicated
+
+
+def _dumps(item) -> str:
+    """An array item as JSON, every value of a repeated key kept."""
+    if not isinstance(item, _DuplicateKeys):
+        return json.dumps(item, ensure_ascii=False)
+    return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}"
+                           for k, v in item.pairs) + "}"
+
+
+def _has_duplicate_keys(value) -> bool:
+    """Whether any object in ``value`` (a parsed JSON value, at any depth) repeated a key."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _DuplicateKeys):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+DUPLICATE_KEY = "malformed JSON: duplicate key in an object"
+
+
 def _loads(text: str):
-    """``json.loads``; nesting deeper than the interpreter's recursion limit is a ``ValueError`` saying so."""
+    """``json.loads``, objects marked when they repeat a key; nesting deeper than the interpreter's recursion
+    limit is a ``ValueError`` saying so."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_object)
     except RecursionError:
         raise ValueError(f"nested deeper than {sys.getrecursionlimit()} levels") from None
 
@@ -199,9 +282,11 @@ def _parse_json_array(text: str, source: str) -> list[dict] | None:
         return None
     records = []
     for i, item in enumerate(items, start=1):
-        raw = json.dumps(item, ensure_ascii=False)
+        raw = _dumps(item)
         if not isinstance(item, dict):
             records.append(_record({}, source, i, raw, "malformed JSON: not an object", False))
+        elif _has_duplicate_keys(item):
+            records.append(_record({}, source, i, raw, DUPLICATE_KEY, False))
         else:
             records.append(_record(item, source, i, raw, None, True))
     return _mark_without_text(records, any(isinstance(x, dict) and "text" in x for x in items))
@@ -239,44 +324,74 @@ def _parse_jsonl(content: bytes, source: str) -> list[dict]:
         if not isinstance(fields, dict):
             records.append(_record({}, source, line_no, raw, "malformed JSON: not an object", False))
             continue
+        if _has_duplicate_keys(fields):
+            records.append(_record({}, source, line_no, raw, DUPLICATE_KEY, False))
+            continue
         has_text = has_text or "text" in fields
         records.append(_record(fields, source, line_no, raw, None, True))
     return _mark_without_text(records, has_text)
 
 
+@contextlib.contextmanager
+def _no_field_limit():
+    """The csv module's field limit lifted while a file already read into memory is parsed: a long field is
+    parsed whole (and quarantined by ``ingest.max_chars`` if it is the text) instead of breaking the parser
+    in the middle of a quoted field."""
+    previous = csv.field_size_limit(sys.maxsize)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
+
+
 def _parse_csv(content: bytes, source: str, delimiter: str) -> list[dict]:
-    """CSV rows as records; a parse error (an unterminated quote, a field over the csv module's limit)
-    quarantines every record of the file, naming the line where the failing record starts."""
+    """CSV rows as records, row by row: a record the parser cannot read (a stray quote) is quarantined
+    naming the line it starts on, and reading resumes on the next line; a quote left open runs to the end
+    of the file, which is then that one record. A header that is not UTF-8 or repeats a column name
+    quarantines every record of the file."""
     content, decoded_text = _decode_bom(content)
     text = decoded_text if decoded_text is not None else content.decode("utf-8", "surrogateescape")
+    lines = io.StringIO(text, newline="").readlines()  # as the reader counts them (\n, \r\n, \r)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    records, header, start = [], [], 1
-    try:
-        header = next(reader, None) or []
+    records = []
+    with _no_field_limit():
+        try:
+            header = next(reader, None) or []
+        except csv.Error as error:
+            return [_record({}, source, 1, "".join(lines[:reader.line_num]),
+                            f"CSV parse error in the header: {error} (file quarantined)", True)]
         if not all(_is_valid_unicode(name) for name in header):
             return [_record({}, source, 1, delimiter.join(header), "invalid UTF-8 in the CSV header (file quarantined)",
                             True)]
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        file_reason = (f"duplicate column {_printable(repeated[0])[:50]!r} in the CSV header (file quarantined)"
+                       if repeated else None)
         has_text = "text" in header
         while True:
             start = reader.line_num + 1
-            row = next(reader, None)
+            try:
+                row = next(reader, None)
+            except csv.Error as error:
+                end = reader.line_num if reader.line_num >= start else len(lines)  # none read: the rest
+                records.append(_record({}, source, start, _printable("".join(lines[start - 1:end])),
+                                       f"CSV parse error in the record starting at line {start}: {error}", has_text))
+                if reader.line_num < start:
+                    break
+                continue
             if row is None:
                 break
             if not row:
                 continue
             raw = delimiter.join(row).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            if len(row) != len(header):
+            if file_reason is not None:
+                records.append(_record({}, source, start, raw, file_reason, has_text))
+            elif len(row) != len(header):
                 records.append(_record({}, source, start, raw, f"wrong field count: {len(row)} (header has {len(header)})", has_text))
-                continue
-            if any(not _is_valid_unicode(value) for value in row):
+            elif any(not _is_valid_unicode(value) for value in row):
                 records.append(_record({}, source, start, raw, "invalid UTF-8", has_text))
-                continue
-            fields = {name: (value if value != "" else None) for name, value in zip(header, row)}
-            records.append(_record(fields, source, start, raw, None, has_text))
-    except csv.Error as error:
-        reason = f"CSV parse error in the record starting at line {start}: {error} (whole file quarantined)"
-        return [_record({}, source, r["line_no"], r["raw_record"], reason, True) for r in records] + \
-            [_record({}, source, start, "", reason, True)]
+            else:
+                fields = {name: (value if value != "" else None) for name, value in zip(header, row)}
+                records.append(_record(fields, source, start, raw, None, has_text))
     return _mark_without_text(records, has_text or not header)
 
 
@@ -294,13 +409,36 @@ def _parse_parquet(path: str, source: str, batch_rows: int = 10_000):
         yield _mark_without_text(records, has_text)
 
 
+NOT_REGULAR = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+               stat.S_IFBLK: "a block device"}
+
+
+def _not_regular(path: str) -> str | None:
+    """What ``path`` is when it is not a regular file (a FIFO would block its reader forever); None for a
+    regular file or one that cannot be stat'ed (quarantined as unreadable by ``file_problems``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else NOT_REGULAR.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _read_regular(path: str) -> bytes:
+    """The bytes of a regular file; opened without blocking, so a file swapped for a FIFO meanwhile is an
+    error instead of a hang."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return file.read()
+
+
 def _parsed_chunks(path: str, source: str, delimiter: str):
     """A file's records, in lists: CSV and JSON files in one, Parquet per batch of rows."""
     if path.lower().endswith(".parquet"):
         yield from _parse_parquet(path, source)
         return
-    with open(path, "rb") as file:
-        content = file.read()
+    content = _read_regular(path)
     yield _parse_csv(content, source, delimiter) if path.lower().endswith(".csv") else _parse_jsonl(content, source)
 
 
@@ -345,10 +483,14 @@ def _parse_files(delimiter: str, max_chars: int, problems: dict[str, str]):
 
 
 def _input_files(path: str) -> tuple[list[str], list[str]]:
-    """Input files (absolute paths), and the files skipped (unsupported extension, hidden or ``_`` names)."""
-    if not os.path.exists(path):
+    """Input files (absolute paths), and the files skipped (unsupported extension, hidden or ``_`` names, not
+    a regular file: a FIFO, a socket, a device)."""
+    if not os.path.lexists(path):
         raise IngestError(f"input not found: {path}")
-    if os.path.isfile(path):
+    if not os.path.isdir(path):
+        kind = _not_regular(path)
+        if kind is not None:
+            raise IngestError(f"input {path} is {kind}, not a regular file or a folder; nothing was read")
         paths, skipped = [path], []
     else:
         names = sorted(os.path.join(root, name) for root, _, files in os.walk(path) for name in files)
@@ -356,7 +498,10 @@ def _input_files(path: str) -> tuple[list[str], list[str]]:
         skipped = [os.path.relpath(p, path) for p in names if p not in paths]
     inputs = []
     for file in paths:
-        if os.path.splitext(file)[1].lower() in FORMATS:
+        kind = _not_regular(file)
+        if kind is not None:
+            skipped.append(f"{os.path.basename(file)} ({kind})")
+        elif os.path.splitext(file)[1].lower() in FORMATS:
             inputs.append(os.path.abspath(file))
         else:
             skipped.append(os.path.basename(file))
@@ -374,8 +519,7 @@ def file_problems(files: list[str]) -> dict[str, str]:
     seen: dict[str, tuple[pa.Field, str]] = {}  # column -> (type, the first file that had it)
     for path in files:
         try:
-            with open(path, "rb"):
-                pass
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
             schema = pq.read_schema(path) if path.lower().endswith(".parquet") else None
         except OSError as error:
             problems[path] = f"unreadable file: {error.strerror or type(error).__name__}"
@@ -404,7 +548,7 @@ def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
     files, skipped = _input_files(path)
     skipped = [_printable(name) for name in skipped]
     if skipped:
-        log.warning("ingest: skipped %d file(s) with unsupported or hidden names: %s", len(skipped), ", ".join(skipped))
+        log.warning("ingest: skipped %d file(s) (unsupported or hidden names, not regular files): %s", len(skipped), ", ".join(skipped))
     problems = file_problems(files)
     for i, file in enumerate(files):  # a name Spark cannot carry: the file is one quarantine row, shown escaped
         if not _is_valid_unicode(file):
@@ -420,13 +564,13 @@ def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
 
 
 def validate(parsed: DataFrame, key: bytes) -> DataFrame:
-    """Set ``reason`` for blank text and duplicate doc_ids; fill missing doc_ids (keyed)."""
+    """Set ``reason`` for missing text and duplicate doc_ids; fill missing doc_ids (keyed)."""
     doc_id_udf = F.udf(lambda source_file, text: keyed_doc_id(key, source_file, text), StringType())
     text_ok = F.col("reason").isNull()
     df = parsed.withColumn(
         "reason",
         F.when(~text_ok, F.col("reason"))
-        .when(F.col("text").isNull() | (F.length(F.trim(F.regexp_replace("text", r"\s", " "))) == 0), F.lit("empty text")),
+        .when(F.col("text").isNull(), F.lit("empty text")),  # blank text: quarantined by the parser (_is_blank)
     )
     df = df.withColumn(
         "doc_id",

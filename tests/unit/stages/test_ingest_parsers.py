@@ -29,12 +29,93 @@ def test_jsonl_array_utf16_bom_and_a_file_without_text():
     assert {r["reason"] for r in no_text} == {"file has no 'text' column"}
 
 
-def test_csv_wrong_field_counts_are_quarantined_and_a_parse_error_quarantines_the_file():
+def test_csv_wrong_field_counts_are_quarantined_and_an_open_quote_is_one_record_to_the_end():
     records = _parse_csv(b'doc_id,text\n1,"hello, world"\n2\n3,"multi\nline"\n', "f.csv", ",")
     assert reasons(records) == [(2, None), (3, "wrong field count: 1 (header has 2)"), (4, None)]
     assert records[0]["text"] == "hello, world" and records[2]["text"] == "multi\nline"
-    broken = _parse_csv(b'doc_id,text\n1,ok\n2,"never closed\n', "g.csv", ",")
-    assert len(broken) == 2 and all("CSV parse error in the record starting at line 3" in r["reason"] for r in broken)
+    broken = _parse_csv(b'doc_id,text\n1,ok\n2,"never closed\n3,swallowed\n', "g.csv", ",")
+    assert reasons(broken) == [(2, None), (3, "CSV parse error in the record starting at line 3: unexpected end of data")]
+    assert broken[1]["raw_record"] == '2,"never closed\n3,swallowed\n'  # the open quote's record: the rest of the file
+
+
+def test_csv_reads_on_past_a_long_field_and_a_stray_quote_row_by_row():
+    """Issue 47: one field over the csv module's limit mid-file lost every row after it (49 of 100)."""
+    import csv
+
+    rows = [f"r{i},row {i}" for i in range(100)]
+    rows[50] = "r50," + "x" * 200_000
+    records = _parse_csv(("doc_id,text\n" + "\n".join(rows) + "\n").encode(), "long.csv", ",")
+    assert len("x" * 200_000) > csv.field_size_limit()  # control: the csv module's own limit breaks on this row
+    assert [r["doc_id"] for r in records] == [f"r{i}" for i in range(100)] and all(r["reason"] is None for r in records)
+    assert len(records[50]["text"]) == 200_000  # parsed whole (ingest.max_chars decides whether it lands)
+    stray = _parse_csv(b'doc_id,text\n1,fine\n2,"bad"x\n3,"multi\nline"\n4,after\n', "q.csv", ",")
+    assert reasons(stray) == [(2, None), (3, "CSV parse error in the record starting at line 3: ',' expected after '\"'"),
+                              (4, None), (6, None)]
+    assert [r["text"] for r in stray if r["reason"] is None] == ["fine", "multi\nline", "after"]
+
+
+def test_a_repeated_csv_header_or_json_key_is_quarantined_with_every_value_kept():
+    header = _parse_csv(b"doc_id,text,text\n1,first,second\n2,a,b\n", "h.csv", ",")
+    assert reasons(header) == [(2, "duplicate column 'text' in the CSV header (file quarantined)"),
+                               (3, "duplicate column 'text' in the CSV header (file quarantined)")]
+    assert header[0]["raw_record"] == "1,first,second"
+    lines = _parse_jsonl(b'{"text": "first", "text": "second"}\n{"text": "x", "m": {"k": 1, "k": 2}}\n'
+                         b'{"text": "once", "m": {"k": 1}}\n', "d.jsonl")
+    assert reasons(lines) == [(1, "malformed JSON: duplicate key in an object"),
+                              (2, "malformed JSON: duplicate key in an object"), (3, None)]  # control: no repeat
+    assert "first" in lines[0]["raw_record"] and "second" in lines[0]["raw_record"]
+    array = _parse_jsonl(b'[{"text": "a", "text": "b"}, {"text": "c"}]', "a.json")
+    assert reasons(array) == [(1, "malformed JSON: duplicate key in an object"), (2, None)]
+    assert array[0]["raw_record"] == '{"text": "a", "text": "b"}'
+
+
+@pytest.mark.parametrize("text, reason", [
+    ({"k": "v"}, "text is an object, not a string"), (["a"], "text is a list, not a string"),
+    (12, "text is a number, not a string"), (1.5, "text is a number, not a string"), (True, "text is a boolean, not a string"),
+    ("\u00a0\u00a0", "empty text"), ("\u2003 \u2002\u3000", "empty text"), ("\x00\x00\x00", "empty text"),
+    ("\u200b\ufeff\t\n", "empty text"),
+    ("12", None), ("a\u00a0b", None), ("\x00x", None),  # controls: a string, words between odd spaces
+])
+def test_a_text_that_is_not_a_string_or_is_blank_is_quarantined(text, reason):
+    (record,) = _parse_jsonl(json.dumps({"doc_id": "d", "text": text}).encode(), "t.jsonl")
+    assert record["reason"] == reason and (record["text"] is None) == (reason is not None)
+
+
+def test_ids_and_labels_over_the_documented_maximum_are_quarantined():
+    from privtext.stages.ingest import MAX_ID_CHARS
+
+    lines = [{"doc_id": "d" * 1_000_000, "text": "a"}, {"doc_id": "e" * MAX_ID_CHARS, "text": "b"},
+             {"text": "c", "user_id": "u" * (MAX_ID_CHARS + 1)}, {"text": "d", "label": "l" * (MAX_ID_CHARS + 1)}]
+    records = _parse_jsonl("\n".join(json.dumps(x) for x in lines).encode(), "i.jsonl")
+    assert reasons(records) == [(1, f"doc_id longer than {MAX_ID_CHARS} characters"), (2, None),
+                                (3, f"user_id longer than {MAX_ID_CHARS} characters"),
+                                (4, f"label longer than {MAX_ID_CHARS} characters")]
+
+
+def test_a_fifo_socket_or_device_in_the_drop_folder_is_skipped_and_listed_never_opened(tmp_path):
+    """Issue 47: a named pipe called pipe.jsonl blocked ingest with no output."""
+    import os
+    import signal
+    import socket
+
+    from privtext.stages.ingest import IngestError, _input_files, _read_regular, file_problems
+
+    (tmp_path / "good.jsonl").write_text('{"text": "a"}\n')
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock.jsonl"))
+        signal.alarm(20)  # a blocked open fails the test instead of hanging it
+        try:
+            inputs, skipped = _input_files(str(tmp_path))
+            assert inputs == [str(tmp_path / "good.jsonl")]
+            assert sorted(skipped) == ["pipe.jsonl (a FIFO)", "sock.jsonl (a socket)"]
+            assert file_problems(inputs) == {}
+            with pytest.raises(OSError, match="not a regular file"):
+                _read_regular(str(tmp_path / "pipe.jsonl"))  # swapped in after the listing: an error, not a hang
+            with pytest.raises(IngestError, match="is a FIFO, not a regular file or a folder"):
+                _input_files(str(tmp_path / "pipe.jsonl"))
+        finally:
+            signal.alarm(0)
 
 
 def test_load_size_refuses_an_empty_or_much_smaller_load_unless_allowed():
