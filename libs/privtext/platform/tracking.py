@@ -1,7 +1,9 @@
 """MLflow tracking: one run per stage run, tagged with pipeline, stage, date and run_id.
 
 Params are configuration values and counts, never text. Local default: a SQLite backend and an
-artifact folder under the lakehouse root. Runs are tagged with the process holding them
+artifact folder under the lakehouse root. That store is opened first (created, its schema migrated) and
+the experiment created under the lakehouse's ``mlflow-store`` lease, so two runs starting together on a
+fresh lakehouse never migrate the same SQLite file at once. Runs are tagged with the process holding them
 (``privtext.host``, ``privtext.pid``); a run still ``RUNNING`` whose process on this host is gone (kill -9)
 is marked ``FAILED`` by the next run.
 """
@@ -13,10 +15,11 @@ import logging
 import os
 import socket
 import tempfile
+import uuid
 from typing import TYPE_CHECKING
 
 from privtext.platform.config import resolve_uri
-from privtext.platform.leases import pid_alive
+from privtext.platform.leases import pid_alive, stage_lease
 
 if TYPE_CHECKING:  # the root settings live above the platform
     from privtext.settings import Settings
@@ -71,20 +74,28 @@ class StageRun:
 PIPELINE_RUN_ENV = "PRIVTEXT_PIPELINE_RUN"  # names the pipeline's parent run for stage runs in other processes
 
 
+STORE_WAIT_S = 300  # how long a run waits for another one opening the MLflow store
+
+
 def use_mlflow(settings: Settings):
-    """mlflow, pointed at the configured tracking server and experiment (created on first use)."""
+    """mlflow, pointed at the configured tracking server and experiment (created on first use; the
+    lakehouse's own store under its lease)."""
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri(settings))
-    experiment = mlflow.get_experiment_by_name(settings.tracking.experiment)
-    if experiment is None:
-        location = artifact_root(settings)
-        if "://" not in location:
-            os.makedirs(location, exist_ok=True)
-            location = f"file://{location}"
-        mlflow.create_experiment(settings.tracking.experiment, artifact_location=location)
+    in_lakehouse = not settings.tracking.tracking_uri  # the SQLite store under the lakehouse root
+    lock = stage_lease(settings.lakehouse, "mlflow-store", f"mlflow-{uuid.uuid4().hex}", wait_s=STORE_WAIT_S) \
+        if in_lakehouse else contextlib.nullcontext()
+    with lock:
+        experiment = mlflow.get_experiment_by_name(settings.tracking.experiment)  # creates and migrates the store
+        if experiment is None:
+            location = artifact_root(settings)
+            if "://" not in location:
+                os.makedirs(location, exist_ok=True)
+                location = f"file://{location}"
+            mlflow.create_experiment(settings.tracking.experiment, artifact_location=location)
     mlflow.set_experiment(settings.tracking.experiment)
     fail_dead_runs(mlflow, settings.tracking.experiment)
     return mlflow
