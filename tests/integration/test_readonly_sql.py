@@ -194,3 +194,82 @@ def test_a_statement_failing_at_run_time_is_one_line_exit_1(lake, tmp_path, caps
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("privtext: the statement failed: [DIVIDE_BY_ZERO]")
     assert err[1].startswith("privtext: refused: not a single valid SQL statement: [PARSE_SYNTAX_ERROR]") and len(err) == 2
+
+
+TOO_BIG = [  # issue 47: each exhausted the driver before any Spark job (or printed a JVM traceback)
+    ("SELECT repeat('x', 100000000)", "StringRepeat would build about 100,000,000 characters or elements"),
+    ("SELECT explode(sequence(1, 100000000))", "Sequence would build about 100,000,000"),
+    ("SELECT array_repeat(1, 500000000)", "ArrayRepeat would build about 500,000,000"),
+    ("SELECT length(repeat(repeat('ab', 1000), 1000))", "StringRepeat would build about 2,000,000"),
+    ("SELECT transform(sequence(1, 10000), x -> repeat('x', 10000))", "ArrayTransform would build about 100,000,000"),
+    ("SELECT sequence(DATE'2000-01-01', DATE'9000-01-01')", "Sequence would build about 2,556,699"),
+    ("SELECT lpad('a', 100000000, 'b')", "StringLPad would build about 100,000,000"),
+    ("SELECT printf('%0999999999d', 1)", "FormatString would build about 1,000,000,0"),
+    ("SELECT " + "(" * 20_000 + "1" + ")" * 20_000, "the statement nests brackets 20,000 deep; at most 100"),
+    ("SELECT " + "(" * 2_000 + "1" + ")" * 2_000, "nests brackets 2,000 deep"),
+    ("SELECT " + "array(" * 3_000 + "1" + ")" * 3_000, "nests brackets 3,000 deep"),
+    ("SELECT '" + "x" * 100_001 + "'", "the statement has 100,010 characters; at most 100,000"),
+]
+
+
+@pytest.mark.parametrize("statement, message", TOO_BIG, ids=[s[:40] for s, _ in TOO_BIG])
+def test_statements_too_big_to_build_are_refused_before_they_run(lake, statement, message):
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(SqlRefused) as refused:
+        query(lake.settings, statement, 10)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+    assert time.monotonic() - started < lake.settings.sql.timeout_s
+
+
+def test_the_same_functions_within_bounds_return_their_values(lake):
+    """Controls: the refusals above are about size, not the functions."""
+    deep = "SELECT " + "(" * 99 + "1" + ")" * 99 + " AS one"
+    assert query(lake.settings, deep)[1] == [(1,)]
+    assert query(lake.settings, "SELECT length(repeat('x', 1000000)) AS n, size(sequence(1, 1000)) AS s, "
+                                "size(array_repeat(1, 10)) AS a, lpad('7', 3, '0') AS p, printf('%5d', 1) AS f, "
+                                "size(transform(sequence(1, 100), x -> repeat('x', 100))) AS t, "
+                                "size(sequence(DATE'2026-01-01', DATE'2026-12-31')) AS d")[1] == [
+        (1_000_000, 1000, 10, "007", "    1", 100, 365)]
+    assert query(lake.settings, "SELECT ')(((' AS s -- ((((\n")[1] == [(")(((",)]  # brackets in literals and comments
+
+
+def test_a_statement_too_complex_within_the_nesting_limit_is_one_line(lake, tmp_path, capsys):
+    conf = tmp_path / "analyst.yaml"
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": lake.settings.lakehouse.root}, "tracking": {"enabled": False}}))
+    statement = "SELECT " + " + ".join(["1"] * 20_000)  # no brackets: a 20,000-deep expression tree
+    assert main(["--conf", str(conf), "sql", statement]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("privtext: refused: not a single valid SQL statement: "
+                                               "[FAILED_TO_PARSE_TOO_COMPLEX]")
+    assert query(lake.settings, "SELECT 1 AS one")[1] == [(1,)]  # the session is usable afterwards
+
+
+def test_parsing_and_analysis_run_under_the_timeout(lake, monkeypatch):
+    """The timer starts before the parse: a parse that does not return (a slow statement before any Spark job)
+    is answered at sql.timeout_s."""
+    import threading
+    import time
+
+    from privtext.commands import sql
+
+    release = threading.Event()
+    monkeypatch.setattr(sql, "check", lambda *args: release.wait(60))  # a parse that never returns by itself
+    small = lake.settings.model_copy(update={"sql": lake.settings.sql.model_copy(update={"timeout_s": 1})})
+    started = time.monotonic()
+    with pytest.raises(SqlRefused, match="longer than sql.timeout_s=1 s \\(parsing and analysis included\\)"):
+        query(small, "SELECT 1")
+    assert time.monotonic() - started < 30
+    release.set()
+
+
+def test_explain_and_describe_show_no_path(lake, spark):
+    root = lake.settings.lakehouse.root
+    for statement in ("EXPLAIN FORMATTED SELECT * FROM published.sanitized_documents",
+                      "EXPLAIN EXTENDED SELECT doc_id FROM published.sanitized_documents",
+                      "DESCRIBE TABLE EXTENDED published.sanitized_documents"):
+        text = "\n".join(str(v) for row in query(lake.settings, statement)[1] for v in row)
+        assert root not in text and "<path>" in text, statement
+        assert root in "\n".join(str(v) for row in spark.sql(statement).collect() for v in row)  # control: Spark's own
+    assert query(lake.settings, "SELECT 6 / 3 AS x, 'a/b' AS s")[1] == [(2.0, "a/b")]  # data is never rewritten

@@ -24,6 +24,7 @@ private warehouse (``platform.spark``): nothing is created in the lakehouse or t
 from __future__ import annotations
 
 import os
+import re
 import threading
 import uuid
 from typing import TYPE_CHECKING
@@ -69,6 +70,15 @@ UDF_CLASSES = frozenset({  # user code: never part of a checked statement
     "TryReflect",
 })
 DATA_FREE_LEAVES = frozenset({"OneRowRelation", "LocalRelation", "Range", "CTERelationRef", "EmptyRelation"})
+MAX_STATEMENT_CHARS = 100_000  # a statement's length, checked before Spark sees it
+MAX_NESTING = 100  # brackets ( [ { open at once: deeper nesting overflows the parser's or analyzer's stack
+MAX_BUILT_SIZE = 1_000_000  # characters or elements one expression may build from constants (repeat, sequence ...)
+# expressions whose result is a constant argument times as large as their input: (count argument, input argument)
+MULTIPLIERS = {"StringRepeat": (1, 0), "ArrayRepeat": (1, 0), "StringLPad": (1, None), "StringRPad": (1, None),
+               "BinaryLPad": (1, None), "BinaryRPad": (1, None), "StringSpace": (0, None)}
+# a lambda runs once per element: the result is as large as the array times the lambda's result
+HIGHER_ORDER = frozenset({"ArrayTransform", "ZipWith", "ArrayAggregate", "TransformKeys", "TransformValues",
+                          "MapZipWith", "ArrayFilter", "MapFilter", "ArraySort"})
 
 
 class SqlRefused(Refused):
@@ -77,6 +87,41 @@ class SqlRefused(Refused):
 
 class SqlFailed(PrivtextError):
     """A checked statement that failed while it ran (exit 1)."""
+
+
+def nesting_depth(statement: str) -> int:
+    """The deepest nesting of ( [ { in ``statement``, outside string literals, quoted identifiers and comments."""
+    depth = deepest = i = 0
+    n = len(statement)
+    while i < n:
+        c = statement[i]
+        if c in "'\"`":  # up to the closing quote (a doubled quote closes and opens again)
+            i += 1
+            while i < n and statement[i] != c:
+                i += 2 if statement[i] == "\\" and c != "`" else 1
+        elif statement.startswith("--", i):
+            end = statement.find("\n", i)
+            i = n if end < 0 else end
+        elif statement.startswith("/*", i):
+            end = statement.find("*/", i + 2)
+            i = n if end < 0 else end + 1
+        elif c in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in ")]}":
+            depth -= 1
+        i += 1
+    return deepest
+
+
+def precheck(statement: str) -> None:
+    """Refuse, before Spark parses anything, a statement too long or nested too deeply to parse in bounded
+    time and stack."""
+    if len(statement) > MAX_STATEMENT_CHARS:
+        raise SqlRefused(f"the statement has {len(statement):,} characters; at most {MAX_STATEMENT_CHARS:,} are read")
+    depth = nesting_depth(statement)
+    if depth > MAX_NESTING:
+        raise SqlRefused(f"the statement nests brackets {depth:,} deep; at most {MAX_NESTING} levels are parsed")
 
 
 def _seq(scala_seq) -> list:
@@ -203,12 +248,81 @@ class _Checker:
         for child in children + _seq(node.innerChildren()):
             self.analyzed(child)
 
-    def analyzed_expression(self, node) -> None:
+    def analyzed_expression(self, node) -> int:
+        """Refuse a non-pure class; returns how many characters or elements the expression builds from
+        constants (an upper estimate), refused above ``MAX_BUILT_SIZE``. Children first, so a constant
+        argument is evaluated only once its own size is known to be bounded."""
         java_class = node.getClass()
-        if str(java_class.getSimpleName()) in UDF_CLASSES or str(java_class.getName()) in self.functions.denied_classes:
+        kind = str(java_class.getSimpleName())
+        if kind in UDF_CLASSES or str(java_class.getName()) in self.functions.denied_classes:
             self.refuse(f"{java_class.getSimpleName()} is not a pure built-in function")
-        for child in _seq(node.children()):  # a subquery's plan is its node's inner child, walked there
-            self.analyzed_expression(child)
+        children = _seq(node.children())  # a subquery's plan is its node's inner child, walked there
+        sizes = [self.analyzed_expression(child) for child in children]
+        size = _built_size(node, kind, children, sizes)
+        if size > MAX_BUILT_SIZE:
+            raise SqlRefused(f"{kind} would build about {size:,} characters or elements from constants; at most "
+                             f"{MAX_BUILT_SIZE:,} are built (nothing was run)")
+        return size
+
+
+def _constant_int(expression) -> int:
+    """The value of a constant integer argument; 0 when it is not a constant (bounded at run time)."""
+    if not expression.foldable():
+        return 0
+    value = expression.eval(None)
+    try:
+        return abs(int(str(value))) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+DAY_US = 86_400_000_000
+
+
+def _sequence_length(children) -> int:
+    """Elements of ``sequence(start, stop[, step])`` with constant arguments (numbers; dates in days and
+    timestamps in microseconds, an interval step counting a month as 28 days: the most elements it gives)."""
+    if not all(child.foldable() for child in children):
+        return 0
+    start, stop = (child.eval(None) for child in children[:2])
+    if start is None or stop is None:
+        return 0
+    kind = str(children[0].dataType().typeName())
+    unit = 1 if kind == "date" else DAY_US if kind.startswith("timestamp") else None  # one day's steps
+    if len(children) < 3:
+        step = unit or 1
+    elif unit is None:
+        step = abs(int(str(children[2].eval(None))))
+    else:
+        interval = children[2].eval(None)
+        step = (int(interval.months) * 28 + int(interval.days)) * unit + (int(interval.microseconds) if unit == DAY_US else 0)
+    return abs(int(str(stop)) - int(str(start))) // max(abs(step), 1) + 1
+
+
+def _built_size(node, kind: str, children, sizes: list[int]) -> int:
+    """An upper estimate of the characters/elements ``node`` builds from constants, from its children's."""
+    if kind == "Literal":
+        value = node.value()
+        if isinstance(value, (bytes, bytearray, str)):
+            return len(value)
+        if value is None or not hasattr(value, "getClass"):
+            return 1
+        name = str(value.getClass().getSimpleName())
+        return int(value.numBytes()) if name == "UTF8String" else int(value.numElements()) if "Array" in name else 1
+    if kind in MULTIPLIERS:
+        count, source = MULTIPLIERS[kind]
+        return _constant_int(children[count]) * (max(sizes[source], 1) if source is not None else 1)
+    if kind == "Sequence":
+        return _sequence_length(children)
+    if kind in HIGHER_ORDER:
+        product = 1
+        for size in sizes:
+            product *= max(size, 1)
+        return product
+    if kind == "FormatString" and children and children[0].foldable():  # printf('%999999999s', x): the width
+        widths = [int(w) for w in re.findall(r"%[-#+ 0,(<]*(\d+)", str(children[0].eval(None) or ""))]
+        return sum(sizes) + sum(widths)
+    return sum(sizes)
 
 
 def _analyze(spark, parsed):
@@ -218,11 +332,13 @@ def _analyze(spark, parsed):
     return spark._jsparkSession.sessionState().executePlan(parsed, skip).analyzed()
 
 
-def check(spark, statement: str, readable: dict[str, set[str]], role: str) -> None:
+def check(spark, statement: str, readable: dict[str, set[str]], role: str) -> str:
     """Parse ``statement`` with Spark's parser and refuse anything but a read of ``readable`` tables with
-    allowed functions: the parsed plan first, then the analyzed plan of its query."""
+    allowed functions: the parsed plan first, then the analyzed plan of its query. Returns the statement's
+    kind (its plan's class)."""
     from pyspark.errors import AnalysisException, ParseException
 
+    precheck(statement)
     try:
         plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(statement)
     except ParseException as error:
@@ -234,13 +350,14 @@ def check(spark, statement: str, readable: dict[str, set[str]], role: str) -> No
     query = {"ExplainCommand": plan.logicalPlan, "DescribeQueryCommand": plan.plan}.get(kind) if kind in STATEMENTS \
         else (lambda: plan)
     if query is None:
-        return  # SHOW / DESCRIBE of names checked above
+        return kind  # SHOW / DESCRIBE of names checked above
     try:
         analyzed = _analyze(spark, query())
     except AnalysisException as error:
         first_line = next(line for line in str(error).splitlines() + [""] if line.strip())
-        raise SqlRefused(f"the statement does not resolve: {first_line[:300]}") from None
+        raise SqlRefused(f"the statement does not resolve: {redact(first_line)[:300]}") from None
     checker.analyzed(analyzed)
+    return kind
 
 
 def readable_tables(settings: Settings, lakehouse) -> dict[str, set[str]]:
@@ -289,35 +406,86 @@ def _spark(settings: Settings):
         os.environ.update(hidden)
 
 
-def _collect(spark, df, limit: int, timeout_s: float) -> list[tuple]:
-    """At most ``limit`` rows of ``df``; its jobs are cancelled after ``timeout_s`` seconds (``SqlRefused``)."""
+# a path or URI: file:/..., s3://bucket/..., /abs/olute (not the "/" of a division, which has spaces around it)
+PATH = re.compile(r"(?<![\w.])(?:[A-Za-z][A-Za-z0-9+.-]*:/{1,3}|/)(?=[^\s/])[^\s,;'\"`()\[\]{}]*")
+
+
+def redact(text: str) -> str:
+    """``text`` with every file path and URI replaced by ``<path>``: EXPLAIN and DESCRIBE name the files
+    behind a view (the lakehouse's location), which the analyst's role does not need to know."""
+    return PATH.sub("<path>", text)
+
+
+def _fatal(error: BaseException) -> PrivtextError | None:
+    """A one-line error for a statement that broke the JVM's limits or the driver itself."""
+    from py4j.protocol import Py4JError
+
+    text = str(error)
+    if "java.lang.StackOverflowError" in text:
+        return SqlRefused("the statement nests too deeply for Spark (StackOverflowError); nothing was returned: "
+                          "simplify it")
+    if "java.lang.OutOfMemoryError" in text:
+        return SqlRefused("the statement needed more memory than the driver has (OutOfMemoryError); nothing was "
+                          "returned: ask for less")
+    if isinstance(error, Py4JError):
+        return SqlFailed(f"the Spark driver failed while running the statement ({type(error).__name__}); nothing "
+                         "was returned")
+    return None
+
+
+def _run(spark, statement: str, readable: dict[str, set[str]], role: str, limit: int):
+    """Check, then run: (columns, at most ``limit`` rows); paths redacted from EXPLAIN / DESCRIBE / SHOW."""
+    kind = check(spark, statement, readable, role)
+    df = spark.sql(statement)
+    rows = [tuple(r) for r in df.limit(limit).collect()]
+    if kind in STATEMENTS:
+        rows = [tuple(redact(v) if isinstance(v, str) else v for v in row) for row in rows]
+    return df.columns, rows
+
+
+def _within(spark, timeout_s: float, work):
+    """``work()`` in a thread of its own, under a job group cancelled after ``timeout_s`` seconds: parsing,
+    analysis and execution alike (a parse runs no Spark job: it is abandoned, and the command returns)."""
+    from pyspark.errors.exceptions.captured import CapturedException
+
     group = f"privtext-sql-{uuid.uuid4().hex}"
     context = spark.sparkContext
-    context.setJobGroup(group, "privtext sql", interruptOnCancel=True)
-    expired = threading.Event()
+    outcome: dict = {}
 
-    def cancel():
-        expired.set()
+    def target():
+        context.setJobGroup(group, "privtext sql", interruptOnCancel=True)
+        try:
+            outcome["value"] = work()
+        except BaseException as error:  # noqa: BLE001  handed to the caller's thread
+            outcome["error"] = error
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)
+
+    worker = threading.Thread(target=target, name="privtext-sql", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
         context.cancelJobGroup(group)
-
-    timer = threading.Timer(timeout_s, cancel)
-    timer.start()
-    try:
-        return [tuple(r) for r in df.limit(limit).collect()]
-    except Exception:
-        if expired.is_set():
-            raise SqlRefused(f"the statement ran longer than sql.timeout_s={timeout_s:g} s and was cancelled") from None
-        raise
-    finally:
-        timer.cancel()
-        context.setLocalProperty("spark.jobGroup.id", None)
+        raise SqlRefused(f"the statement ran longer than sql.timeout_s={timeout_s:g} s (parsing and analysis "
+                         "included) and was cancelled")
+    error = outcome.get("error")
+    if error is None:
+        return outcome["value"]
+    if isinstance(error, PrivtextError):
+        raise error
+    fatal = _fatal(error)
+    if fatal is not None:
+        raise fatal from None
+    if isinstance(error, CapturedException):  # e.g. a division by zero or a bad cast at run time: one line, exit 1
+        first_line = next(line for line in str(error).splitlines() + [""] if line.strip())
+        raise SqlFailed(f"the statement failed: {redact(first_line)[:300]}") from None
+    raise error
 
 
 def query(settings: Settings, statement: str, limit: int | None = None):
     """Check and run one read-only statement; returns (columns, at most ``limit`` rows), ``limit`` at most
-    ``sql.max_rows`` (default: that)."""
-    from pyspark.errors.exceptions.captured import CapturedException
-
+    ``sql.max_rows`` (default: that). The statement's size and nesting are checked before Spark starts;
+    from its parse to its last row it runs under ``sql.timeout_s``."""
     from privtext.platform.lakehouse import Lakehouse
     from privtext.platform.store_access import require_confined
 
@@ -326,14 +494,9 @@ def query(settings: Settings, statement: str, limit: int | None = None):
     if not 1 <= limit <= limits.max_rows:
         raise SqlRefused(f"--limit {limit} is outside 1..sql.max_rows={limits.max_rows} (raise sql.max_rows in the "
                          "config to return more rows)")
+    precheck(statement)
     role = settings.sql.role
     require_confined(settings.lakehouse, ROLE_ZONES[role], f"privtext sql with sql.role {role!r}", ROLE_IDENTITY[role])
     spark = _spark(settings)
     readable = readable_tables(settings, Lakehouse(spark, settings.lakehouse))
-    check(spark, statement, readable, settings.sql.role)
-    try:
-        df = spark.sql(statement)
-        return df.columns, _collect(spark, df, limit, limits.timeout_s)
-    except CapturedException as error:  # e.g. a division by zero or a bad cast at run time: one line, exit 1
-        first_line = next(line for line in str(error).splitlines() + [""] if line.strip())
-        raise SqlFailed(f"the statement failed: {first_line[:300]}") from None
+    return _within(spark, limits.timeout_s, lambda: _run(spark, statement, readable, role, limit))
