@@ -219,3 +219,81 @@ def test_privtext_sql_as_analyst_with_the_pipeline_key_is_refused_before_spark(z
     assert settings.sql.role == "analyst"
     with holding(store.env("pipeline")), pytest.raises(Refused, match="can also read restricted and protected"):
         sql.query(settings, "SELECT 1")
+
+
+def _unauthenticated(port: int, paths: list[str]) -> list[tuple[str, bytes]]:
+    """What a caller without key or certificate gets from ``port``: per path a plain HTTP GET and the same GET
+    over TLS without a client certificate, as (status line or error, body)."""
+    import socket
+    import ssl
+
+    def get(sock, path) -> tuple[str, bytes]:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        return head.split(b"\r\n")[0].decode("latin-1") or "closed", body
+
+    answers = []
+    for path in paths:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            answers.append(get(sock, path))
+        tls = ssl.create_default_context()
+        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, tls.wrap_socket(raw) as sock:
+                answers.append(get(sock, path))
+        except (ssl.SSLError, OSError) as error:
+            answers.append((f"TLS refused: {type(error).__name__}", b""))
+    return answers
+
+
+def _exposed(store, objects: dict[str, bytes]) -> dict[str, list[str]]:
+    """Per listening TCP port of the store (but S3's), the answers that served an object's bytes or any 2xx
+    other than the admin port's health and metrics; S3's port must refuse the keyless GETs."""
+    from privtext.platform.local_s3 import listeners
+
+    paths = [p for key in objects for p in (f"/buckets/{key}", f"/{key}")] + ["/dir/status", "/"]
+    ports, _ = listeners(store.pid)
+    names = {port: flag for flag, port in store.ports.items()}
+    assert set(ports) <= set(names), f"unexpected listeners: {set(ports) - set(names)}"
+    exposed = {}
+    for port in ports:
+        answers = _unauthenticated(port, paths)
+        leaks = [line for line, body in answers if any(content[:64] in body for content in objects.values())
+                 or (re.match(r"HTTP/\S+ 2\d\d", line) and names[port] != "admin.port")]
+        if names[port] == "s3.port":
+            assert all(" 403 " in line for line, _ in answers[::2]), answers[::2]
+        if leaks:
+            exposed[names[port]] = leaks
+    return exposed
+
+
+def test_no_port_of_the_store_serves_zone_data_without_its_keys(zones):
+    """Issue 47: the filer's HTTP port served restricted data with no key. Every TCP port weed listens on is
+    probed with a plain GET and a TLS GET without a client certificate, for a restricted Delta commit and
+    Parquet file by both the filer's and S3's path forms: none answers with data; S3 answers 403. Its Unix
+    sockets are in the store's private folder or owner-only. Negative control: the same store without its
+    security.toml serves the object through the filer's port."""
+    from privtext.platform.local_s3 import listeners, seaweedfs
+
+    store, lakehouse, uris, parquet = zones
+    with holding(store.env("pipeline")):
+        keys = [uris["restricted"].removeprefix("s3://") + "/_delta_log/00000000000000000000.json",
+                parquet["restricted"].removeprefix("s3://")]
+        objects = {key: direct_get(lakehouse, "restricted", f"s3://{key}") for key in keys}
+    assert _exposed(store, objects) == {}
+    for path in listeners(store.pid)[1]:
+        assert path.startswith(f"{store.folder}/") or not os.stat(path).st_mode & 0o022, path
+    assert oct(os.stat(store.folder).st_mode & 0o777) == "0o700"
+
+    with seaweedfs(buckets={zone: f"open-{zone}" for zone in ZONES}, secure=False) as open_store:
+        key = "open-restricted/lake/_delta_log/00000000000000000000.json"
+        env = open_store.env("pipeline")
+        fs = pafs.S3FileSystem(access_key=env["AWS_ACCESS_KEY_ID"], secret_key=env["AWS_SECRET_ACCESS_KEY"],
+                               endpoint_override=open_store.endpoint.split("://")[1], scheme="http", region="us-east-1")
+        with fs.open_output_stream(key) as out:
+            out.write(objects[keys[0]])
+        assert "filer.port" in _exposed(open_store, {key: objects[keys[0]]})

@@ -8,11 +8,23 @@ Its identities file (mode 0600, in the temporary directory) holds one identity p
 (``Read:<bucket>``, ``List:<bucket>``, ``Write:<bucket>``; no ``Admin``): the store itself refuses an
 analyst's key on the restricted bucket. A role's key goes only into the environment of that role's
 processes (``S3Store.env(role)``), never into a config file, a command line or a log.
+
+The keys guard the S3 port only, so every other port is closed to anyone without the store's own
+certificate (``security.toml`` in the temporary directory, which is weed's working directory): the
+master's, volume server's and filer's HTTP ports serve HTTPS that requires a client certificate signed by a
+CA generated for this store, every gRPC port requires one too (mutual TLS), and the filer and volume
+server also require JWTs signed with generated keys (the filer's local socket, plain HTTP, too). The CA's
+key, the certificate and the JWT keys lie only in that directory (mode 0700). Metrics, WebDAV, the admin
+UI and the Iceberg / Lance ports are off. ``listeners(pid)`` lists what the store listens on.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import datetime as dt
+import ipaddress
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -30,7 +42,8 @@ from privtext.platform.store_access import IDENTITY_ZONES
 ACTIONS = {"r": ("Read", "List"), "rw": ("Read", "List", "Write")}
 # weed mini's services; each gets its own free port (tests may run several stores side by side)
 PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
-              "s3.port.grpc", "webdav.port", "admin.port", "admin.port.grpc", "metricsPort", "s3.metricsPort")
+              "s3.port.grpc", "webdav.port", "admin.port", "admin.port.grpc")
+GRPC_SERVICES = ("master", "volume", "filer", "s3", "admin", "worker", "msg_broker", "msg_agent", "mq")
 
 
 @dataclass
@@ -38,8 +51,9 @@ class S3Store:
     endpoint: str  # http://127.0.0.1:PORT
     buckets: dict[str, str]  # zone -> bucket
     credentials: dict[str, dict[str, str]]  # identity -> AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
-    folder: Path  # data/ and weed.log
+    folder: Path  # data/, weed.log, security.toml and the store's TLS files
     pid: int
+    ports: dict[str, int] = dataclasses.field(default_factory=dict)  # weed's port flag -> the port given to it
     prefix: str = ""  # keys of this user of the store start with it (tests sharing one store: "<test>/")
 
     def env(self, identity: str) -> dict[str, str]:
@@ -68,8 +82,10 @@ def weed_binary() -> str:
 
 
 @contextlib.contextmanager
-def seaweedfs(buckets: dict[str, str] | None = None, timeout: float = 90.0) -> Iterator[S3Store]:
-    """Start ``weed mini`` with one bucket per zone (default ``privtext-<zone>``), yield it, stop it by PID."""
+def seaweedfs(buckets: dict[str, str] | None = None, timeout: float = 90.0, secure: bool = True) -> Iterator[S3Store]:
+    """Start ``weed mini`` with one bucket per zone (default ``privtext-<zone>``), yield it, stop it by PID.
+    ``secure=False`` starts it without ``security.toml`` (its internal ports open to anyone: the negative
+    control of the test that probes them)."""
     buckets = buckets or {zone: f"privtext-{zone}" for zone in ZONES}
     with tempfile.TemporaryDirectory(prefix="privtext-s3-") as tmp:
         folder = Path(tmp)
@@ -80,21 +96,98 @@ def seaweedfs(buckets: dict[str, str] | None = None, timeout: float = 90.0) -> I
         identities = folder / "identities.json"
         identities.touch(0o600)
         identities.write_text(json.dumps(identities_config(buckets, credentials)))
+        if secure:
+            (folder / "security.toml").write_text(security_config(folder))
         s3_port = free_port()
+        ports = {flag: free_port() for flag in PORT_FLAGS}
         args = [weed_binary(), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                 "-master.telemetry=false", "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
                 f"-s3.port={s3_port}", f"-s3.config={identities}", f"-bucket={','.join(sorted(set(buckets.values())))}",
-                *(f"-{flag}={free_port()}" for flag in PORT_FLAGS)]
+                f"-filer.localSocket={folder / 'filer.sock'}", f"-s3.localSocket={folder / 's3.sock'}",
+                *(f"-{flag}={port}" for flag, port in ports.items())]
         log = open(folder / "weed.log", "wb")
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
         store = S3Store(f"http://127.0.0.1:{s3_port}", dict(buckets),
-                        credentials, folder, process.pid)
+                        credentials, folder, process.pid, ports={**ports, "s3.port": s3_port})
         try:
             _wait_ready(store, process, timeout)
             yield store
         finally:
             stop(process)
             log.close()
+
+
+def _certificates(folder: Path) -> None:
+    """A CA for this store and one certificate it signs (127.0.0.1, server and client use), in ``folder``;
+    the keys' files are mode 0600."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = dt.datetime.now(dt.timezone.utc)
+
+    def certificate(subject: str, key, issuer: str, signer, ca: bool):
+        builder = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+                   .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=7))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            builder = (builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                                          x509.DNSName("localhost")]), critical=False)
+                       .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
+                                                             ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = certificate("privtext-test-store-ca", ca_key, "privtext-test-store-ca", ca_key, True)
+    node = certificate("privtext-test-store", key, "privtext-test-store-ca", ca_key, False)
+    for name, private in (("ca.key", ca_key), ("node.key", key)):
+        path = folder / name
+        path.touch(0o600)
+        path.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+    (folder / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    (folder / "node.crt").write_bytes(node.public_bytes(serialization.Encoding.PEM))
+
+
+def security_config(folder: Path) -> str:
+    """weed's ``security.toml``: mutual TLS on every gRPC port, HTTPS with client certificates on the master's,
+    volume server's and filer's HTTP ports, JWTs (generated keys) on the volume server's and filer's reads
+    and writes; certificates made by ``_certificates`` in ``folder``."""
+    _certificates(folder)
+    ca, cert, key = folder / "ca.crt", folder / "node.crt", folder / "node.key"
+    lines = [f'[{section}]\nkey = "{secrets.token_hex(32)}"\nexpires_after_seconds = 60'
+             for section in ("jwt.signing", "jwt.signing.read", "jwt.filer_signing", "jwt.filer_signing.read")]
+    lines += ["[access]\nui = false", "[filer.expose_directory_metadata]\nenabled = false", f'[grpc]\nca = "{ca}"']
+    lines += [f'[grpc.{service}]\ncert = "{cert}"\nkey = "{key}"\nallowed_commonNames = "privtext-test-store"'
+              for service in GRPC_SERVICES]
+    lines += [f'[grpc.client]\ncert = "{cert}"\nkey = "{key}"',
+              f'[https.client]\nenabled = true\ncert = "{cert}"\nkey = "{key}"\nca = "{ca}"']
+    lines += [f'[https.{service}]\ncert = "{cert}"\nkey = "{key}"\nca = "{ca}"' for service in ("master", "volume", "filer")]
+    return "\n".join(lines) + "\n"
+
+
+def listeners(pid: int) -> tuple[list[int], list[str]]:
+    """The TCP ports and Unix socket paths process ``pid`` listens on (from ``/proc``)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as handle:
+            for line in handle.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # state LISTEN
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    with open("/proc/net/unix") as handle:
+        paths = sorted(f[7] for f in (line.split() for line in handle.readlines()[1:])
+                       if len(f) > 7 and f[6] in inodes and f[3] == "00010000")  # accepting connections
+    return sorted(ports), paths
 
 
 def identities_config(buckets: dict[str, str], credentials: dict[str, dict[str, str]]) -> dict:
