@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -309,11 +310,10 @@ class GaussianPosterior:
         return floor_log_probs(logp, self.floor, self.candidates.shape[0])
 
 
-def posterior_of(adversary: TrainedAdversary, batch: ReleasedSequences, candidates: np.ndarray,
-                 temperature: float, floor: float) -> GaussianPosterior:
-    """The adversary's Sec. 2.4 posterior on ``batch`` with tau_base = 2 * its validation MSE."""
-    return GaussianPosterior(adversary.predict(batch), candidates, 2.0 * adversary.val_mse * temperature, floor,
-                             adversary.device)
+def posterior_of(adversary: TrainedAdversary, batch: ReleasedSequences, candidates: np.ndarray, scale: float,
+                 floor: float) -> GaussianPosterior:
+    """The adversary's Sec. 2.4 posterior on ``batch`` at Gaussian ``scale`` (``shared_scale``)."""
+    return GaussianPosterior(adversary.predict(batch), candidates, scale, floor, adversary.device)
 
 
 def nearest_candidate(targets: np.ndarray, candidates: np.ndarray, chunk_elems: int = 1 << 24) -> np.ndarray:
@@ -329,15 +329,40 @@ def nearest_candidate(targets: np.ndarray, candidates: np.ndarray, chunk_elems: 
 TEMPERATURE_GRID = tuple(2.0 ** (k / 2) for k in range(-4, 21))  # 0.25 .. 1024
 
 
-def calibrated_temperature(adversary: TrainedAdversary, val: ReleasedSequences, candidates: np.ndarray,
-                           floor: float) -> float:
-    """Temperature scaling on held-out data (Guo et al. 2017): the grid temperature that minimises the
-    validation negative log-likelihood of the true candidate (the candidate equal to each target).
-    An over-confident posterior inflates every log-ratio, so an uncalibrated Gaussian posterior shows
-    'leakage' on a release that leaks nothing; a calibrated one is the adversary's honest belief."""
-    pred = adversary.predict(val)
-    truth = nearest_candidate(val.targets().astype(np.float64), np.asarray(candidates, dtype=np.float64))
-    obs = np.arange(len(truth))
-    losses = [-GaussianPosterior(pred, candidates, 2.0 * adversary.val_mse * t, floor, adversary.device)
-              .log_prob(obs, truth).mean() for t in TEMPERATURE_GRID]
-    return float(TEMPERATURE_GRID[int(np.argmin(losses))])
+def shared_scale(views: Sequence[TrainedAdversary], val: ReleasedSequences, candidates: np.ndarray, floor: float,
+                 temperature: float | str = "calibrated", chunk_elems: int = 1 << 24) -> float:
+    """The one Gaussian scale tau_base * tau of the posterior AND the prior (Sec. 2.4): tau_base = 2 * the
+    views' mean validation MSE per dimension; tau the given number, or (``"calibrated"``) temperature scaling
+    on held-out data (Guo et al. 2017): the grid temperature minimising the views' summed validation negative
+    log-likelihood of the true candidate (an over-confident posterior inflates every log-ratio).
+
+    One scale, because mPL (Eq. 5) is a difference of the two views' log-odds: with a scale s' for the
+    posterior and s for the prior, an adversary that predicts p in both views (a release it learnt nothing
+    from) still shows a shift (||p - x_j||^2 - ||p - x_i||^2)(1/s' - 1/s), which is near d^2 (1/s' - 1/s) where
+    the context predicts the secret (p ~ x_i: boilerplate, a value repeated hundreds of times) and the same for
+    every occurrence of that value; two separately calibrated temperatures differ by a grid step (sqrt 2) or
+    by their validation noise, and on long repetitive mail that alone put the uniform control over delta.
+    With one scale the shift is 2 (p' - p).(x_i - x_j) / s: only what the released tokens moved.
+    The squared distances are computed once per chunk of validation targets and reused for every grid
+    temperature."""
+    base = 2.0 * float(np.mean([v.val_mse for v in views]))
+    if temperature != "calibrated":
+        return base * float(temperature)
+    candidates = np.asarray(candidates, dtype=np.float64)
+    truth = torch.as_tensor(nearest_candidate(val.targets().astype(np.float64), candidates))
+    device = views[0].device
+    cand = torch.as_tensor(candidates, device=device)
+    cand_sq = (cand * cand).sum(1)
+    scales = torch.as_tensor([base * t for t in TEMPERATURE_GRID], dtype=torch.float64, device=device)
+    rows = max(1, chunk_elems // max(1, cand.shape[0]))
+    nll = torch.zeros(len(TEMPERATURE_GRID), dtype=torch.float64, device=device)
+    for view in views:
+        pred = torch.as_tensor(view.predict(val), dtype=torch.float64, device=device)
+        for s in range(0, pred.shape[0], rows):
+            p, idx = pred[s:s + rows], truth[s:s + rows].to(device)
+            sq = ((p * p).sum(1)[:, None] + cand_sq[None, :] - 2.0 * p @ cand.T).clamp_min(0.0)
+            true_sq = sq.gather(1, idx[:, None])[:, 0]
+            for g, scale in enumerate(scales):
+                logp = -true_sq / scale - torch.logsumexp(-sq / scale, dim=1)
+                nll[g] -= torch.as_tensor(floor_log_probs(logp.cpu().numpy(), floor, cand.shape[0])).sum()
+    return base * float(TEMPERATURE_GRID[int(torch.argmin(nll))])

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privtext.ampl.adversary import (TrainedAdversary, calibrated_temperature, mean_baseline_mse, posterior_of,
-                                    train_adversary, train_shared)
+from privtext.ampl.adversary import (TrainedAdversary, mean_baseline_mse, posterior_of, shared_scale, train_adversary,
+                                    train_shared)
 from privtext.ampl.mpl import Distance, log10_p_fail, mpl, true_secret_triplets, violation_ratio
 from privtext.ampl.sequences import ReleasedSequences, SecretSequences, split_rows
 from privtext.ampl.settings import AmplSettings
@@ -83,11 +83,10 @@ def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedS
         post_model = train_adversary(adversary, fit, val, settings, seed, placeholder=False)
         prior_model = train_adversary(adversary, fit, val, settings, seed, placeholder=True)
     candidates = np.asarray(candidates, dtype=np.float64)
-    temps = [settings.temperature] * 2
-    if settings.temperature == "calibrated":  # on the validation split, never on the audited documents
-        temps = [calibrated_temperature(m, val, candidates, settings.posterior_floor) for m in (post_model, prior_model)]
-    post = posterior_of(post_model, test_batch, candidates, temps[0], settings.posterior_floor)
-    prior = posterior_of(prior_model, test_batch, candidates, temps[1], settings.posterior_floor)
+    # one scale for both views, calibrated on the validation split, never on the audited documents
+    scale = shared_scale((post_model, prior_model), val, candidates, settings.posterior_floor, settings.temperature)
+    post = posterior_of(post_model, test_batch, candidates, scale, settings.posterior_floor)
+    prior = posterior_of(prior_model, test_batch, candidates, scale, settings.posterior_floor)
     t = true_secret_triplets(rng, truth, candidates, settings.triplets, groups, distance)
     values = mpl(post.log_prob(t.obs, t.i), post.log_prob(t.obs, t.j),
                  prior.log_prob(t.obs, t.i), prior.log_prob(t.obs, t.j), t.dist)
