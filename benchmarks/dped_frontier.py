@@ -42,6 +42,8 @@ from privtext.dped.teacher import teacher_answers, train_teacher
 from privtext.dped.vocabulary import public_anchor, public_words
 from privtext.privacy.mechanisms import make_rng
 
+import public_data
+
 
 def query_sets(words: list[str], pairs: dict[str, list], top: int) -> dict[str, np.ndarray]:
     index = {w: i for i, w in enumerate(words)}
@@ -74,7 +76,7 @@ def encoder_vectors(words: list[str]) -> np.ndarray:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--data", default=str(public_data.DATA_DIR), help="benchmarks/public_data.py fills it")
     ap.add_argument("--docs", type=int, default=None, help="seeded subset of 20NG train (default: all)")
     ap.add_argument("--teachers", default="10,30,100,300")
     ap.add_argument("--dims", default="25,100")

@@ -29,6 +29,8 @@ from privtext.settings import load_settings
 from privtext.platform.spark import get_spark
 from privtext.stages.train_dped import released_answers, teacher_answer_frame
 
+import public_data
+
 
 def sequential(docs, shard, n_words, queries, settings, anchor, seed):
     hidden = np.zeros((queries.size, settings.dim))
@@ -43,7 +45,7 @@ def sequential(docs, shard, n_words, queries, settings, anchor, seed):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--data", default=str(public_data.DATA_DIR), help="benchmarks/public_data.py fills it")
     ap.add_argument("--docs", type=int, default=1500)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--queries", type=int, default=1000)

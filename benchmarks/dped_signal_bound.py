@@ -33,6 +33,8 @@ from privtext.dped.sharding import assign_shards
 from privtext.dped.vocabulary import public_anchor, public_words
 from privtext.privacy.secret_protection import gdp_mu_from_eps_delta
 
+import public_data
+
 EPS = (1.0, 2.0, 4.0, 8.0, 16.0)
 
 
@@ -54,7 +56,7 @@ def post(x: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--data", default=str(public_data.DATA_DIR), help="benchmarks/public_data.py fills it")
     ap.add_argument("--dims", default="10,25,100")
     ap.add_argument("--teachers", default="300,3000,11293")
     ap.add_argument("--seeds", type=int, default=3)

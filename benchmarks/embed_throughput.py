@@ -22,7 +22,9 @@ import torch  # noqa: E402
 from privtext.embed.encoder import encode_texts  # noqa: E402
 from privtext.embed.settings import EmbedSettings  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "reviews" / "movie_snippets.tsv"
+import public_data  # noqa: E402
+
+DATA = public_data.DATA_DIR / "reviews" / "movie_snippets.tsv"  # benchmarks/public_data.py fills it
 BATCH_SIZES = (16, 64, 256)
 
 

@@ -3,7 +3,7 @@
 Two labelled corpora, each detected (Presidio, the ``detect_pii`` stage's ``detect_many``) and sanitized as the
 nightly export does (``clusant.sanitizer.sanitize_documents`` with ``conf/base.yaml``'s settings, static
 phrase encoder), never printed:
-* ``reviews``: real movie-review sentences (``../shared/data/reviews/movie_snippets.tsv``, label = score > 0)
+* ``reviews``: real movie-review sentences (``reviews/movie_snippets.tsv`` of ``benchmarks/public_data.py``, label = score > 0)
   with PII planted around them by the sample generator (``sample_data.plant_pii``: names, cities, dates,
   emails, phones, companies in ``REVIEW_FRAMES``);
 * ``support``: the sample corpus (``privtext sample-data --n N --seed S``) with its four labels.
@@ -29,9 +29,9 @@ import random
 import time
 from pathlib import Path
 
-os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+import public_data
 
-REVIEWS = Path(__file__).resolve().parents[2] / "shared" / "data" / "reviews" / "movie_snippets.tsv"
+os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 
 
 def corpora(n: int, seed: int) -> dict[str, tuple[list[str], list[str], list[str]]]:
@@ -41,7 +41,7 @@ def corpora(n: int, seed: int) -> dict[str, tuple[list[str], list[str], list[str
     from privtext import sample_data
 
     support = sample_data.generate(n, seed=seed)
-    reviews = pd.read_csv(REVIEWS, sep="\t")
+    reviews = pd.read_csv(public_data.path("reviews/movie_snippets.tsv"), sep="\t")
     picked = sorted(random.Random(seed).sample(range(len(reviews)), min(n, len(reviews))))
     rows = reviews.iloc[picked]
     planted = sample_data.plant_pii([str(t) for t in rows["text"]], seed=seed)

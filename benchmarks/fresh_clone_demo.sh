@@ -1,34 +1,45 @@
 #!/usr/bin/env bash
-# A newcomer's first run, timed: clone -> make setup -> make demo (the three products), per step and in
-# all, for N fresh clones of REPO placed beside it (so that ../shared, the trained detector's data,
-# resolves as it does for REPO; elsewhere the demo runs without the trained detector), removed at the
-# end; the demo's verdict lines are kept.
+# A newcomer's first run, timed: clone -> make setup -> make demo (the three products) [-> make test],
+# per step and in all, for N fresh clones of REPO, each in its own new temporary folder (nothing beside
+# it: the clone must stand alone) with its own EMPTY uv and pip caches (a newcomer has no warm cache),
+# removed at the end; the demo's verdict lines are kept.
 #
-#     benchmarks/fresh_clone_demo.sh [REPO=.] [N=3]
+#     benchmarks/fresh_clone_demo.sh [REPO=.] [N=3] [TEST=0]
 #
-# Prints `clone<i>_<step>_seconds: value` lines, each clone's verdict lines, and the median total. The
-# installer's cache (uv's, pip's) is whatever this machine has: say whether it was warm when you report.
+# TEST=1 also times `make test` in each clone. Prints `clone<i>_<step>_seconds: value` lines, the load
+# average before each step, each clone's verdict lines, and the median of each step. PIP_FIND_LINKS
+# (a local torch wheel) is passed through as it is: say whether it was set when you report.
 set -euo pipefail
 repo=$(cd "${1:-.}" && pwd)
 n=${2:-3}
-parent=$(dirname "$repo")
+with_test=${3:-0}
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch" "$parent"/fresh-clone-*-'$$ EXIT
-totals=()
+trap 'rm -rf "$scratch"' EXIT
+steps=(clone setup demo)
+[ "$with_test" = 1 ] && steps+=(test)
 for i in $(seq 1 "$n"); do
-  dir="$parent/fresh-clone-$i-$$"
-  t0=$(date +%s.%N)
-  git clone -q "$repo" "$dir"
-  t1=$(date +%s.%N)
-  make -C "$dir" setup >"$scratch/setup$i.log" 2>&1
-  t2=$(date +%s.%N)
-  make -C "$dir" demo >"$scratch/demo$i.log" 2>&1
-  t3=$(date +%s.%N)
-  printf 'clone%d_clone_seconds: %.1f\nclone%d_setup_seconds: %.1f\nclone%d_demo_seconds: %.1f\nclone%d_total_seconds: %.1f\n' \
-    "$i" "$(echo "$t1 - $t0" | bc)" "$i" "$(echo "$t2 - $t1" | bc)" "$i" "$(echo "$t3 - $t2" | bc)" \
-    "$i" "$(echo "$t3 - $t0" | bc)"
+  place=$(mktemp -d)  # a folder of its own: nothing beside the clone
+  dir="$place/privtext"
+  export UV_CACHE_DIR="$scratch/uv-cache-$i" PIP_CACHE_DIR="$scratch/pip-cache-$i"
+  mkdir -p "$UV_CACHE_DIR" "$PIP_CACHE_DIR"
+  start=$(date +%s.%N)
+  for step in "${steps[@]}"; do
+    printf 'clone%d_%s_load: %s\n' "$i" "$step" "$(cut -d' ' -f1 /proc/loadavg)"
+    t0=$(date +%s.%N)
+    case $step in
+      clone) git clone -q "$repo" "$dir" ;;
+      *) make -C "$dir" "$step" >"$scratch/$step$i.log" 2>&1 || { tail -20 "$scratch/$step$i.log"; exit 1; } ;;
+    esac
+    t1=$(date +%s.%N)
+    printf 'clone%d_%s_seconds: %.1f\n' "$i" "$step" "$(echo "$t1 - $t0" | bc)" | tee -a "$scratch/times"
+  done
+  printf 'clone%d_total_seconds: %.1f\n' "$i" "$(echo "$(date +%s.%N) - $start" | bc)" | tee -a "$scratch/times"
   grep -E "^(export|gate|audit|synthetic|embeddings|one-time|canaries) |wait|detector" \
     "$scratch/demo$i.log" | sed "s/^/clone$i: /" || true
-  totals+=("$(echo "$t3 - $t0" | bc)")
+  grep -E "passed|failed|skipped" "$scratch/test$i.log" 2>/dev/null | tail -1 | sed "s/^/clone$i: /" || true
+  rm -rf "$place" "$UV_CACHE_DIR" "$PIP_CACHE_DIR"
 done
-printf '%s\n' "${totals[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median_total_seconds: %.1f\n", a[int((NR+1)/2)]}'
+for step in "${steps[@]}" total; do
+  grep "_${step}_seconds" "$scratch/times" | awk '{print $2}' | sort -n |
+    awk -v s="$step" '{a[NR]=$1} END {printf "median_%s_seconds: %.1f\n", s, a[int((NR+1)/2)]}'
+done

@@ -1,7 +1,7 @@
 """SecPE's noise per public centre on 20 Newsgroups, without generation: how private the corpus gets with
 random-word secrets, the sigma SecretNoise (and Aug-PE) calibrate, and the K that keeps centres above noise.
 
-Data: ``../shared/data/corpus/20newsgroups-train.tab`` (11,293 posts; ``--data movie_reviews``: the 10,605
+Data: ``corpus/20newsgroups-train.tab`` of ``benchmarks/public_data.py`` (11,293 posts; ``--data movie_reviews``: the 10,605
 review sentences), the training split of
 ``secpe.holdout_fraction`` 0.2 (the stage's hash rule, recomputed here). Secrets: SecPE Sec. 4.2's random
 words (``privtext.pii.secrets.select_random_words`` at the 0.2 quantile, ``--n-words`` of them): a post is
@@ -35,8 +35,10 @@ from privtext.pii.secrets import doc_frequencies, select_random_words, word_set
 from privtext.secpe.aug_pe import augpe_secret_sigma
 from privtext.secpe.secret_clustering import group_secret_noise
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "20newsgroups-train.tab"
-MOVIES = Path(__file__).resolve().parents[2] / "shared" / "data" / "reviews" / "movie_snippets.tsv"
+import public_data
+
+DATA = public_data.DATA_DIR / "corpus" / "20newsgroups-train.tab"
+MOVIES = public_data.DATA_DIR / "reviews" / "movie_snippets.tsv"
 P = 1e-4
 SD_TARGETS = (0.05, 0.1)
 

@@ -1,7 +1,7 @@
 """The governed synthetic refresh on real labelled text: SecPE against Aug-PE and three baselines, through
 the platform's own stages (Spark, the lakehouse, the ledger), side by side in one run.
 
-Data: ``../shared/data/reviews/movie_snippets.tsv`` (10,605 review sentences; label = score > 0),
+Data: ``reviews/movie_snippets.tsv`` of ``benchmarks/public_data.py`` (10,605 review sentences; label = score > 0),
 ingested, secrets detected (``--secrets random_words``: SecPE Sec. 4.2's words near the 20% document
 frequency quantile; ``pii``: detected PII) and embedded by the ``ingest``, ``detect_pii`` and ``embed``
 stages. ``secpe.holdout_fraction`` (0.2) of doc_ids is the held-out split: ``synthesize`` never reads it
@@ -48,12 +48,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import public_data
+
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 os.environ.setdefault("PRIVTEXT_HMAC_KEY", secrets.token_hex(32))  # a throwaway run key, as the demo makes one
 
 DATE = "2026-01-15"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "reviews" / "movie_snippets.tsv"
-NEWSGROUPS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "20newsgroups-train.tab"
+DATA = public_data.DATA_DIR / "reviews" / "movie_snippets.tsv"
+NEWSGROUPS = public_data.DATA_DIR / "corpus" / "20newsgroups-train.tab"
 # --data newsgroups: 20 Newsgroups posts (lowercased letters only, label = the group), replies capped at 48 tokens
 NEWSGROUPS_PROMPTS = {
     "random": "Write the start of one short post for the Usenet newsgroup {label}, two or three sentences on its "
@@ -256,7 +258,7 @@ def main() -> None:
     ap.add_argument("--secret-words", type=int, default=700,
                     help="random_words: words near the 20%% quantile (700: ~30%% of the reviews hold one, >= 2,000 private)")
     ap.add_argument("--data", choices=["movie_reviews", "newsgroups"], default="movie_reviews",
-                    help="newsgroups: ../shared/data/corpus/20newsgroups-train.tab (20 topics)")
+                    help="newsgroups: corpus/20newsgroups-train.tab of benchmarks/public_data.py (20 topics)")
     ap.add_argument("--temperature", type=float, default=1.0, help="generate.temperature (SecPE Table 1: 1.2)")
     ap.add_argument("--generate-batch", type=int, default=16,
                     help="generate.batch_size: sequences per forward pass of transformers (the engine on a GPU)")

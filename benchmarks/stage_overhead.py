@@ -17,14 +17,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import public_data
+
 os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "reviews" / "movie_snippets.tsv"
 DATE = "2026-01-15"
 
 
 def load_texts(n: int) -> list[str]:
-    lines = DATA.read_text(encoding="utf-8").splitlines()[1:]
+    lines = public_data.path("reviews/movie_snippets.tsv").read_text(encoding="utf-8").splitlines()[1:]
     return [line.split("\t", 2)[2] for line in lines[:n]]
 
 

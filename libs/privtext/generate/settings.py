@@ -48,7 +48,7 @@ DEFAULT_PROMPTS = {
         variation="Rewrite this {label} customer support message with small changes in wording, "
                   "keeping its meaning. Reply with the new message only.\n\nMessage: {text}",
     ),
-    # ../shared/data/reviews/movie_snippets.tsv (label = score > 0)
+    # the VADER movie-review snippets (benchmarks/public_data.py: reviews/movie_snippets.tsv; label = score > 0)
     "movie_reviews": PromptSet(
         random="Write one short {label} movie review of one or two sentences. Reply with the review only.",
         variation="Rephrase this {label} movie review with small changes, keeping its sentiment. "
