@@ -11,7 +11,9 @@ placeholder ``[TYPE]``: a deterministic mask that releases only the type and pos
 a span whose tier is ``SPENT`` (the stage marks every span of a type holding a value whose metric-LDP
 budget cannot pay another draw): it is masked, never drawn, and charges nothing.
 ``merge_spans`` and ``splice`` rebuild a document: overlapping spans become one, everything outside
-the spans is kept character for character (offsets are Python string indices, i.e. code points).
+the spans is kept character for character (offsets are Python string indices, i.e. code points), and so are
+the brackets, quotes and separators at a span's edges that belong to the text around it and a span without
+any letter or digit (``replaced_region``: "(EDT)" keeps its brackets, a "--" stays "--").
 ``sanitize_documents`` does both for a batch, with one draw per distinct (document, type, value): the
 value key is ``pii.hashing.normalize_value``, the key of the secret_id the ledger charges, so one
 charged occurrence is exactly one draw. Each occurrence's draw is written in that occurrence's surface
@@ -30,7 +32,7 @@ from privtext.pii.hashing import normalize_value
 from .clustering import cluster_vocabulary
 from .mechanism import METRIC, CluSanT, build_mechanism
 from .settings import ClusantSettings
-from .surface_format import render, surface_format
+from .surface_format import format_kept, render, surface_format
 from .surrogates import value_rng
 from .vocabulary import Encode, Generate, NoVocabulary, cached_vocabulary, embed_vocabulary, normalize
 
@@ -80,6 +82,40 @@ def merge_spans(spans: Iterable[tuple[int, int, str, str, float]], length: int) 
     return merged
 
 
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">", "«": "»", "“": "”", "‘": "’", "‹": "›"}
+_CLOSERS = {v: k for k, v in _PAIRS.items()}
+_QUOTES = "\"'`"
+
+
+def replaced_region(text: str, start: int, end: int) -> tuple[int, int]:
+    """The part of span [start, end) that is replaced: without the spaces, separators (``,;``, a final ``:``), quotes and
+    brackets at its edges that belong to the text around the value (an opening bracket whose closing one is
+    not in the span, a closing one whose opening one is not, a pair or quotes enclosing the whole span), so
+    "(EDT)" or "<a@b.org>" keep their brackets. Empty (start == end) when the span holds no letter or digit
+    (a dash run, an ellipsis): nothing personal there, it is left as written."""
+    s, e = start, end
+    while s < e:
+        first, last = text[s], text[e - 1]
+        if first.isspace() or first in ",;":
+            s += 1
+        elif last.isspace() or last in ",;" or last == ":" != text[e - 2]:  # "Bob:", never the "::" of IPv6
+            e -= 1
+        elif first in _PAIRS and _PAIRS[first] not in text[s + 1:e]:
+            s += 1
+        elif last in _CLOSERS and _CLOSERS[last] not in text[s:e - 1]:
+            e -= 1
+        elif e - s > 1 and (_PAIRS.get(first) == last and text[s + 1:e - 1].count(last) == 0
+                            or first == last and first in _QUOTES):
+            s, e = s + 1, e - 1
+        elif first in _QUOTES and text.count(first, s, e) == 1:
+            s += 1
+        elif last in _QUOTES and text.count(last, s, e) == 1:
+            e -= 1
+        else:
+            break
+    return (s, e) if any(c.isalnum() for c in text[s:e]) else (start, start)
+
+
 def splice(text: str, spans: Sequence[tuple[int, int]], replacements: Sequence[str]) -> str:
     """``text`` with each of the disjoint, sorted ``spans`` replaced; the rest is kept as is."""
     out, pos = [], 0
@@ -97,7 +133,8 @@ class SanitizedDocuments:
     masked: list[dict[str, int]]  # per document: placeholder spans per type
     same_as_input: list[int]  # per document: draws (distinct values) whose key equals the input value's key
     same_expected: list[float]  # per document: the mechanism's own probability of that, summed over draws (exact)
-    format_kept: list[int]  # per document: replacements (not placeholders) in the input's surface format
+    format_kept: list[int]  # per document: replacements (not placeholders) keeping the input's kind and format
+    replacements: list[list[str]]  # per document: what each span's region became (its text where left as written)
 
 
 def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.random.Generator | None,
@@ -110,7 +147,9 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
     batch, drawn from the value's own generator (``surrogates.value_rng``) on the embedding of its key, so
     every batch reproduces it; ``same_as_input`` then counts each value once per batch (first document)."""
     keys = [[(t, normalize_value(t, texts[i][s:e])) for s, e, t, _ in spans] for i, spans in enumerate(docs)]
-    drawn_spans = [[tier != SPENT and t in sanitizer.per_type for _, _, t, tier in spans] for spans in docs]
+    regions = [[replaced_region(texts[i], s, e) for s, e, _, _ in spans] for i, spans in enumerate(docs)]
+    drawn_spans = [[tier != SPENT and t in sanitizer.per_type and a < b for (_, _, t, tier), (a, b) in zip(spans, regions[i])]
+                   for i, spans in enumerate(docs)]
     groups = sorted({(i, t, k) for i, doc in enumerate(keys) for (t, k), d in zip(doc, drawn_spans[i]) if d})
     values: dict[tuple[str, str], str] = {}
     for i, spans in enumerate(docs):
@@ -129,16 +168,18 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
             by_value = {tk: sanitizer.replace(value_rng(draw_key, *tk), [tk[0]], emb[j : j + 1])[0] for tk, j in row.items()}
             chosen = {g: by_value[g[1:]] for g in groups}
         expected = {tk: sanitizer.self_probability(tk[0], tk[1], emb[j]) for tk, j in row.items()}
-    out = SanitizedDocuments([], [], [], [], [], [])
+    out = SanitizedDocuments([], [], [], [], [], [], [])
     counted: set = set()
     for i, spans in enumerate(docs):
-        picks = [render(t, chosen[(i, t, k)], surface_format(t, texts[i][s:e])) if d else None
-                 for (s, e, _, _), (t, k), d in zip(spans, keys[i], drawn_spans[i])]
-        out.texts.append(splice(texts[i], [(s, e) for s, e, _, _ in spans],
-                                [r if r is not None else placeholder(t) for r, (_, _, t, _) in zip(picks, spans)]))
+        text, region = texts[i], regions[i]
+        picks = [render(t, chosen[(i, t, k)], surface_format(t, text[a:b])) if d else None
+                 for (a, b), (t, k), d in zip(region, keys[i], drawn_spans[i])]
+        reps = [r if r is not None else placeholder(t) if a < b else "" for r, (a, b), (_, _, t, _) in zip(picks, region, spans)]
+        out.texts.append(splice(text, region, reps))
+        out.replacements.append([text[s:a] + r + text[b:e] for r, (a, b), (s, e, _, _) in zip(reps, region, spans)])
         replaced, masked = {}, {}
-        for r, (_, _, t, _) in zip(picks, spans):
-            target = replaced if r is not None else masked
+        for r, (a, b), (_, _, t, _) in zip(picks, region, spans):
+            target = replaced if r is not None else masked if a < b else {}
             target[t] = target.get(t, 0) + 1
         out.replaced.append(replaced)
         out.masked.append(masked)
@@ -147,8 +188,8 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
             counted |= drawn.keys()
         out.same_as_input.append(sum(normalize_value(t, r) == k for (t, k), r in drawn.items()))
         out.same_expected.append(sum(expected[tk] for tk in drawn))
-        out.format_kept.append(sum(r is not None and surface_format(t, r) == surface_format(t, texts[i][s:e])
-                                   for r, (s, e, t, _) in zip(picks, spans)))
+        out.format_kept.append(sum(r is not None and format_kept(t, text[a:b], r)
+                                   for r, (a, b), (_, _, t, _) in zip(picks, region, spans)))
     return out
 
 
