@@ -215,13 +215,17 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
     from privtext.ledger import Ledger, latest_measurement
     from privtext.platform.tracking import tracking_uri
     from privtext.report import miss_bound
-    from privtext.status import budget_usage, datasets, table_rows, usage_line
+    from privtext.clusant import masking
+    from privtext.status import budget_usage, datasets, masking_of, table_rows, usage_line
 
     out = []
     publish = verdict["publish"]
     if verdict["published"]:
         out.append(f"export       PUBLISHED {publish.rows:,} sanitized messages -> {_rel(publish.export_dir)}")
         out.append("gate         passed: leakage audit (its controls behaved), canary recall and budget")
+    spans = masking_of(settings, date)
+    if spans is not None:
+        out.append(f"spans        {masking.words(spans)}")
     else:
         out.append("export       REFUSED by its gate, nothing published. Why:")
         out += [f"               - {reason}" for reason in verdict["reasons"]]

@@ -30,6 +30,7 @@ import math
 import os
 from pathlib import Path
 
+from privtext.clusant import masking
 from privtext.settings import Settings, resolve_uri
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.ledger import Ledger, charged_date, composed_spend, latest_measurement
@@ -118,10 +119,13 @@ def plain_words(entry: dict, delta: float | None = None) -> str:
     if kind == "mldp":
         eps, metric, k = spend.get("epsilon"), params.get("metric", "the recorded metric"), params.get("k")
         pure = spend.get("pure_epsilon")
-        return (f"{who}: {_fmt(eps)}-metric local DP per replaced occurrence of a value, for the metric {metric}"
+        draw = (f" One draw per value per {params['surrogate_epoch_days']}-day epoch, reused for all its occurrences: "
+                "which spans hold the same value is disclosed (its count too), the value is not."
+                if params.get("draw") else " n occurrences of one value compose to n times that.")
+        return (f"{who}: {_fmt(eps)}-metric local DP per draw of a value, for the metric {metric}"
                 f" (k={_fmt(k)}): the likelihood ratio of two values x, x' is at most e^({_fmt(eps)}*{metric}(x,x')); "
-                f"across all values at most e^{_fmt(pure)} (pure local DP). n occurrences of one value compose to "
-                f"n times that; the ledger sums them per value.")
+                f"across all values at most e^{_fmt(pure)} (pure local DP).{draw} The ledger sums the draws per "
+                "(type, value).")
     if kind == "empirical_mpl":
         return f"{who}: measured leakage from an audit, recorded for the record; it is not a guarantee."
     why = f" Recorded because: {params['why']}." if params.get("why") else ""
@@ -217,15 +221,26 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
         if stage == "synthesize":
             reasons += _synthetic_decision(lakehouse, day)
         rows = published.get(latest_run, 0) if staged_spec is None else sum(published.values())
-        out.append({"product": product, "state": state, "rows": rows if state == "published" else 0, "reasons": reasons, "guarantee": _guarantee(product, mine),
-                    "not_covered": _not_covered(product, detection)})
+        spans = (masking.from_params(sorted({r["params"] for r in _rows_of_date(lakehouse, staged_spec, day, ("params",))}))
+                 if stage == "sanitize" else None)
+        out.append({"product": product, "state": state, "rows": rows if state == "published" else 0, "reasons": reasons,
+                    "guarantee": _guarantee(product, mine, spans), "not_covered": _not_covered(product, detection),
+                    "masking": masking.words(spans) if stage == "sanitize" else None})
     return out
 
 
-def _guarantee(product: str, charges: list[dict]) -> str:
-    """The guarantee of a product's charges of the date, in one sentence."""
+def _guarantee(product: str, charges: list[dict], spans: dict | None = None) -> str:
+    """The guarantee of a product's charges of the date, in one sentence; for the sanitized export also what
+    was not replaced (``spans``: ``clusant.masking`` summary): masked as [TYPE], or left as written (allow-list)."""
     if product == "sanitized export":
         mldp = [c for c in charges if c["guarantee"] == "mldp"]
+        rest = ""
+        if spans and spans["masked"]:
+            rest += (f" {spans['masked_share']:.1%} of the spans ({', '.join(spans['masked_types'])}) are not replaced "
+                     "but masked as [TYPE] (nothing of the value is released).")
+        if spans and spans["allowed"]:
+            rest += (f" {spans['allowed_share']:.1%} are left as written: they equal a value the data team declared "
+                     "public (clusant.allow_list).")
         if not mldp:
             return "No formal guarantee: the sanitizer recorded none (" + ", ".join(c["mechanism"] for c in charges) + ")."
         by_eps: dict = {}
@@ -237,8 +252,11 @@ def _guarantee(product: str, charges: list[dict]) -> str:
             ratio = _fmt(math.exp(pure[-1]))
             parts.append(f"ε = {_fmt(eps)} for {', '.join(sorted(c['params'].get('entity_type', '?') for c in group))} "
                          f"(any two values at most {ratio} times more likely to give the same surrogate)")
-        return ("Every detected value is replaced by a surrogate drawn with metric local differential privacy, "
-                "per occurrence: " + "; ".join(parts) + ".")
+        consistent = ("one draw per value per epoch, reused for its occurrences: " if any(c["params"].get("draw") for c in mldp)
+                      else "per occurrence: ")
+        lead = "Detected values are" if rest else "Every detected value is"
+        return (f"{lead} replaced by a surrogate drawn with metric local differential privacy, "
+                + consistent + "; ".join(parts) + "." + rest)
     c = max(charges, key=lambda c: c["created_at"])
     if product == "synthetic documents":
         p, r = c["spend"]["p"], c["spend"]["r"]
@@ -329,6 +347,7 @@ def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
         "spent": spent,
         "spent_in_words": describe(spent, budget),
         "usage": usage(spent, budget),
+        "allow_list": list(settings.clusant.allow_list),
         "timeline": [(d.isoformat(), total) for d, total in trend],
         "trend": [(d.isoformat(), usage(total, budget)) for d, total in trend],
         "charges": [{"stage": e["stage"], "mechanism": e["mechanism"], "guarantee": e["guarantee"],
@@ -466,7 +485,8 @@ def _card(product: dict) -> str:
     rows = f" ({product['rows']:,} {ROW_NAMES[product['product']]})" if product["rows"] else ""
     return (f'<div class="card {css}"><h2>{esc(product["product"])}: <span class=state>{esc(product["state"].upper())}'
             f"</span>{esc(rows)}</h2>{f'<ul class=reasons>{reasons}</ul>' if reasons else ''}"
-            f"<p><b>Guarantee.</b> {esc(product['guarantee'])}</p><p><b>Not covered.</b></p><ul>{gaps}</ul></div>")
+            + (f"<p><b>Spans.</b> {esc(product['masking'])}</p>" if product.get("masking") else "")
+            + f"<p><b>Guarantee.</b> {esc(product['guarantee'])}</p><p><b>Not covered.</b></p><ul>{gaps}</ul></div>")
 
 
 def _html(data: dict) -> str:
@@ -513,6 +533,9 @@ th{{background:#f3f3f3}}img{{max-width:100%}}.muted{{color:#777}}.card{{border-l
 <h2>Budget per protected unit</h2><p>Composed over every charge of dataset <code>{esc(data['dataset'])}</code>, all
 stages and dates; the worst unit of each kind.</p>
 {_table(budget_rows, ['protected unit', 'guarantee', 'measure', 'spent', 'limit', 'used', 'units', 'near the limit'])}
+<h3>Allow-list</h3><p>Values the data team declared public (<code>clusant.allow_list</code>): a span equal to one
+(after Unicode NFC only: no case folding, no look-alikes, no substrings) is left as written and charged nothing.</p>
+{_table([[v] for v in data.get('allow_list', [])], ['public value'])}
 <h3>Trend over data dates</h3>{img(trend, 'budget spent per data date')}
 <h2>Leakage audits and their controls</h2><p>Each audit trains an adversary to guess the secret behind a
 replacement. Its two controls must behave: the unchanged text must fail, a random replacement must pass;

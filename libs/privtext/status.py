@@ -1,5 +1,6 @@
-"""``privtext status [--date D]``: the last run of each pipeline and its gate verdict, the budget left per
-dataset and the tables' row counts. Also the figures of the demo's summary.
+"""``privtext status [--date D]``: the last run of each pipeline and its gate verdict, what its sanitized
+export did with the spans (the share masked as [TYPE], which types and why; ``clusant.masking``), the budget
+left per dataset and the tables' row counts. Also the figures of the demo's summary.
 
 Reads MLflow run metadata, the ledger's composed spend (``privacy.budget.compose`` via the ledger) and
 Delta row counts with delta-rs: no Spark, no text.
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+from privtext.clusant import masking
 from privtext.settings import Settings
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.ledger import Ledger
-from privtext.platform.tables import ALL_TABLES, PRIVACY_LEDGER
+from privtext.platform.tables import ALL_TABLES, PRIVACY_LEDGER, STAGED_SANITIZED_DOCUMENTS
 from privtext.privacy.budget import usage
 
 # publish's ``publish.gate`` param -> the verdict in words
@@ -40,6 +42,18 @@ def table_rows(settings: Settings, date: str | None = None) -> list[tuple[str, i
         else:
             out.append((spec.qualified_name, dataset.count_rows()))
     return out
+
+
+def masking_of(settings: Settings, date: str) -> dict | None:
+    """The date's sanitized export span counts (``clusant.masking``) from its staged rows' params; None if none."""
+    import pyarrow.compute as pc
+
+    try:
+        dataset = Lakehouse(None, settings.lakehouse).delta_table(STAGED_SANITIZED_DOCUMENTS).to_pyarrow_dataset()
+    except LakehouseError:
+        return None
+    params = dataset.to_table(columns=["params"], filter=pc.field("date") == dt.date.fromisoformat(date))["params"]
+    return masking.from_params(pc.unique(params).to_pylist()) if len(params) else None
 
 
 def datasets(settings: Settings) -> list[str]:
@@ -94,7 +108,8 @@ def last_runs(settings: Settings, date: str | None = None) -> list[dict]:
                     "status": run.info.status,
                     "started": dt.datetime.fromtimestamp(run.info.start_time / 1000, dt.timezone.utc),
                     "failed": [c.data.tags.get("stage") for c in children if c.info.status == "FAILED"],
-                    "gate": gate_words(publish[0].data.params) if publish else "none (no publish stage)"})
+                    "gate": gate_words(publish[0].data.params) if publish else "none (no publish stage)",
+                    "sanitized": any(c.data.tags.get("stage") == "sanitize" for c in children)})
     return out
 
 
@@ -109,6 +124,8 @@ def render(settings: Settings, date: str | None = None) -> str:
             state = f"failed at {', '.join(r['failed'])}" if r["failed"] else r["status"].lower()
             lines.append(f"  {r['pipeline']:26s} date {r['date']}  {r['started']:%Y-%m-%d %H:%M} UTC  {state}; "
                          f"gate: {r['gate']}")
+            if r["sanitized"] and r["date"]:
+                lines.append(f"  {'':26s} {masking.words(masking_of(settings, r['date']))}")
     else:
         lines.append("  tracking is off (tracking.enabled: false)")
     lines.append("budget per dataset (composed over every charge):")

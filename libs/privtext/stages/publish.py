@@ -19,7 +19,8 @@ every document, not a sample) must be explained by the mechanism's own probabili
 (``verbatim_expected``; a public phrase may be the private value): beyond ``publish.max_verbatim_share``
 (default 0) of the replacements, a count whose Chernoff tail under that expectation is below
 ``publish.verbatim_significance`` refuses, whatever the audit says. The manifest carries the gate
-outcome, the ledger entry ids and the measured detection recall; audit figures stay in ``protected``.
+outcome, the ledger entry ids, the measured detection recall and the share of spans masked as ``[TYPE]``
+(which types, why) or left as written (allow-list) (``masking``); audit figures stay in ``protected``.
 
 Published ``doc_id``s are keyed pseudonyms (``pii.hashing.doc_pseudonym``, HMAC under the run's key) of
 the staged ones, whatever the input supplied: an input id such as an e-mail address never reaches the
@@ -52,6 +53,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from privtext.clusant import masking
 from privtext.pii.hashing import doc_pseudonym, load_hmac_key
 from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
@@ -322,6 +324,15 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
     return gate, detection
 
 
+def _masking(target: str, summary: list) -> dict | None:
+    """The sanitized export's span counts (``clusant.masking``, from the staged rows' params): the share of
+    spans written as [TYPE], which types and why, and the share left as written (allow-list), in figures and words."""
+    if target != "sanitized_documents":
+        return None
+    combined = masking.from_params([r["params"] for r in summary])
+    return {**(combined or {}), "in_words": masking.words(combined)}
+
+
 def build_manifest(target: str, date: str, run_id: str, version: str, files: list[dict], first_format: str,
                    summary: list, entries: list[dict], gate: str, detection: dict | None, table: str,
                    table_version: int) -> dict:
@@ -336,6 +347,7 @@ def build_manifest(target: str, date: str, run_id: str, version: str, files: lis
                     "ledger_entry_ids": [e["entry_id"] for e in entries],
                     "guarantees": sorted({e["guarantee"] for e in entries})},
         "gate": {"outcome": gate},
+        "masking": _masking(target, summary),
         "detection": None if detection is None else {
             "measured_on": "canary documents", "canaries": detection["params"].get("canaries"),
             **{k: detection["spend"]["overall"][k] for k in ("recall", "coverage")},
