@@ -160,22 +160,42 @@ def _every_word_context():
     """Presidio's lemma context enhancer (a context word within the 5 words before or the 2 after a match
     adds 0.35), over every word: Presidio's own looks only at non-stop-words, and "call" or "give" are
     spaCy stop words, so "call me on 76 177 296" never raised the phone number's score; the words after
-    catch signature labels ("26 841054 office")."""
+    catch signature labels ("26 841054 office"). A match's tokens are found by bisection and a window's
+    words are listed once, so the cost stays linear in a long document (Presidio scans every token for
+    every match)."""
     from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
 
     class EveryWordContext(LemmaContextAwareEnhancer):
+        _artifacts = _words = None
+
+        def _words_of(self, nlp_artifacts) -> list[str]:
+            if self._artifacts is not nlp_artifacts:
+                self._artifacts = nlp_artifacts
+                self._words = [w.lower() if any(c.isalnum() for c in w) else "" for w in nlp_artifacts.lemmas]
+            return self._words
+
         def _extract_surrounding_words(self, nlp_artifacts, word, start):
-            tokens, offsets = nlp_artifacts.tokens, nlp_artifacts.tokens_indices
-            if not tokens:
+            offsets = nlp_artifacts.tokens_indices
+            if not nlp_artifacts.tokens:
                 return [""]
-            words = [w.lower() if any(c.isalnum() for c in w) else "" for w in nlp_artifacts.lemmas]
-            first = self._find_index_of_match_token(word, start, tokens, offsets)
-            last = self._find_index_of_match_token(word, start + max(len(word) - 1, 0), tokens, offsets)
-            before = [w for w in reversed(words[:first]) if w][:self.context_prefix_count]
-            after = [w for w in words[last + 1:] if w][:self.context_suffix_count]
+            words = self._words_of(nlp_artifacts)
+            first = max(bisect.bisect_right(offsets, start) - 1, 0)
+            last = max(bisect.bisect_right(offsets, start + max(len(word) - 1, 0)) - 1, first)
+            before = _nonempty(words, first - 1, -1, self.context_prefix_count)
+            after = _nonempty(words, last + 1, 1, self.context_suffix_count)
             return sorted({*before, *words[first:last + 1], *after} - {""})
 
     return EveryWordContext(context_suffix_count=2)
+
+
+def _nonempty(words: list[str], i: int, step: int, count: int) -> list[str]:
+    """Up to ``count`` non-empty words from index ``i`` on, in direction ``step``."""
+    out = []
+    while 0 <= i < len(words) and len(out) < count:
+        if words[i]:
+            out.append(words[i])
+        i += step
+    return out
 
 
 def census_name_regex(top_n: int) -> str:

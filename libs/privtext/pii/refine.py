@@ -75,6 +75,7 @@ _AFTER_BLANK_LINE = re.compile(rf"[ \t]*\n[ \t]*\n[^\S\n]*(?:{_PLACE}[ \t]+)?{_P
 _STRUCTURAL = re.compile(rf"{_UNIT}|{_POSTCODE}")
 _HOUSE_NUMBER_BEFORE = re.compile(r"(?<![\w.,-])\d{1,6}[A-Za-z]?[ \t]+$")
 _MAX_ADDRESS_PARTS = 6
+_LOOK_BACK = 200  # characters searched before a span (a town line, a crossing): linear cost in a 1 MB document
 _TOWN_LINE = re.compile(r"(?:^|\n)[^\S\n]*(?:[^\w\s]{1,4}[^\S\n]*)?(?P<town>[^\W\d_][^\W\d_'’.-]*"
                         r"(?:[ -](?:[^\W\d_][^\W\d_'’.-]*))?(?:[ -][^\W\d_][^\W\d_'’.-]*){0,2})[^\S\n]*\Z")
 _LINE_CONTENT = re.compile(r"\S(?:[^\n]*\S)?")  # a line's text without its leading and trailing blanks
@@ -150,7 +151,7 @@ def _place_line_above(span, text: str) -> list:
     line_end = text.find("\n", span.end)
     if line_start < 2 or text[line_start:span.start].strip() or text[span.end:len(text) if line_end < 0 else line_end].strip():
         return []
-    m = _TOWN_LINE.search(text, 0, line_start - 1)
+    m = _TOWN_LINE.search(text, max(0, line_start - 1 - _LOOK_BACK), line_start - 1)
     if not m or not all(w[0].isupper() for w in re.split(r"[ -]", m.group("town"))):
         return []
     return [replace(span, start=m.start("town"), end=m.end("town"))]
@@ -195,17 +196,17 @@ def _widen_address(span, text: str):
     line, or after a unit/postcode, so "12 Main St Thanks a lot" keeps "Thanks"."""
     start, end = span.start, span.end
     for _ in range(2):
-        m = _HOUSE_NUMBER_BEFORE.search(text, 0, start)
+        m = _HOUSE_NUMBER_BEFORE.search(text, max(0, start - 16), start)
         if not m:
             break
         start = m.start()
-    m = _INTERSECTION_BEFORE.search(text, 0, start)
+    m = _INTERSECTION_BEFORE.search(text, max(0, start - _LOOK_BACK), start)
     if m and m.group().split()[0] not in NOT_NAMES:
         start = m.start()
     m = _INTERSECTION_AFTER.match(text, end)
     if m and m.group().split()[1] not in NOT_NAMES:
         end = m.end()
-    m = _CORNER_BEFORE.search(text, 0, start)
+    m = _CORNER_BEFORE.search(text, max(0, start - _LOOK_BACK), start)
     if m:
         start = m.start()
     m = _LINE_TAIL.match(text, end)

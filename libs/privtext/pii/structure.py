@@ -82,8 +82,11 @@ _ROLE = re.compile(r"(?i)(?:user|agent|customer|speaker|person|participant|bot|s
 _TURN = re.compile(r"(?m)^[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?(?P<label>[^\W_][\w.'’-]*(?:[ \t][^\W_][\w.'’-]*)?)[ \t]*:[ \t]")
 _SIGN_IN = re.compile(r"(?im)^[ \t]*(?:\*{1,3}[ \t]*|\[)?(?P<name>[^\W_][\w.'’-]*(?:[ \t][^\W_][\w.'’-]*)?)[ \t]+"
                       r"(?:has[ \t]+(?:joined|left)|signed[ \t]+(?:in|out)|is[ \t]+now[ \t]+(?:online|offline|away))\b")
-_HEADER_LABELS = frozenset("from to cc bcc date sent subject reply-to sender message-id re fwd fw note ps p.s "
-                           "importance x-mailer content-type mime-version organization".split())
+# field labels that open lines of mail, forms and logs: never a chat speaker
+_FIELD_LABELS = frozenset("from to cc bcc date sent subject reply-to sender message-id re fwd fw note ps p.s importance "
+                          "x-mailer content-type mime-version organization message attachment attachments error warning "
+                          "question answer update edit example result results status summary location time when where "
+                          "phone tel fax email e-mail mobile web url address title topic todays topics".split())
 
 # e-mail headers with people in them; Date/Sent values are dates
 _HEADER = re.compile(r"(?im)^(?P<label>From|To|Cc|Bcc|Reply-To|Sender|Date|Sent)[ \t]*:[ \t]*(?P<value>[^\n]*"
@@ -147,13 +150,13 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
     for m in _cues(_WEAK_CUE, text):
         if m.group("name").casefold() in known_first_names and m.group("name").casefold() not in not_names:
             spans.append(("PERSON", m.start("name"), m.end("last") if m.group("last") else m.end("name")))
-    turns = list(_TURN.finditer(text))
+    turns = [m for m in _TURN.finditer(text) if m.group("label").casefold() not in _FIELD_LABELS]
     if len(turns) >= 2 and 2 * len(turns) >= sum(1 for line in text.splitlines() if line.strip()):  # a chat
         for m in turns:
             label = m.group("label")
             if _ROLE.fullmatch(label):
                 protected.append(m.span("label"))
-            elif label.casefold() not in _HEADER_LABELS and label.casefold() not in not_names:
+            elif label.casefold() not in not_names:
                 spans.append(("PERSON", m.start("label"), m.end("label")))
         spans += [("PERSON", *m.span("name")) for m in _SIGN_IN.finditer(text)
                   if m.group("name").casefold() not in not_names]

@@ -132,3 +132,29 @@ def test_house_number_goes_with_its_street(analyzer):
 ])
 def test_other_widths_digit_systems_and_postcodes(analyzer, text, kind, value):
     assert (kind, value) in spans_of(analyzer, text)
+
+
+def _digest(messages: int) -> tuple[str, list[tuple[str, str]]]:
+    """A mailing-list digest of ``messages`` mails and its planted (type, value) pairs, in order."""
+    parts, planted = [], []
+    for i in range(messages):
+        address, phone = f"member{i:04d}@lists.example.org", f"555-{100 + i % 900:03d}-{1000 + i:04d}"
+        date = f"Mon, {1 + i % 28} Sep 2002 {i % 24:02d}:{i % 60:02d}:07 -0400"
+        parts.append(f"From: Member {i:04d} <{address}>\nDate: {date}\nSubject: Re: weekly build {i}\n\n"
+                     f"The build broke again on revision 1.{i}.2.3; call {phone} if you see it. "
+                     + "The log says nothing new about the parser or the cache. " * 4 + "\n\n-- \nlist footer\n\n")
+        planted += [("EMAIL_ADDRESS", address), ("DATE_TIME", date), ("PHONE_NUMBER", phone)]
+    return "".join(parts), planted
+
+
+def test_a_long_digest_across_many_windows_keeps_every_value_once(analyzer):
+    text, planted = _digest(150)  # about 70,000 characters, 9 windows of 8,000
+    settings = PiiSettings(max_chunk_chars=8_000, chunk_overlap_chars=200)
+    spans = detect_spans(analyzer, text, settings)
+    assert all(a.end <= b.start for a, b in zip(spans, spans[1:]))
+    found = [(s.entity_type, text[s.start:s.end]) for s in spans]
+    missing = [p for p in planted if p not in found]
+    assert not missing, missing[:5]
+    assert all(found.count(p) == 1 for p in planted[::3])  # an address in two windows is reported once
+    assert not any(kind == "IP_ADDRESS" for kind, _ in found)  # revisions
+    assert not any(v.strip("- \n") == "" for _, v in found)
