@@ -344,18 +344,21 @@ def test_a_redelivered_date_is_refused_until_detect_pii_reads_it_again(tmp_path,
     re-delivered documents, the same sequence publishes."""
     from privtext.lineage import DocumentsChanged
 
+    from privtext.sample_data import generate
+
     ctx = make_ctx(tmp_path, "pub-1", min_canary_recall=0.9)
-    first = {"d0": "Hi, I am Ann Lee", "d1": "call 555-0100"}
-    again = ({"d0": "Hi, I am Bob Ray", "d1": "mail bob@example.org"} if redelivery == "other texts"
-             else {**first, "d1": "call 555-0101"})
+    first = {r["doc_id"]: r["text"] for r in generate(2, seed=7)}  # the sample generator: doc ids d000000, d000001
+    changed = dict(first, d000001=first["d000001"][:-1] + ("x" if first["d000001"][-1] != "x" else "y"))
+    again = {r["doc_id"]: r["text"] for r in generate(2, seed=8)} if redelivery == "other texts" else changed
+    assert again.keys() == first.keys() and again != first
     deliver(ctx, first)
-    detect(ctx, {"d0": "PERSON", "d1": "PHONE_NUMBER"})
+    detect(ctx, {"d000000": "PERSON", "d000001": "PHONE_NUMBER"})
     deliver(ctx, again)  # no detect_pii since
     with pytest.raises(DocumentsChanged, match=r"changed since the detect_pii run det-1 .* rerun detect_pii for 2026-01-15"):
         sanitize(ctx, ["Hi, I am [PERSON]", "call [PHONE_NUMBER]"])
     # a release sanitized from the first delivery, re-delivered before publish: refused at the gate too
     deliver(ctx, first)
-    detect(ctx, {"d0": "PERSON", "d1": "PHONE_NUMBER"}, run_id="det-2")
+    detect(ctx, {"d000000": "PERSON", "d000001": "PHONE_NUMBER"}, run_id="det-2")
     sanitize(ctx, ["Hi, I am [PERSON]", "call [PHONE_NUMBER]"])
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
     deliver(ctx, again)
@@ -363,7 +366,7 @@ def test_a_redelivered_date_is_refused_until_detect_pii_reads_it_again(tmp_path,
         publish.run(ctx, target=TARGET)
     assert published(ctx) == []
     # control: detect_pii reads the re-delivery, then sanitize, audit and publish go through
-    detect(ctx, {"d0": "PERSON", "d1": "PHONE_NUMBER"}, run_id="det-3")
+    detect(ctx, {"d000000": "PERSON", "d000001": "PHONE_NUMBER"}, run_id="det-3")
     sanitize(ctx, ["Hi, I am [PERSON]", "[EMAIL_ADDRESS]"], run_id="san-2")
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.01, True)])
     assert publish.run(ctx, target=TARGET).rows == 2

@@ -257,7 +257,8 @@ def print_matrix() -> None:
             print(f"{label}: no secret met a (p, r) release")
             continue
         got, old = composed(world.entries, world.spans()), composed(world.old, None)
-        print(f"{label}: closed form {truth:.4f}, ledger {got['r_over_p']:.4f}, before the join {old['r_over_p']:.4f}")
+        before = "no account" if old is None else f"{old['r_over_p']:.4f}"
+        print(f"{label}: closed form {truth:.4f}, ledger {got['r_over_p']:.4f}, before the join {before}")
 
 
 def test_empty_exposures_are_refused_for_every_kind_and_a_read_set_stands_for_them():
