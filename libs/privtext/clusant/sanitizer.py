@@ -167,7 +167,6 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         else:
             by_value = {tk: sanitizer.replace(value_rng(draw_key, *tk), [tk[0]], emb[j : j + 1])[0] for tk, j in row.items()}
             chosen = {g: by_value[g[1:]] for g in groups}
-        expected = {tk: sanitizer.self_probability(tk[0], tk[1], emb[j]) for tk, j in row.items()}
     out = SanitizedDocuments([], [], [], [], [], [], [])
     counted: set = set()
     for i, spans in enumerate(docs):
@@ -187,7 +186,12 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         if draw_key is not None:
             counted |= drawn.keys()
         out.same_as_input.append(sum(normalize_value(t, r) == k for (t, k), r in drawn.items()))
-        out.same_expected.append(sum(expected[tk] for tk in drawn))
+        written = {tk: surface_format(tk[0], text[a:b]) for (a, b), tk, r in zip(region, keys[i], picks)
+                   if r is not None}  # the format of the occurrence ``drawn`` kept (the last)
+        for tk in drawn:
+            if (tk, written[tk]) not in expected:
+                expected[(tk, written[tk])] = sanitizer.self_probability(tk[0], tk[1], emb[row[tk]], written[tk])
+        out.same_expected.append(sum(expected[(tk, written[tk])] for tk in drawn))
         out.format_kept.append(sum(r is not None and format_kept(t, text[a:b], r)
                                    for r, (a, b), (_, _, t, _) in zip(picks, region, spans)))
     return out
@@ -198,21 +202,23 @@ class ClusantSanitizer:
         self.settings = settings
         self.per_type = dict(per_type)
         self.missing = tuple(missing)  # configured types without a vocabulary (masked with a placeholder)
-        self._keys: dict[str, dict[str, list[int]]] = {}  # per type: a phrase's value key -> its rows
+        self._keys: dict[tuple, dict[str, list[int]]] = {}  # per (type, format): a rendered phrase's key -> its rows
 
-    def self_probability(self, entity_type: str, key: str, embedding: np.ndarray) -> float:
-        """Pr[the draw for an input with value key ``key`` has that key]: the mechanism's exact probability of
-        the vocabulary phrases with the input's own key (a public phrase may be the private value; eps-LDP
-        allows drawing it). What a correct sanitizer publishes verbatim, in expectation."""
+    def self_probability(self, entity_type: str, key: str, embedding: np.ndarray, fmt: str | None = None) -> float:
+        """Pr[the draw for an input with value key ``key``, written in surface format ``fmt``, has that key]: the
+        mechanism's exact probability of the vocabulary phrases whose rendering in ``fmt`` has the input's own
+        key (a public phrase may be the private value, eps-LDP allows drawing it; a format keeps part of a draw,
+        e.g. a year-only date its year, so every phrase of that year counts). What a correct sanitizer
+        publishes verbatim, in expectation."""
         ts = self.per_type.get(entity_type)
         if ts is None:
             return 0.0
-        if entity_type not in self._keys:
+        if (entity_type, fmt) not in self._keys:
             index: dict[str, list[int]] = {}
             for row, phrase in enumerate(ts.phrases):
-                index.setdefault(normalize_value(entity_type, phrase), []).append(row)
-            self._keys[entity_type] = index
-        rows = self._keys[entity_type].get(key)
+                index.setdefault(normalize_value(entity_type, render(entity_type, phrase, fmt)), []).append(row)
+            self._keys[(entity_type, fmt)] = index
+        rows = self._keys[(entity_type, fmt)].get(key)
         return float(ts.mechanism.probabilities(embedding)[rows].sum()) if rows else 0.0
 
     @classmethod
