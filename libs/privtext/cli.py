@@ -78,12 +78,19 @@ def sample_path(n: int, seed: int, corpus: str = "email"):
 
 
 def cmd_pipeline_run(args) -> int:
-    from privtext.pipelines import run_pipeline
+    """Prints every stage's result as JSON; a refused run prints the same, its refusal last (the gate's failed
+    checks and what to do), then the one ``privtext: refused:`` line on stderr and exit 3."""
+    from privtext.errors import Refused
+    from privtext.pipelines import refusal_summary, run_pipeline
 
-    results = run_pipeline(args.name, _settings(args), args.date, input_path=args.input, skip=tuple(args.skip))
+    refused = None
+    try:
+        results = run_pipeline(args.name, _settings(args), args.date, input_path=args.input, skip=tuple(args.skip))
+    except Refused as refusal:
+        refused, results = refusal, refusal_summary(refusal, args.date)
     print(json.dumps({stage: getattr(result, "__dict__", result) for stage, result in results.items()}, default=str,
                      indent=2))
-    return 0
+    return 0 if refused is None else report_error(refused)
 
 
 def demo_key(settings):

@@ -21,7 +21,7 @@ import logging
 import time
 import uuid
 
-from privtext.errors import UsageError
+from privtext.errors import Refused, UsageError
 from privtext.settings import Settings
 from privtext.platform.tracking import pipeline_run, stage_run
 from privtext.stages.runner import job_entry, run_stage
@@ -58,12 +58,39 @@ def run_pipeline(name: str, settings: Settings, date: str, input_path: str | Non
                 options = {"input_path": input_path}
             started = time.perf_counter()
             with progress(stage) if progress else contextlib.nullcontext():
-                results[stage] = run_stage(stage, settings, date=date, pipeline=name, **options)
+                try:
+                    results[stage] = run_stage(stage, settings, date=date, pipeline=name, **options)
+                except Refused as refusal:  # the refused run's summary (``refusal_summary``) needs what ran
+                    refusal.pipeline_results, refusal.pipeline_stage = dict(results), stage
+                    raise
             log.info("%s: %s done in %.1f s", name, stage, time.perf_counter() - started)
             if stage == "audit" and "sanitize" in results:
                 results["retune"] = retune(settings, date, name, results, progress)
                 tracked.log_dict({"rounds": results["retune"]}, "ampl/retune.json")
     return results
+
+
+def refusal_summary(refusal: Refused, date: str, target: str = "sanitized_documents") -> dict[str, object]:
+    """What a refused ``privtext pipeline run`` prints, as a passing one does: each stage's result up to the
+    refusal, then the refused stage with the gate's failed checks and what to do about each (aggregates only)."""
+    stage = getattr(refusal, "pipeline_stage", None) or "pipeline"
+    reasons = list(getattr(refusal, "reasons", None) or [str(refusal)])
+    steps = []
+    for reason in reasons:
+        if "is invalid" in reason:
+            steps.append(f"the audit could not decide: rerun it (privtext run audit --target {target} --date {date}); "
+                         "if its controls misbehave again, the audit itself is at fault, report it with the audit's "
+                         "MLflow run")
+        elif "found leakage" in reason or "not confidently" in reason:
+            steps.append(f"sanitize at a lower eps: privtext tune sanitize --date {date}, then privtext --conf "
+                         f"conf/tuned/clusant.yaml run sanitize --date {date}, the audit and publish again")
+        elif "stale" in reason or "no leakage audit" in reason:
+            steps.append(f"audit what is staged: privtext run audit --target {target} --date {date}")
+    if stage == "publish":
+        steps.append(f"or publish anyway, recorded in the ledger: privtext run publish --target {target} --date "
+                     f"{date} --override-gate --reason \"...\"")
+    return {**getattr(refusal, "pipeline_results", {}),
+            stage: {"refused": True, "gate_checks_failed": reasons, "what_to_do": steps or [str(refusal)]}}
 
 
 def stricter(settings: Settings, alpha: float) -> Settings:
