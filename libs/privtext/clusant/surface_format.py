@@ -193,18 +193,22 @@ _AFFIXES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "md", "phd"
 
 
 def _name_class(value: str) -> str | None:
-    """"name:" with the layout ("L, F": last name first, as display names write it) and the case (``^`` upper,
-    ``_`` lower) when either differs from "First Last" in title case; None otherwise (the draw as it is)."""
+    """"name:" with the layout ("F": one word, "L, F": last name first, as display names write it, "F L") and
+    the case (``^`` upper, ``_`` lower); None for "First Last" in title case (the draw as it is)."""
     comma = re.fullmatch(r"[^,]*[^\W\d_][^,]*, ?[^,]*[^\W\d_][^,]*", value) is not None
+    layout = "L, F" if comma else "F" if len(value.split()) == 1 else "F L"
     letters = [c for c in value if c.isalpha()]
     case = "^" if len(letters) > 1 and all(c.isupper() for c in letters) else "_" if letters and all(c.islower() for c in letters) else ""
-    return f"name:{'L, F' if comma else 'F L'}{case}" if comma or case else None
+    return None if layout == "F L" and not case else f"name:{layout}{case}"
 
 
 def _render_name(candidate: str, fmt: str) -> str:
-    """The drawn name, without honorifics and suffixes, last name first for "L, F", in the class's case."""
+    """The drawn name without honorifics and suffixes: its first word for "F", last name first for "L, F",
+    in the class's case."""
     tokens = [t for t in candidate.split() if t.strip(".,").lower() not in _AFFIXES] or candidate.split() or ["Alex"]
-    name = f"{tokens[-1]}, {' '.join(tokens[:-1])}" if "L, F" in fmt and len(tokens) > 1 else " ".join(tokens)
+    layout = fmt[len("name:"):].rstrip("^_")
+    name = (tokens[0] if layout == "F" else f"{tokens[-1]}, {' '.join(tokens[:-1])}" if layout == "L, F" and len(tokens) > 1
+            else " ".join(tokens))
     return name.upper() if fmt.endswith("^") else name.lower() if fmt.endswith("_") else name
 
 
