@@ -7,9 +7,7 @@ vectorised per type. Guarantee per span: eps_type-metric-LDP (see ``mechanism.py
 sanitized independently, so a document's spans of one secret compose additively in eps.
 
 A type without a vocabulary (not configured, or no public source yields candidates) gets the typed
-placeholder ``[TYPE]``: a deterministic mask that releases only the type and position of the span. So does
-a span whose tier is ``SPENT`` (the stage marks every span of a type holding a value whose metric-LDP
-budget cannot pay another draw): it is masked, never drawn, and charges nothing.
+placeholder ``[TYPE]``: a deterministic mask that releases only the type and position of the span.
 ``merge_spans`` and ``splice`` rebuild a document: overlapping spans become one, everything outside
 the spans is kept character for character (offsets are Python string indices, i.e. code points), and so are
 the brackets, quotes and separators at a span's edges that belong to the text around it and a span without
@@ -50,7 +48,6 @@ class TypeSanitizer:
     mechanism: CluSanT
 
 
-SPENT = "spent"  # the tier of a span of a type holding a value whose per-value budget is spent: masked, never drawn
 
 
 def placeholder(entity_type: str) -> str:
@@ -63,8 +60,7 @@ def merge_spans(spans: Iterable[tuple[int, int, str, str, float]], length: int) 
 
     Offsets are clipped to [0, length]; empty spans are dropped; spans that overlap (share at least one
     character) become one span covering their union, with the type and tier of the member ranked first
-    by: PII tier before PoII (``SPENT`` ranks as PII), higher score, longer, earlier; a union holding a
-    ``SPENT`` span is ``SPENT`` (masked whole). Touching spans (end == next start) stay apart.
+    by: PII tier before PoII, higher score, longer, earlier. Touching spans (end == next start) stay apart.
     """
     clipped = sorted((max(0, int(s)), min(length, int(e)), t, tier, float(score))
                      for s, e, t, tier, score in spans if min(length, int(e)) > max(0, int(s)))
@@ -76,8 +72,8 @@ def merge_spans(spans: Iterable[tuple[int, int, str, str, float]], length: int) 
             groups.append([span])
     merged = []
     for group in groups:
-        best = min(group, key=lambda m: (m[3] not in ("PII", SPENT), -m[4], m[0] - m[1], m[0]))
-        tier = SPENT if any(m[3] == SPENT for m in group) else best[3]
+        best = min(group, key=lambda m: (m[3] != "PII", -m[4], m[0] - m[1], m[0]))
+        tier = best[3]
         merged.append((group[0][0], max(m[1] for m in group), best[2], tier))
     return merged
 
@@ -142,13 +138,13 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
                        draw_key: bytes | None = None) -> SanitizedDocuments:
     """Every span of ``docs`` (per document: disjoint, sorted (start, end, type, tier), see ``merge_spans``)
     replaced: one surrogate per distinct (document, type, value key), each distinct (type, key) of the
-    batch encoded once; types without a vocabulary and ``SPENT`` spans get their placeholder. With a
+    batch encoded once; types without a vocabulary get their placeholder. With a
     ``draw_key`` (``surrogates.draw_key``): one surrogate per distinct (type, key) whatever the document or
     batch, drawn from the value's own generator (``surrogates.value_rng``) on the embedding of its key, so
     every batch reproduces it; ``same_as_input`` then counts each value once per batch (first document)."""
     keys = [[(t, normalize_value(t, texts[i][s:e])) for s, e, t, _ in spans] for i, spans in enumerate(docs)]
     regions = [[replaced_region(texts[i], s, e) for s, e, _, _ in spans] for i, spans in enumerate(docs)]
-    drawn_spans = [[tier != SPENT and t in sanitizer.per_type and a < b for (_, _, t, tier), (a, b) in zip(spans, regions[i])]
+    drawn_spans = [[t in sanitizer.per_type and a < b for (_, _, t, _), (a, b) in zip(spans, regions[i])]
                    for i, spans in enumerate(docs)]
     groups = sorted({(i, t, k) for i, doc in enumerate(keys) for (t, k), d in zip(doc, drawn_spans[i]) if d})
     values: dict[tuple[str, str], str] = {}

@@ -112,28 +112,6 @@ def test_merge_spans_unions_overlaps_prefers_pii_and_keeps_touching_spans_apart(
     assert merge_spans([(0, 4, "A", "PII", 0.8), (2, 9, "B", "PII", 0.8)], 9) == [(0, 9, "B", "PII")]
 
 
-def test_a_union_holding_a_spent_span_is_spent_and_spent_spans_are_masked_never_drawn(tmp_path):
-    """SPENT (the value's per-value budget cannot pay a draw) wins any union, whatever the ranking, and a SPENT
-    span of a type with a vocabulary is masked like a type without one: no draw, no encoding of its value;
-    the other spellings of that value in the document (not SPENT) still get their one draw."""
-    from privtext.clusant.sanitizer import SPENT, sanitize_documents
-
-    assert merge_spans([(0, 4, "A", SPENT, 0.1), (2, 9, "B", "PII", 0.9)], 9) == [(0, 9, "B", SPENT)]
-    assert merge_spans([(0, 4, "A", SPENT, 0.1), (2, 9, "B", "PoII", 0.9)], 9) == [(0, 9, "A", SPENT)]  # ranks as PII
-    assert merge_spans([(0, 4, "A", "PII", 0.9), (6, 9, "B", SPENT, 0.9)], 9) == [(0, 4, "A", "PII"), (6, 9, "B", SPENT)]
-    san = ClusantSanitizer.build(_settings(), TIERS.get, hash_encode, "hash", cache_dir=str(tmp_path))
-    text = "Ann Lee met Bo Yu; ann lee left."
-    spans = [(0, 7, "PERSON", SPENT), (12, 17, "PERSON", "PII"), (19, 26, "PERSON", "PII")]
-    encoded = []
-    out = sanitize_documents(san, lambda p: encoded.append(list(p)) or hash_encode(p), np.random.default_rng(0),
-                             [text], [spans])
-    assert out.texts[0].startswith("[PERSON] met ") and "Bo Yu" not in out.texts[0]
-    assert out.masked == [{"PERSON": 1}] and out.replaced == [{"PERSON": 2}]
-    assert encoded == [["Ann Lee", "Bo Yu"]]  # the unspent spelling's key is drawn once (encoded as first written)
-    control = sanitize_documents(san, hash_encode, np.random.default_rng(0), [text], [[(0, 7, "PERSON", "PII")] + spans[1:]])
-    assert control.masked == [{}] and not control.texts[0].startswith("[PERSON]")
-
-
 def test_splice_keeps_everything_outside_the_spans_code_point_exact():
     text = "👋🏽 Grüße, Zoë Ångström — café ✓"
     start = text.index("Zoë")
@@ -209,19 +187,20 @@ def hashed_sanitizer(tmp_path_factory):
     return ClusantSanitizer.build(_settings(), TIERS.get, hash_encode, "hash", cache_dir=str(tmp_path_factory.mktemp("v")))
 
 
-def test_any_text_keeps_everything_outside_its_spans_and_masks_every_union_holding_a_spent_span(hashed_sanitizer):
+def test_any_text_keeps_everything_outside_its_spans_and_masks_only_types_without_a_vocabulary(hashed_sanitizer):
     """Generated Unicode (any script, digit system, width, size) with random, overlapping, out-of-range
-    spans, some SPENT: the merged spans are sorted, disjoint and inside the text; a union is SPENT exactly
-    when one of its members is; the output keeps every character outside the spans in order, writes the
-    placeholder for SPENT unions and for types without a vocabulary, and a public phrase elsewhere."""
+    spans: the merged spans are sorted, disjoint and inside the text; a union is PII when one of its members
+    is; the output, with per-batch draws or one keyed draw per value (``draw_key``), keeps every character
+    outside the spans in order, writes the placeholder for types without a vocabulary and a public phrase
+    elsewhere."""
     import re
 
     from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-    from privtext.clusant.sanitizer import SPENT, replaced_region, sanitize_documents
+    from privtext.clusant.sanitizer import replaced_region, sanitize_documents
 
     members = st.lists(st.tuples(st.integers(-5, 70), st.integers(0, 20), st.sampled_from(["PERSON", "LOCATION", "US_PASSPORT"]),
-                                 st.sampled_from(["PII", "PoII", SPENT]), st.floats(0, 1)), max_size=6)
+                                 st.sampled_from(["PII", "PoII"]), st.floats(0, 1)), max_size=6)
 
     @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.text(min_size=1, max_size=60), members, st.integers(0, 2**32 - 1))
@@ -232,14 +211,16 @@ def test_any_text_keeps_everything_outside_its_spans_and_masks_every_union_holdi
         assert all(e1 <= s2 for (_, e1, _, _), (s2, _, _, _) in zip(merged, merged[1:]))
         for s, e, _, tier in merged:
             inside = [m for m in spans if max(0, m[0]) < min(len(text), m[1]) and max(0, m[0]) < e and min(len(text), m[1]) > s]
-            assert (tier == SPENT) == any(m[3] == SPENT for m in inside)
-        out = sanitize_documents(hashed_sanitizer, hash_encode, np.random.default_rng(seed), [text], [merged]).texts[0]
+            assert (tier == "PII") == any(m[3] == "PII" for m in inside)
+        key = seed.to_bytes(4, "little") * 8 if seed % 2 else None
+        done = sanitize_documents(hashed_sanitizer, hash_encode, np.random.default_rng(seed), [text], [merged], draw_key=key)
+        out = done.texts[0]
         pattern, pos = [], 0
         for s, e, t, tier in merged:
             a, b = replaced_region(text, s, e)  # edge punctuation stays; a span without letters or digits too
             if a == b:
                 continue
-            masked = tier == SPENT or t not in hashed_sanitizer.per_type
+            masked = t not in hashed_sanitizer.per_type
             pattern += [re.escape(text[pos:a]), re.escape(placeholder(t)) if masked else "(.+?)"]
             pos = b
         pattern.append(re.escape(text[pos:]))
