@@ -65,6 +65,18 @@ CASES = {  # name -> writes the bad file(s) into the drop folder
                                                for n in ("d1.jsonl", "d2.jsonl")],
     "symlink loop": _loop,
     "file without a text column": lambda f: (f / "notext.csv").write_text("doc_id,body\n1,hello\n"),
+    # issue 47
+    "CSV 200 KB field in row 51 of 100": lambda f: (f / "long.csv").write_text(
+        "text\n" + "\n".join("x" * 200_000 if i == 50 else f"row {i}" for i in range(100)) + "\n"),
+    "FIFO named pipe.jsonl": lambda f: os.mkfifo(f / "pipe.jsonl"),
+    "NBSP / em-space / NUL-only texts": lambda f: (f / "blank.jsonl").write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in ("\u00a0\u00a0", "\u2003\u2003", "\x00\x00"))),
+    "1,000,000-character doc_id": lambda f: (f / "id.jsonl").write_text(json.dumps({"doc_id": "i" * 1_000_000,
+                                                                                   "text": "x"}) + "\n"),
+    "text as JSON object, list, number": lambda f: (f / "types.jsonl").write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in ({"a": 1}, [1], 42))),
+    "repeated CSV column / JSON key": lambda f: ((f / "rep.csv").write_text("text,text\na,b\n"),
+                                                 (f / "rep.jsonl").write_text('{"text": "a", "text": "b"}\n')),
 }
 
 
