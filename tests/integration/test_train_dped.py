@@ -38,7 +38,8 @@ def _write_docs(ctx: RunContext, n: int = 300, users: bool = True) -> None:
     ctx.lakehouse.replace_partitions(DOCUMENTS, ctx.spark.createDataFrame(rows, DOC_DDL), {"ingest_date": [DATE]})
 
 
-def test_train_dped_charges_before_release_and_publish_releases_public_words(tmp_path):
+def test_train_dped_charges_before_release_and_publish_releases_public_words(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVTEXT_HMAC_KEY", "train-dped-test-key-0123456789")  # it keys the records it read
     ctx = _context(tmp_path, tracking=True, deterministic=False)  # fixed-seed noise is never published
     _write_docs(ctx)
     result = run_stage("train_dped", ctx.settings, date=DATE.isoformat(), epsilon=8.0)

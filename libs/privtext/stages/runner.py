@@ -27,7 +27,9 @@ log = logging.getLogger("privtext")
 STAGES = ("ingest", "detect_pii", "embed", "sanitize", "audit", "publish", "synthesize", "evaluate",
           "train_dped")
 # stages that need run.hmac_key_env / run.hmac_key_file (publish: for the targets whose doc_ids it pseudonymises)
-KEYED_STAGES = {"ingest": None, "detect_pii": None, "publish": ("sanitized_documents",)}
+# stages that need the HMAC key (None: every target): train_dped and synthesize key the records they read
+KEYED_STAGES = {"ingest": None, "detect_pii": None, "train_dped": None, "synthesize": None,
+                "publish": ("sanitized_documents",)}
 
 
 def stage_module(stage: str):
