@@ -85,15 +85,18 @@ def true_secret_triplets(rng: np.random.Generator, truth: np.ndarray, candidates
     truth = np.asarray(truth, dtype=np.int64)
     k = candidates.shape[0]
     groups = np.zeros(k, dtype=np.int64) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
-    members = [np.flatnonzero(groups == g) for g in range(groups.max() + 1)]
-    usable = np.flatnonzero(np.array([len(members[groups[i]]) > 1 for i in truth], dtype=bool)) if truth.size else truth
+    order = np.argsort(groups, kind="stable")  # the members of group g: order[start[g]:start[g] + size[g]]
+    size = np.bincount(groups)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    usable = np.flatnonzero(size[groups[truth]] > 1) if truth.size else truth
     if usable.size < 1:
         raise ValueError("need an observation whose secret has another candidate of its type")
     obs = usable[rng.integers(0, usable.size, size=count)]
     i = truth[obs]
 
-    def draw(rows):
-        return np.array([members[groups[x]][rng.integers(len(members[groups[x]]))] for x in i[rows]], dtype=np.int64)
+    def draw(rows):  # uniform within x_i's group, vectorised (a Python loop over 10^5 triplets took seconds)
+        g = groups[i[rows]]
+        return order[start[g] + np.minimum((rng.random(len(rows)) * size[g]).astype(np.int64), size[g] - 1)]
 
     distance = distance or (lambda a, b: _pair_dist(candidates, a, b))
     j = draw(np.arange(count))

@@ -90,3 +90,29 @@ def test_on_boilerplate_the_uniform_control_passes_with_margin_and_identity_fail
     assert results["control_uniform"].violation_ratio < TINY.delta_target / 2
     assert results["control_identity"].violation_ratio > 0.5
     assert controls_valid(results["control_identity"], results["control_uniform"])
+
+
+def test_triplet_draws_are_uniform_within_the_group_of_the_true_secret():
+    from privtext.ampl.mpl import true_secret_triplets
+
+    rng = np.random.default_rng(3)
+    groups = np.array(["a"] * 4 + ["b"] * 3 + ["c"])  # c: alone, its observations cannot be audited
+    truth = np.array([0, 5, 7, 2])
+    t = true_secret_triplets(rng, truth, rng.normal(size=(8, 3)), 60_000, groups)
+    assert not np.isin(t.obs, [2]).any() and np.all(t.i != t.j)
+    for secret, others in ((0, [1, 2, 3]), (5, [4, 6]), (2, [0, 1, 3])):
+        drawn = t.j[t.i == secret]
+        counts = np.array([np.sum(drawn == o) for o in others])
+        expected = drawn.size / len(others)  # x_j = x_i is redrawn: uniform over the group's other members
+        assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))  # 5 binomial s.e.
+
+
+def test_log_prob_of_repeated_pairs_matches_the_dense_softmax():
+    rng = np.random.default_rng(4)
+    pred, cand = rng.normal(size=(6, 3)), rng.normal(size=(9, 3))
+    post = GaussianPosterior(pred, cand, 0.8, 1e-3, CPU, chunk_elems=7)
+    obs, c = rng.integers(0, 6, size=500), rng.integers(0, 9, size=500)
+    logits = -((pred[:, None, :] - cand[None, :, :]) ** 2).sum(-1) / 0.8
+    dense = np.exp(logits - logits.max(1, keepdims=True))
+    dense = (1 - 1e-3) * dense / dense.sum(1, keepdims=True) + 1e-3 / 9
+    np.testing.assert_allclose(post.log_prob(obs, c), np.log(dense[obs, c]), rtol=1e-9, atol=1e-12)
