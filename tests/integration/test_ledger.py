@@ -240,3 +240,7 @@ def test_charge_is_mirrored_to_the_stage_mlflow_run(tmp_path):
     assert run.data.tags["privtext.run_id"] == "run-1" and run.data.tags["stage"] == "synthesize"
     artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(run_id, "privacy")]
     assert artifacts == ["privacy/synthesize-secpe_histogram.json"]
+    # the params (sigma, count pmfs: functions of the secrets' structure; records read) stay in the ledger
+    mirrored = mlflow.artifacts.load_dict(f"runs:/{run_id}/privacy/synthesize-secpe_histogram.json")
+    assert "params" not in mirrored["charge"] and "sigma" not in str(mirrored) and "count_pmfs" not in str(mirrored)
+    assert mirrored["charge"]["spend"] == {"p": 1e-3, "r": pytest.approx(5e-3)}
