@@ -62,7 +62,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
 
-from privtext.clusant.sanitizer import ADJACENCY, ClusantSanitizer, merge_spans, sanitize_documents
+from privtext.clusant.sanitizer import ClusantSanitizer, merge_spans, sanitize_documents
 from privtext.clusant.masking import summary as masking_summary
 from privtext.clusant.surrogates import AllowList, draw_id, draw_key, epoch_of
 from privtext.platform.context import RunContext
@@ -89,6 +89,10 @@ OUT_SCHEMA = StructType([
     StructField("verbatim_expected", DoubleType()),
     StructField("format_kept", IntegerType()),
 ])
+# what a charge's eps protects (the ledger records it): one keyed draw per (type, value) and epoch
+ADJACENCY = ("a value x replaced by any x' of the same entity type and surface format in all its occurrences of the "
+             "draw's epoch (one draw, reused; the type, the format class and which spans hold equal values are "
+             "published); one occurrence alone against the others is not protected")
 PLAN_SCHEMA = StructType([StructField("entity_type", StringType()), StructField("secret_id", StringType())])
 QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
 
