@@ -75,6 +75,7 @@ def test_quote_attribution_keeps_its_date_and_names_its_writer(analyzer):
     ("CVS revision 1.2.3.4 of the file", "1.2.3.4"),
     ("$Id: main.c,v 1.12.2.3 2002/08/14 10:12:33 Exp $", "1.12.2.3"),
     ("edit /etc/apt/apt.conf and rerun", "apt.conf"),
+    ("then run python setup.py install", "setup.py"),
     ("see you @08:53 tomorrow", "@08"),
     ("______________________________\nExmh-users mailing list", "_____"),
 ])
