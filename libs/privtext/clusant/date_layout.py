@@ -47,6 +47,8 @@ _ORDINAL = {1: "st", 2: "nd", 3: "rd"}
 def _name(word: str, names: tuple[str, ...]) -> tuple[str, bool] | None:
     """(full name, abbreviated) if ``word`` is one of ``names`` or its 3-letter (or "Sept"/"Tues"...) form."""
     low = word.lower()
+    if low == "may" and names is MONTHS:  # three letters, as headers write every month: the abbreviation's layout
+        return "May", True
     for full in names:
         if low == full.lower():
             return full, False

@@ -70,7 +70,7 @@ def test_the_date_vocabulary_holds_full_dates_only():
     assert len(phrases) == 300
     for p in phrases:  # every candidate renders into every layout: it spells a day, a month and a year
         assert surface_format("DATE_TIME", p) in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%d.%m.%Y",
-                                                  "%B %-d, %Y", "%b %-d, %Y", "%-d %B %Y", "%-m/%-d/%Y"), p
+                                                  "%B %-d, %Y", "%b %-d, %Y", "%-d %B %Y", "%-d %b %Y", "%-m/%-d/%Y"), p  # May: %b
 
 
 def _rendered_distribution(mech, embedding, phrases, fmt, leak: str = "") -> dict[str, float]:
