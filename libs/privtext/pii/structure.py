@@ -71,8 +71,10 @@ _DATE = re.compile(
     rf"|(?:{_WD},?[ \t]+)?{_TIME}{_ZONES})")  # a time: 15:01, 3:45 PM, Wed 10:12
 _ZONE_ALONE = re.compile(rf"\({_ZONE_NAME}\)|(?-i:{_ZONE_NAME})|(?<=\d[ \t]){_OFFSET}")
 _VERSION = re.compile(
-    r"(?i)(?:\b(?:rev(?:ision)?|version|ver|release|cvs|tag|build|patch|branch|v)[.:]?[ \t]*|,v[ \t]+|\$\w+:[^$\n]*?)"
+    r"(?i)(?:\b(?:rev(?:ision)?|version|ver|release|cvs|tag|build|patch|branch|v|kernel|linux|perl|python|gcc|glibc|"
+    r"fixed[ \t]+in)[.:]?[ \t]*|,v[ \t]+|\$\w+:[^$\n]*?)"
     r"(?P<v>\d+(?:\.\d+){1,7})(?![\w.])"
+    r"|(?P<before>(?<![\w.])\d+(?:\.\d+){1,7})(?=-pre\d|[ \t]+(?i:RPMs?|packages?|release|kernel|branch|tree)\b)"
     r"|(?P<long>(?<![\w.])(?!\d{2}(?:\.\d{2}){4}(?![\w.]))\d+(?:\.\d+){4,}(?![\w.]))")  # not a phone: 05.06.52.16.25
 _LAUGHTER = re.compile(r"(?i)(?<!\w)(?:a?(?:h+a+){2,}h*|a?(?:a+h+){2,}|(?:he){2,}h?|(?:hi){3,}|(?:ja){2,}j?|(?:ka){2,}"
                        r"|lo+l+z?|lmf?a+o+|rofl|xd+|heh+|hah)(?!\w)")
@@ -174,7 +176,7 @@ def _cues(rx: re.Pattern, text: str):
 
 def _zones_and_noise(text: str) -> list[tuple[int, int]]:
     out = [m.span() for m in _ZONE_ALONE.finditer(text)]
-    out += [m.span("v") if m.group("v") else m.span("long") for m in _VERSION.finditer(text)]
+    out += [m.span(next(g for g in ("v", "before", "long") if m.group(g))) for m in _VERSION.finditer(text)]
     out += [m.span() for m in _LAUGHTER.finditer(text)]
     return out
 

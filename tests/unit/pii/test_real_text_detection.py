@@ -74,6 +74,8 @@ def test_quote_attribution_keeps_its_date_and_names_its_writer(analyzer):
     ("I had a bad teacher in the summer.", "the summer"),
     ("CVS revision 1.2.3.4 of the file", "1.2.3.4"),
     ("$Id: main.c,v 1.12.2.3 2002/08/14 10:12:33 Exp $", "1.12.2.3"),
+    ("This is fixed in 1.12.2.4, see the ChangeLog.", "1.12.2.4"),
+    ("Has anybody tried this with the 4.3.2.1 RPMs?", "4.3.2.1"),
     ("edit /etc/apt/apt.conf and rerun", "apt.conf"),
     ("then run python setup.py install", "setup.py"),
     ("see you @08:53 tomorrow", "@08"),
