@@ -7,7 +7,9 @@ allow-list), ``drawn_values`` (the plan job's body), ``check_schedule``, ``new_d
 epoch's draw key (the sanitize job's call), on the sanitizer the stage builds from the settings
 (``sanitizer_setup.build_sanitizer``). Documents: ``tests.fixtures.realtext`` e-mails, one mailbox
 population split over the nights (lists, colleagues and correspondents recur; replayed dates); detected
-spans: the annotated values of entity types (outermost; DATE as DATE_TIME). Allow-list (``--allow-list
+spans: the annotated values of entity types (outermost; DATE as DATE_TIME), or with ``--detector`` the
+``detect_pii`` stage's own detection (``pii.detect.get_analyzer`` + ``detect_many``: its types, its mistakes,
+slower). Allow-list (``--allow-list
 lists``): the addresses and URLs of the mailing lists, as a data team running them would declare.
 
 Beside it, the former policy on the same nights (per-document charges, every span of a type masked once
@@ -106,11 +108,18 @@ def main(argv=None) -> int:
     parser.add_argument("--epoch-days", type=int, default=None, help="clusant.surrogate_epoch_days (default: the conf's)")
     parser.add_argument("--allow-list", choices=("lists", "none"), default="lists")
     parser.add_argument("--start", default="2026-01-01")
+    parser.add_argument("--detector", action="store_true", help="spans from the detector instead of the annotations")
     parser.add_argument("--json", help="write the per-night table here")
     args = parser.parse_args(argv)
 
     settings = load_settings(args.conf)
     nights, lists = nights_of_mail(args.nights, args.mail_per_night, args.seed)
+    if args.detector:
+        from privtext.pii.detect import detect_many, get_analyzer
+
+        analyzer = get_analyzer(settings.pii)
+        nights = [(texts, [[{"start": x.start, "end": x.end, "entity_type": x.entity_type, "tier": x.tier, "score": x.score}
+                            for x in doc] for doc in detect_many(analyzer, texts, settings.pii)]) for texts, _ in nights]
     allow_values = lists if args.allow_list == "lists" else []
     epoch_days = args.epoch_days or settings.clusant.surrogate_epoch_days
     clusant = settings.clusant.model_copy(update={"allow_list": tuple(allow_values), "surrogate_epoch_days": epoch_days})
