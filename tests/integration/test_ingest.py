@@ -160,23 +160,24 @@ def test_an_empty_or_much_smaller_load_is_refused_unless_allowed(ctx, tmp_path):
     assert ctx.lakehouse.read(DOCUMENTS).count() == 0
 
 
-def test_csv_parse_errors_quarantine_the_file_naming_the_line(ctx, tmp_path):
+def test_csv_parse_errors_quarantine_their_record_and_the_rest_of_the_file_lands(ctx, tmp_path):
+    """Issue 47: a 200 KB field in row 51 of 100 quarantined rows 1-51 as 'whole file' and lost 52-100."""
+    ctx.settings = ctx.settings.model_copy(update={"ingest": ctx.settings.ingest.model_copy(update={"max_chars": 100_000})})
     drop = tmp_path / "drop"
     drop.mkdir()
     (drop / "quote.csv").write_text('text,label\nfine row,a\n"never closed,b\nswallowed,c\nalso swallowed,d\n')
-    (drop / "huge.csv").write_text("text,label\nshort,a\n" + "x" * 200_000 + ",b\n")
+    rows = [f"row {i},x" for i in range(100)]
+    rows[50] = "x" * 200_000 + ",b"
+    (drop / "huge.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
     _jsonl(drop / "good.jsonl", 3)
     result = ingest.run(ctx, str(drop))
-    assert sorted(read(ctx, DOCUMENTS).text) == ["message 0", "message 1", "message 2"]
+    texts = set(read(ctx, DOCUMENTS).text)
+    assert texts == {"message 0", "message 1", "message 2", "fine row"} | {f"row {i}" for i in range(100) if i != 50}
     quarantine = read(ctx, QUARANTINE).sort_values(["source_file", "line_no"])
-    quote = quarantine[quarantine.source_file == "quote.csv"]
-    assert list(quote.line_no) == [2, 3]
-    assert set(quote.reason) == {"CSV parse error in the record starting at line 3: unexpected end of data "
-                                 "(whole file quarantined)"}
-    huge = quarantine[quarantine.source_file == "huge.csv"]
-    assert list(huge.line_no) == [2, 3] and huge.reason.iloc[0].startswith(
-        "CSV parse error in the record starting at line 3: field larger than field limit")
-    assert result.documents == 3 and result.quarantined == 4
+    assert [(r.source_file, r.line_no, r.reason) for r in quarantine.itertuples()] == [
+        ("huge.csv", 52, "text longer than ingest.max_chars=100000"),
+        ("quote.csv", 3, "CSV parse error in the record starting at line 3: unexpected end of data")]
+    assert result.documents == 3 + 1 + 99 and result.quarantined == 2
 
 
 def test_a_text_over_max_chars_is_quarantined_before_it_becomes_a_spark_row(ctx, tmp_path):
@@ -243,9 +244,23 @@ def _six_crash_cases(drop):
     (drop / "first_array.jsonl").write_text("[1,2,3]\n" + "".join(json.dumps({"text": f"after {i}"}) + "\n" for i in range(4)))
 
 
-def test_issue_32_crash_cases_are_quarantined_beside_a_good_file(ctx, tmp_path, capsys):
+def _issue_47_cases(drop):
+    """Issue 47's records and files: a FIFO (it hung the load), blank texts, a 1,000,000-character doc_id,
+    texts that are not strings, a repeated CSV column and JSON key (each kept one value silently)."""
+    import os
+
+    os.mkfifo(drop / "pipe.jsonl")
+    records = [{"doc_id": "nbsp", "text": "\u00a0\u00a0"}, {"doc_id": "em", "text": "\u2003\u3000"},
+               {"doc_id": "nul", "text": "\x00\x00"}, {"doc_id": "x" * 1_000_000, "text": "long id"},
+               {"doc_id": "obj", "text": {"a": 1}}, {"doc_id": "list", "text": ["a"]}, {"doc_id": "num", "text": 42}]
+    (drop / "odd.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records)
+                                    + '{"doc_id": "dup", "text": "one", "text": "two"}\n')
+    (drop / "repeated.csv").write_text("doc_id,text,text\nc1,first,second\n")
+
+
+def test_issue_32_and_47_cases_are_quarantined_beside_a_good_file(ctx, tmp_path, capsys):
     """rc 0 through the CLI; the good rows land (the struct row, the four lines after [1,2,3]); each bad
-    record or file is one quarantine row with its reason."""
+    record or file is one quarantine row with its reason; the FIFO is skipped and listed."""
     import yaml
 
     from privtext.cli import main
@@ -254,6 +269,7 @@ def test_issue_32_crash_cases_are_quarantined_beside_a_good_file(ctx, tmp_path, 
     drop.mkdir()
     (drop / "good.jsonl").write_text("".join(json.dumps({"doc_id": f"g{i}", "text": f"good {i}"}) + "\n" for i in range(5)))
     _six_crash_cases(drop)
+    _issue_47_cases(drop)
     conf = tmp_path / "conf.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": ctx.settings.lakehouse.root}, "tracking": {"enabled": False},
                                     "run": {"deterministic": True}, "spark": {"master": "local[2]"}}))
@@ -268,12 +284,20 @@ def test_issue_32_crash_cases_are_quarantined_beside_a_good_file(ctx, tmp_path, 
         ("first_array.jsonl", "malformed JSON: not an object"),
         ("latin1_header.csv", "invalid UTF-8 in the CSV header (file quarantined)"),
         ("surrogates.jsonl", "invalid Unicode in doc_id"), ("surrogates.jsonl", "invalid Unicode in label"),
-        ("surrogates.jsonl", "invalid Unicode in a field name")]), reasons
-    capsys.readouterr()
+        ("surrogates.jsonl", "invalid Unicode in a field name"),
+        ("odd.jsonl", "empty text"), ("odd.jsonl", "empty text"), ("odd.jsonl", "empty text"),
+        ("odd.jsonl", f"doc_id longer than {ingest.MAX_ID_CHARS} characters"),
+        ("odd.jsonl", "text is an object, not a string"), ("odd.jsonl", "text is a list, not a string"),
+        ("odd.jsonl", "text is a number, not a string"), ("odd.jsonl", "malformed JSON: duplicate key in an object"),
+        ("repeated.csv", "duplicate column 'text' in the CSV header (file quarantined)")]), reasons
+    assert json.loads(capsys.readouterr().out)["skipped_files"] == ["pipe.jsonl (a FIFO)"]
 
 
 def test_a_generated_corpus_beside_a_good_file_never_loses_the_good_rows(ctx, tmp_path):
-    """hypothesis over encodings, structures and sizes: whatever lies beside it, good.jsonl lands whole."""
+    """hypothesis over encodings, structures and sizes (blank texts, repeated keys, long ids, a FIFO among them):
+    whatever lies beside it, good.jsonl lands whole, and no blank text or overlong id lands."""
+    import os
+
     from hypothesis import HealthCheck, given, settings, strategies as st
 
     encodings = st.sampled_from(["utf-8", "utf-16", "utf-32", "latin-1", "utf-8-sig"])
@@ -281,7 +305,10 @@ def test_a_generated_corpus_beside_a_good_file_never_loses_the_good_rows(ctx, tm
                           lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
                           max_leaves=6)
     records = st.dictionaries(st.sampled_from(["doc_id", "text", "label", "user_id", "x", "\ud800"]), values, max_size=4)
-    line = st.one_of(records.map(lambda r: json.dumps(r)), st.text(max_size=40), st.just("[" * 5000))
+    blank = st.text(alphabet="\u00a0\u2003\u3000\u200b\x00\ufeff \t", max_size=5)
+    line = st.one_of(records.map(lambda r: json.dumps(r)), st.text(max_size=40), st.just("[" * 5000),
+                     blank.map(lambda t: json.dumps({"text": t})), st.just('{"text": "a", "text": "b"}'),
+                     st.just(json.dumps({"doc_id": "i" * 300, "text": "long id"})), st.just("text,text"))
     files = st.lists(st.tuples(st.sampled_from([".jsonl", ".json", ".csv"]), st.lists(line, max_size=5), encodings),
                      min_size=1, max_size=6)
 
@@ -299,9 +326,12 @@ def test_a_generated_corpus_beside_a_good_file_never_loses_the_good_rows(ctx, tm
             except UnicodeEncodeError:  # latin-1: characters above U+00FF
                 content = text.encode(encoding, "replace")
             (drop / f"fuzz{i}{ext}").write_bytes(content)
+        os.mkfifo(drop / "fuzz.jsonl")
         result = ingest.run(ctx, str(drop), allow_smaller=True)
         docs = read(ctx, DOCUMENTS)
         assert {f"good-{i}" for i in range(20)} <= set(docs.doc_id)
+        assert not any(ingest._is_blank(text) for text in docs.text)
+        assert docs.doc_id.str.len().max() <= ingest.MAX_ID_CHARS
         assert result.documents == len(docs) and result.quarantined == len(read(ctx, QUARANTINE))
 
     load()

@@ -1,11 +1,14 @@
 """Stage ``embed``: ``restricted.documents`` -> ``restricted.doc_embeddings``, incrementally per model.
 
+A document is its (doc_id, ingest date): the same doc_id delivered again on a later date with other text
+is another document, and gets its own embedding. Its row lies in the partition of its ingest date
+(``date`` = ``documents.ingest_date``), as its spans do; readers match embeddings to documents on both.
 Only documents (ingested up to the run's date) without an embedding for ``embed.model`` are encoded
-(found by their ids; texts are read only from the dates holding one, normally the run's own date);
-the new rows are the run's ``date`` partition, together with that partition's rows of other models,
-so a rerun of a date replaces its own rows and never re-encodes what earlier nights did. Two nights at
-once (both catching up the same backlog) never both land it: the write is a claim per model (``run``),
-so a document has one embedding per model; readers still keep one row per ``doc_id``.
+(found by (doc_id, date); texts are read only from the dates holding one, normally the run's own date);
+the run replaces those dates' partitions, keeping their rows of other models and of earlier runs, and
+re-encodes its own date's documents, so a rerun of a date replaces its own rows and never re-encodes what
+earlier nights did. Two nights at once (both catching up the same backlog) never both land it: the write
+is a claim per model (``run``), computed again from the new snapshot by the night that loses it.
 
 Encoding runs in ``mapInPandas``: one sentence-transformers model per Python worker (the encoder's
 module cache), Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows. On a cluster
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 from deltalake.exceptions import CommitFailedError
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, FloatType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, DateType, FloatType, StringType, StructField, StructType
 
 from privtext.embed.settings import EmbedSettings
 from privtext.platform.context import RunContext
@@ -29,7 +32,8 @@ from privtext.platform.spark import by_document
 from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS
 
 log = logging.getLogger("privtext")
-EMBED_SCHEMA = StructType([StructField("doc_id", StringType()), StructField("embedding", ArrayType(FloatType()))])
+EMBED_SCHEMA = StructType([StructField("doc_id", StringType()), StructField("date", DateType()),
+                           StructField("embedding", ArrayType(FloatType()))])
 
 
 @dataclass
@@ -61,7 +65,7 @@ def _encode_partition(settings: EmbedSettings):
         task_settings = task_device(settings)
         for frame in frames:
             vectors = encode_texts(frame["text"].tolist(), task_settings)
-            yield pd.DataFrame({"doc_id": frame["doc_id"], "embedding": list(vectors)})
+            yield pd.DataFrame({"doc_id": frame["doc_id"], "date": frame["date"], "embedding": list(vectors)})
 
     return encode
 
@@ -87,28 +91,32 @@ def run(ctx: RunContext) -> EmbedResult:
 
 def _run_once(ctx: RunContext) -> EmbedResult:
     settings = ctx.settings.embed
-    date = F.lit(ctx.date)
+    model = F.col("model") == settings.model
     snapshot = ctx.lakehouse.delta_table(DOC_EMBEDDINGS)
-    ids = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "ingest_date")
+    docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", F.col("ingest_date").alias("date"))
     existing = ctx.lakehouse.read(DOC_EMBEDDINGS, snapshot.version())
-    done_before = existing.where((F.col("model") == settings.model) & (F.col("date") != date)).select("doc_id")
+    # a document is (doc_id, ingest date): an id used again on a later date is another document
+    done_before = existing.where(model & (F.col("date") != F.lit(ctx.date))).select("doc_id", "date")
     # the anti-join reads ids only; texts are read from the dates that hold a document to encode (tonight's,
     # unless a night was missed or the model is new), not from every night
-    pending = [r[0] for r in ids.join(done_before, "doc_id", "left_anti").select("ingest_date").distinct().collect()]
-    texts = ctx.lakehouse.read(DOCUMENTS, since=min(pending, default=ctx.date), upto=ctx.date)
-    todo = texts.select("doc_id", "text").join(done_before, "doc_id", "left_anti")
+    pending = sorted({r[0] for r in docs.join(done_before, ["doc_id", "date"], "left_anti").select("date")
+                      .distinct().collect()} | {ctx.date})
+    texts = ctx.lakehouse.read(DOCUMENTS, since=pending[0], upto=ctx.date)
+    todo = (texts.select("doc_id", "text", F.col("ingest_date").alias("date"))
+            .join(done_before, ["doc_id", "date"], "left_anti"))
     new_rows = (by_document(todo, ctx.settings).mapInPandas(_encode_partition(settings), EMBED_SCHEMA)
                 .withColumn("model", F.lit(settings.model))
                 .withColumn("dim", F.size("embedding"))
-                .withColumn("run_id", F.lit(ctx.run_id))
-                .withColumn("date", date))
-    other_models = existing.where((F.col("date") == date) & (F.col("model") != settings.model))
-    ctx.lakehouse.replace_partitions(DOC_EMBEDDINGS, other_models.unionByName(new_rows), {"date": [ctx.date]},
+                .withColumn("run_id", F.lit(ctx.run_id)))
+    # the replaced partitions keep their other rows: other models', and this model's from earlier runs
+    kept = existing.where(F.col("date").isin(pending) & ~(model & (F.col("date") == F.lit(ctx.date))))
+    ctx.lakehouse.replace_partitions(DOC_EMBEDDINGS, kept.unionByName(new_rows), {"date": pending},
                                      snapshot=snapshot, claim=f"privtext.embed.{settings.model}")
-    mine = ctx.lakehouse.read(DOC_EMBEDDINGS, date=ctx.date).where(F.col("model") == settings.model)
+    mine = ctx.lakehouse.read(DOC_EMBEDDINGS, since=pending[0], upto=ctx.date).where(
+        model & (F.col("run_id") == ctx.run_id))
     embedded = mine.count()
     dims = [r["dim"] for r in mine.select("dim").distinct().collect()]
     ctx.tracked.log_params({"embed.model": settings.model, "embed.batch_size": settings.batch_size,
                             "embed.device": settings.device})
-    return EmbedResult(documents=ids.count(), embedded=embedded,
+    return EmbedResult(documents=docs.count(), embedded=embedded,
                        already_embedded=done_before.count(), dim=dims[0] if dims else 0)
