@@ -183,7 +183,10 @@ def _sanitize_snapshot(lake: Path):
     def comparable(row):  # the lineage names this lakehouse's spans files: checked here, then set aside
         params = json.loads(row["params"])
         assert params["lineage"]["spans_state"] == state
-        return {**row, "params": {**params, "lineage": {**params["lineage"], "spans_state": "this lakehouse's"}}}
+        lineage = {**params["lineage"], "spans_state": "this lakehouse's"}
+        if lineage.get("documents_state"):  # the documents' files of this lakehouse too
+            lineage["documents_state"] = "this lakehouse's"
+        return {**row, "params": {**params, "lineage": lineage}}
 
     rows = sorted(json.dumps({k: v for k, v in comparable(r).items() if k != "run_id"}, default=str, sort_keys=True)
                   for r in staged.to_pyarrow_table().to_pylist())
