@@ -30,7 +30,7 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     from privtext.clusant.surface_format import render, surface_format
     from privtext.platform.context import RunContext
     from privtext.privacy.mechanisms import make_rng
-    from privtext.stages.audit import AuditError, audited_batch, encoder, sample_tokens
+    from privtext.stages.audit import AuditError, candidate_batch, encoder, sample_tokens
 
     ctx = RunContext.create(settings, date=date)
     ampl, clusant = settings.ampl, settings.clusant
@@ -41,7 +41,7 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
         raise AuditError(f"tune sanitize: {len(docs)} documents with sensitive tokens on {ctx.date} "
                          f"(ampl.min_documents = {ampl.min_documents})")
     # the audit stage's candidates, groups and D_k, with the stage's sanitizer (vocabularies, phrase encoder)
-    batch, distance, sanitizer, phrase_encode = audited_batch(ctx, docs, f"tune sanitize for {ctx.date}")
+    batch, distance, sanitizer, phrase_encode = candidate_batch(ctx, docs, f"tune sanitize for {ctx.date}")
     encode = encoder(ctx)
     values = np.asarray(phrase_encode(list(batch.candidate_values)), dtype=np.float64)
     tier_of = {t: settings.pii.tiers.get(t, "PII") for t in clusant.entity_types}

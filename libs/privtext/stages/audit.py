@@ -2,37 +2,9 @@
 
 ``privtext run audit --target sanitized_documents --date D [--adversary transformer ...] [--eps E]``
 
-Inside the restricted zone: the date's (or the ``ampl.window_days`` window's) staged sanitized
-documents are joined with their original text and detected spans; Spark executors (``mapInPandas``)
-align each sanitized text to its spans and cut it into tokens (``ampl.documents``). A bounded sample of
-at most ``ampl.max_documents`` documents (chosen by a hash of doc_id) is then collected to the driver,
-O(max_documents * max_tokens) tokens, because training needs the data in one process; it stays in
-memory and is never written. Every distinct token is encoded once with the configured encoder (in the
-Python workers, which hold it from the embed stage); the
-candidate set is the sample's distinct secrets, each paired only with secrets of its type and surface
-format (``clusant.surface_format.adjacency_group``: the adjacency CluSanT's charge records); a secret
-alone in its group in the sample is paired with a public companion of the group (a public phrase
-written in its format, ``companion``), so every secret is audited; if one still has no partner the
-audit refuses to run rather than skip it. The distance of mPL (Eq. 5) is the metric of the recorded
-guarantee, CluSanT's D_k with its k between the sanitizer's phrase embeddings (``guarantee_distance``):
-with any other distance (the audit encoder's Euclidean distance understates D_k across clusters), an
-exact adversary of a release that keeps its bound would still show violations. Per
-adversary: 80/20 document split, adversary trained on the actual (original, sanitized) pairs of the
-train split, mPL measured on the held-out documents
-(``ampl.audit``). The sanitizer's output distribution is not needed here: the audit measures the
-release that was written, and the adversary learns its posterior from it; ``privtext tune sanitize``
-uses CluSanT's exact probabilities to tune the eps.
-
-Negative controls in every run (``ampl.audit.control_release``), with the first adversary: the same
-documents released unchanged (identity: must fail) and with every secret replaced by a uniformly drawn
-candidate (uniform: leaks nothing, must pass). If either misbehaves, every row of the run is recorded
-``valid = false`` and the publish gate refuses.
-
-Written: one row per adversary and release (aggregates only: no token, no span, no doc id) replacing
-the target's rows of the date in ``protected.leakage_audits``, with the staged run ids it read (so a
-later sanitize rerun makes it stale); other targets' rows are kept. The rows are internal audit
-statistics for the gate, not a DP release: they stay in ``protected``. What a pass means: this
-adversary class found no more leakage on this sample -- a lower bound on leakage, never a certificate.
+What it samples and pairs, its distance (CluSanT's D_k as the metric d of mPL's Eq. 5), its negative controls
+and what it writes: docs/products/export.md, "How the audit stage runs". A pass is a lower bound on leakage
+found by these adversaries, never a certificate.
 """
 from __future__ import annotations
 
@@ -55,12 +27,12 @@ from privtext.ampl.sequences import split_rows
 from privtext.clusant.surface_format import adjacency_group, ascii_digits, render, surface_format
 from privtext.platform.context import RunContext
 from privtext.errors import PrivtextError
-from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
+from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS
 from privtext.lineage import staged_state
 from privtext.privacy.mechanisms import make_rng
+from privtext.stages import DEFAULT_TARGET, STAGES, TARGETS
 from privtext.torch_scope import torch_scope
 
-TARGETS = {"sanitized_documents": STAGED_SANITIZED_DOCUMENTS}
 ADVERSARIES = ("transformer", "lstm", "rnn")
 TOKEN_SCHEMA = StructType([
     StructField("aligned", BooleanType()),
@@ -92,7 +64,7 @@ class AuditStageResult:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", default="sanitized_documents", choices=sorted(TARGETS))
+    parser.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(STAGES["audit"].targets))
     parser.add_argument("--adversary", dest="adversaries", action="append", choices=ADVERSARIES,
                         help="repeatable; default ampl.adversaries")
     parser.add_argument("--eps", type=float, help="one mPL bound for every secret (default ampl.audit_eps, else "
@@ -112,7 +84,8 @@ def _tokens_task(max_tokens: int):
                     continue
                 doc = document_tokens(text, spans, replacements, max_tokens)
                 rows.append((True, list(doc.original), list(doc.released),
-                             [s.secret_id if s else None for s in doc.spans], [s.tier if s else None for s in doc.spans],
+                             [s.secret_id if s else None for s in doc.spans],
+                             [s.tier if s else None for s in doc.spans],
                              [s.entity_type if s else None for s in doc.spans]))
             yield pd.DataFrame(rows, columns=TOKEN_SCHEMA.fieldNames())
     return run
@@ -128,7 +101,8 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
              .groupBy("doc_id", "date")
              .agg(F.collect_list(F.struct("start", "end", "secret_id", "tier", "entity_type")).alias("spans")))
     # a span's date is its document's ingest_date (detect_pii reads one date's documents): same window
-    texts = ctx.lakehouse.read(DOCUMENTS, since=start, upto=ctx.date).select("doc_id", "text").dropDuplicates(["doc_id"])
+    texts = (ctx.lakehouse.read(DOCUMENTS, since=start, upto=ctx.date).select("doc_id", "text")
+             .dropDuplicates(["doc_id"]))
     joined = spans.join(texts, "doc_id")
     if released is None:
         joined = joined.withColumn("sanitized_text", F.col("text"))
@@ -228,7 +202,7 @@ def unpaired(groups, distance=None) -> int:
     return out
 
 
-def audited_batch(ctx: RunContext, docs: list[DocTokens], what: str):
+def candidate_batch(ctx: RunContext, docs: list[DocTokens], what: str):
     """(batch, distance, sanitizer, its phrase encoder): ``docs`` laid out with the audit's candidates,
     companions and (type, format) groups, and the guarantee's metric between them; an AuditError when a
     secret has no partner to be audited against (``what`` names the run)."""
@@ -245,16 +219,17 @@ def audited_batch(ctx: RunContext, docs: list[DocTokens], what: str):
     return batch, distance, sanitizer, phrase_encode
 
 
-def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[str] | None = None,
+def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | None = None,
         eps: float | None = None) -> AuditStageResult:
     ampl = ctx.settings.ampl
     kinds = tuple(dict.fromkeys(adversaries or ampl.adversaries))
     eps = eps or ampl.audit_eps  # one bound for every secret; else each at its own type's eps (below)
     rng = make_rng(ctx.settings.run.deterministic, ctx.settings.run.seed)
     start = ctx.date - dt.timedelta(days=ampl.window_days - 1)
-    version = ctx.lakehouse.version(TARGETS[target])  # the rows audited and the state recorded: one snapshot
-    staged = ctx.lakehouse.read(TARGETS[target], version, since=start, upto=ctx.date)
-    staged_runs = staged_state(ctx.lakehouse, TARGETS[target], ctx.date, version=version, run_ids=(
+    staged_spec = TARGETS[target].staged
+    version = ctx.lakehouse.version(staged_spec)  # the rows audited and the state recorded: one snapshot
+    staged = ctx.lakehouse.read(staged_spec, version, since=start, upto=ctx.date)
+    staged_runs = staged_state(ctx.lakehouse, staged_spec, ctx.date, version=version, run_ids=(
         r["run_id"] for r in staged.where(F.col("date") == F.lit(ctx.date)).select("run_id").distinct().collect()))
     docs, unaligned = sample_tokens(ctx, staged, start, ampl.max_documents, ampl.max_tokens,
                                     int(rng.integers(0, 2**31 - 1)))
@@ -262,11 +237,11 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     if len(docs) < ampl.min_documents:
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
-    batch, distance, _, _ = audited_batch(ctx, docs, f"audit of {target} for {ctx.date}")
+    batch, distance, _, _ = candidate_batch(ctx, docs, f"audit of {target} for {ctx.date}")
     clusant = ctx.settings.clusant
-    audited = (np.full(len(batch.candidates), float(eps)) if eps else
-               np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))
-    eps = float(audited.min())  # rows, metrics and the plot report the strictest audited bound
+    candidate_eps = (np.full(len(batch.candidates), float(eps)) if eps else
+                     np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))
+    eps = float(candidate_eps.min())  # rows, metrics and the plot report the strictest audited bound
     train_rows, test_rows = split_rows(rng, batch.release.n, 0.2)
     truth = batch.secrets.take(test_rows).truth()
     releases = [("candidate", kind, batch.release) for kind in kinds]
@@ -275,7 +250,7 @@ def run(ctx: RunContext, target: str = "sanitized_documents", adversaries: list[
     with torch_scope(threads=ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2)):
         for name, kind, release in releases:
             result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), batch.candidates,
-                                                  truth, adversary=kind, eps=audited, settings=ampl,
+                                                  truth, adversary=kind, eps=candidate_eps, settings=ampl,
                                                   groups=np.asarray(batch.candidate_groups, dtype=object),
                                                   distance=distance,
                                                   rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))

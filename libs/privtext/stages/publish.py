@@ -2,40 +2,9 @@
 
 ``privtext run publish --target sanitized_documents --date D``
 
-Gate (``gate_decision``, a pure function). The date is published only if ``protected.leakage_audits``
-holds, for every adversary in ``publish.audit_adversaries``, a passed audit of the staged release whose
-negative controls behaved (``valid``) and which read the staged partition as it is now (its run ids and
-files, ``lineage.staged_state``: any later sanitize rerun, even under the same run id, makes it stale); otherwise the stage refuses (``PublishRefused``, naming each reason)
-and writes nothing. ``--override-gate --reason "..."`` publishes anyway and records a ledger entry
-(guarantee ``none``) with who (the OS user) and why; ``publish.require_audit: false`` (demos only)
-skips the audit and records that the same way. Never published, override or not: a partition sanitized
-without a guarantee (CusText), and a release from a ``run.deterministic`` run (fixed-seed noise: its
-charges say so) or by a deterministic publish run. Sanitized exports also need the detection lineage the
-staged rows record (``privtext.lineage``): the spans partition and detection settings they were sanitized
-from must still be current, and that detect_pii run's own canary measurement must reach
-``publish.min_canary_recall`` and cover every configured type that has canaries: missed PII is
-published verbatim. And the partition's draws equal to their input (the staged ``verbatim`` count,
-every document, not a sample) must be explained by the mechanism's own probability of drawing the input
-(``verbatim_expected``; a public phrase may be the private value): beyond ``publish.max_verbatim_share``
-(default 0) of the replacements, a count whose Chernoff tail under that expectation is below
-``publish.verbatim_significance`` refuses, whatever the audit says. The manifest carries the gate
-outcome, the ledger entry ids, the measured detection recall and the share of spans masked as ``[TYPE]``
-(which types, why) or left as written (allow-list) (``masking``); audit figures stay in ``protected``.
-
-Published ``doc_id``s are keyed pseudonyms (``pii.hashing.doc_pseudonym``, HMAC under the run's key) of
-the staged ones, whatever the input supplied: an input id such as an e-mail address never reaches the
-published zone or the exports; the mapping is recomputable only in restricted, with the key.
-
-Writes, in order: (1) the staged rows (pseudonymous doc_ids) replace the date's partition of ``published.<target>`` (one
-Delta commit); (2) executors write the export files (Parquet and/or JSONL, ``publish.formats``) into a
-temporary folder ``<export_path>/<target>/<date>/_tmp-<id>/`` (an object-store URI too: the published zone's
-``lakehouse.object_store``) and return their row counts and sha256
-(never rows); the folder is renamed to ``<id>/``; (3) ``manifest.json`` (rows, files with checksums,
-privacy parameters, ledger entry ids, gate outcome, published table version) is written to a temporary
-name and renamed over the previous one: this rename is the export's commit. Readers open
-``<export_path>/<target>/<date>/manifest.json`` and read the files it lists. A publish failing before
-the manifest rename leaves the previous manifest and its files intact (the temporary folder is
-removed); after it, older export folders of the date are deleted, so a rerun replaces.
+The gate (``gate_decision`` and the checks no override passes), the keyed pseudonyms of published
+``doc_id``s, and the order of the writes that makes the manifest's rename the export's commit:
+docs/products/export.md, "How publish runs".
 """
 from __future__ import annotations
 
@@ -58,23 +27,16 @@ from privtext.pii.hashing import doc_pseudonym, load_hmac_key
 from privtext.settings import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
-from privtext.errors import Refused
+from privtext.errors import Refused, UsageError
 from privtext.platform.config import ObjectStoreSettings
 from privtext.platform.leases import check_held
 from privtext.platform.storage import filesystem, move_dir
 from privtext.privacy.budget import none_charge
 from privtext.platform import erasure, zones
 from privtext.lineage import lineage_problems, staged_state
-from privtext.platform.tables import (LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
-                                      STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, STAGED_WORD_VECTORS,
-                                      WORD_VECTORS)
+from privtext.platform.tables import LEAKAGE_AUDITS
+from privtext.stages import DEFAULT_TARGET, STAGES, TARGETS
 
-# target -> (staged table, published table, gated by the leakage audit). Synthetic documents and DPED
-# word vectors carry their own (p,r)/DP guarantee: their gate is a ledger charge of the staging run with a
-# real guarantee. The published rows replace the date's partition, or (word vectors) their model versions.
-TARGETS = {"sanitized_documents": (STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, True),
-           "synthetic_documents": (STAGED_SYNTHETIC_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, False),
-           "word_vectors": (STAGED_WORD_VECTORS, WORD_VECTORS, False)}
 DP_GUARANTEES = ("secret_protection", "gdp", "approx_dp")
 NO_GUARANTEE_METHODS = ("custext",)
 FILE_SCHEMA = StructType([StructField(n, t) for n, t in (("path", StringType()), ("format", StringType()),
@@ -102,7 +64,7 @@ class PublishResult:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", choices=sorted(TARGETS), default="sanitized_documents")
+    parser.add_argument("--target", choices=sorted(STAGES["publish"].targets), default=DEFAULT_TARGET)
     parser.add_argument("--override-gate", dest="override_gate", action="store_true",
                         help="publish although the leakage audit did not pass (recorded in the ledger)")
     parser.add_argument("--reason", help="why the gate is overridden (required with --override-gate)")
@@ -163,8 +125,9 @@ def verbatim_problem(verbatim: int, expected: float, replaced: int, maximum: flo
     if excess <= 0 or verbatim_tail(verbatim, expected) >= significance:
         return []
     return [f"{verbatim} of {replaced} replaced values are published as they came in (same normalized value), where "
-            f"the mechanism's own draws explain {expected:.2g} (Pr >= {verbatim}: {verbatim_tail(verbatim, expected):.1e} < "
-            f"publish.verbatim_significance {significance:g}): the sanitizer left them unchanged"]
+            f"the mechanism's own draws explain {expected:.2g} (Pr >= {verbatim}: "
+            f"{verbatim_tail(verbatim, expected):.1e} < publish.verbatim_significance {significance:g}): the "
+            "sanitizer left them unchanged"]
 
 
 VERBATIM_SUMS = ("verbatim", "verbatim_expected", "n_replaced")  # summed per staging run with the summary
@@ -179,9 +142,10 @@ def _verbatim(summary: list) -> tuple[int, float, int]:
 def _detection_problems(ctx: RunContext, target: str, entries: list[dict]) -> tuple[list[str], dict | None]:
     """The staged release's detection lineage (``privtext.lineage.lineage_problems``): the spans, settings and
     canary measurement of the detect_pii run it was sanitized from, not the date's latest measurement."""
-    staged = ctx.lakehouse.read(TARGETS[target][0], date=ctx.date)
+    staged = ctx.lakehouse.read(TARGETS[target].staged, date=ctx.date)
     params = [r["params"] for r in staged.select("params").distinct().collect()]  # O(runs)
-    return lineage_problems(ctx.lakehouse, ctx.settings, entries, ctx.date, params, ctx.settings.publish.min_canary_recall)
+    return lineage_problems(ctx.lakehouse, ctx.settings, entries, ctx.date, params,
+                            ctx.settings.publish.min_canary_recall)
 
 
 def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
@@ -267,28 +231,30 @@ def _remove_other_versions(fs: pafs.FileSystem, date_dir: str, keep: str) -> Non
             _delete_dir(fs, info.path)
 
 
-def gate_outcome(audited: bool, require_audit: bool, problems: list[str], override: bool) -> str:
+def gate_outcome(audit_gated: bool, require_audit: bool, problems: list[str], override: bool) -> str:
     """The gate's outcome: ``refused`` (problems, no override), ``override``, ``not_required`` (audit
     skipped, demos), ``passed``, or ``ledger_charged`` for targets gated by their own DP charge."""
-    if not audited:
+    if not audit_gated:
         return "ledger_charged"
     if problems:
         return "override" if override else "refused"
     return "passed" if require_audit else "not_required"
 
 
-def _refuse_unpublishable(ctx: RunContext, target: str, summary: list, entries: list[dict], audited: bool) -> None:
+def _refuse_unpublishable(ctx: RunContext, target: str, summary: list, entries: list[dict],
+                          audit_gated: bool) -> None:
     """Refuse, override or not: no guarantee (CusText), fixed-seed noise, or a synthetic run without a DP charge."""
     date, run_ids = ctx.date.isoformat(), {r["run_id"] for r in summary}
     methods = sorted({r["method"] for r in summary})
     if any(m in NO_GUARANTEE_METHODS for m in methods):
         raise PublishRefused(f"publish refused for target {target} date {date}: sanitized with {', '.join(methods)}, "
-                             "which has no privacy guarantee across clusters (CusText); rerun sanitize with clusant or santext")
+                             "which has no privacy guarantee across clusters (CusText); rerun sanitize with clusant "
+                             "or santext")
     fixed = deterministic_runs(entries, run_ids)
     if fixed or ctx.settings.run.deterministic:
         raise PublishRefused(f"publish refused for target {target} date {date}: run.deterministic releases (fixed-seed "
                              f"noise) are never published ({', '.join(fixed) or 'this publish run'}); rerun without it")
-    if not audited:
+    if not audit_gated:
         charged = {e["run_id"] for e in entries if e["guarantee"] in DP_GUARANTEES}
         missing = sorted(run_ids - charged)
         if missing:
@@ -296,20 +262,20 @@ def _refuse_unpublishable(ctx: RunContext, target: str, summary: list, entries: 
                                  f"guarantee for staging run(s) {', '.join(missing)}")
 
 
-def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str, audited: bool,
+def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str, audit_gated: bool,
                override_gate: bool, reason: str | None, summary: list) -> tuple[str, dict | None]:
     """Check the gate; refuse, or record an override / skipped audit in the ledger. Returns (outcome, detection)."""
     settings, date = ctx.settings, ctx.date.isoformat()
     problems = (gate_decision(_audits(ctx, target), list(settings.publish.audit_adversaries),
-                              [staged_state(ctx.lakehouse, TARGETS[target][0], ctx.date,
+                              [staged_state(ctx.lakehouse, TARGETS[target].staged, ctx.date,
                                             {r["run_id"] for r in summary})])
-                if audited and settings.publish.require_audit else [])
+                if audit_gated and settings.publish.require_audit else [])
     detection = None
-    if audited:
+    if audit_gated:
         missed, detection = _detection_problems(ctx, target, entries)
         problems += missed + verbatim_problem(*_verbatim(summary), settings.publish.max_verbatim_share,
                                               settings.publish.verbatim_significance)
-    gate = gate_outcome(audited, settings.publish.require_audit, problems, override_gate)
+    gate = gate_outcome(audit_gated, settings.publish.require_audit, problems, override_gate)
     if gate == "refused":
         ctx.tracked.log_params({"publish.target": target, "publish.gate": "refused",
                                 "publish.refused": "; ".join(problems)})
@@ -326,7 +292,8 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
 
 def _masking(target: str, summary: list) -> dict | None:
     """The sanitized export's span counts (``clusant.masking``, from the staged rows' params): the share of
-    spans written as [TYPE], which types and why, and the share left as written (allow-list), in figures and words."""
+    spans written as [TYPE], which types and why, and the share left as written (allow-list), in figures and
+    words."""
     if target != "sanitized_documents":
         return None
     combined = masking.from_params([r["params"] for r in summary])
@@ -351,7 +318,8 @@ def build_manifest(target: str, date: str, run_id: str, version: str, files: lis
         "detection": None if detection is None else {
             "measured_on": "canary documents", "canaries": detection["params"].get("canaries"),
             **{k: detection["spend"]["overall"][k] for k in ("recall", "coverage")},
-            "by_type": {t: {k: v[k] for k in ("recall", "coverage")} for t, v in detection["spend"]["by_type"].items()}},
+            "by_type": {t: {k: v[k] for k in ("recall", "coverage")}
+                        for t, v in detection["spend"]["by_type"].items()}},
         "published_table": {"name": table, "version": table_version},
     }
 
@@ -389,9 +357,9 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Sch
 
 
 def _reissue(ctx: RunContext, target: str, day: dt.date, rows, removed: int) -> bool:
-    """Re-write the date's export from ``rows`` (the published partition without erased rows) into a fresh version
-    folder and commit a manifest saying so (``reissued``: when, why, how many rows left; no id), then delete the
-    older folders. False when the date has no export."""
+    """Re-write the date's export from ``rows`` (the published partition without erased rows) into a fresh
+    version folder and commit a manifest saying so (``reissued``: when, why, how many rows left; no id), then
+    delete the older folders. False when the date has no export."""
     settings = ctx.settings
     root, store = resolve_uri(settings.publish.export_path), settings.lakehouse.zone_store("published")
     fs, base = filesystem(root, store)
@@ -403,8 +371,8 @@ def _reissue(ctx: RunContext, target: str, day: dt.date, rows, removed: int) -> 
     version = uuid.uuid4().hex
     tmp_dir = f"{date_dir}/_tmp-{version}"
     try:
-        task = _export_task(f"{root}/{target}/{day.isoformat()}/_tmp-{version}", store, tuple(settings.publish.formats),
-                            TARGETS[target][1].schema)
+        task = _export_task(f"{root}/{target}/{day.isoformat()}/_tmp-{version}", store,
+                            tuple(settings.publish.formats), TARGETS[target].published.schema)
         files = [r.asDict() for r in rows.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
         fs.create_dir(tmp_dir, recursive=True)
         move_dir(fs, tmp_dir, f"{date_dir}/{version}")
@@ -425,13 +393,14 @@ def _reissue(ctx: RunContext, target: str, day: dt.date, rows, removed: int) -> 
 
 
 def _pseudonyms(ctx: RunContext, doc_ids: list[str]) -> dict[str, str]:
-    key = load_hmac_key(ctx.settings.run.hmac_key_env, ctx.settings.run.hmac_key_file, ctx.settings.run.deterministic)
+    settings = ctx.settings.run
+    key = load_hmac_key(settings.hmac_key_env, settings.hmac_key_file, settings.deterministic)
     return {doc_pseudonym(key, d): d for d in doc_ids}
 
 
-def published_rows(ctx: RunContext, doc_ids: list[str], target: str = "sanitized_documents") -> dict[str, int]:
+def published_rows(ctx: RunContext, doc_ids: list[str], target: str = DEFAULT_TARGET) -> dict[str, int]:
     """Rows of ``published.<target>`` per restricted ``doc_id`` (found through their keyed pseudonyms)."""
-    published = TARGETS[target][1]
+    published = TARGETS[target].published
     if not doc_ids or not ctx.lakehouse.exists(published):
         return {}
     by_pseudonym = _pseudonyms(ctx, doc_ids)
@@ -443,13 +412,13 @@ def published_rows(ctx: RunContext, doc_ids: list[str], target: str = "sanitized
     return found
 
 
-def erase(ctx: RunContext, doc_ids: list[str], target: str = "sanitized_documents") -> tuple[dict[str, int], int]:
-    """Erase these restricted ``doc_id``s from the published zone: the export of every date holding one of their
-    keyed pseudonyms is re-issued without them (``_reissue``), then the published table's rows are deleted
-    (``platform.erasure.delete_where`` through the publisher handle; ``purge`` deletes the old files). Exports
-    go first: a rerun after a crash still finds the dates in the table. Returns (rows deleted per doc_id,
-    exports re-issued)."""
-    published = TARGETS[target][1]
+def erase(ctx: RunContext, doc_ids: list[str], target: str = DEFAULT_TARGET) -> tuple[dict[str, int], int]:
+    """Erase these restricted ``doc_id``s from the published zone: the export of every date holding one of
+    their keyed pseudonyms is re-issued without them (``_reissue``), then the published table's rows are
+    deleted (``platform.erasure.delete_where`` through the publisher handle; ``purge`` deletes the old files).
+    Exports go first: a rerun after a crash still finds the dates in the table. Returns (rows deleted per
+    doc_id, exports re-issued)."""
+    published = TARGETS[target].published
     if not doc_ids or not ctx.lakehouse.exists(published):
         return {}, 0
     by_pseudonym = _pseudonyms(ctx, doc_ids)
@@ -461,30 +430,33 @@ def erase(ctx: RunContext, doc_ids: list[str], target: str = "sanitized_document
     return {by_pseudonym[p]: n for p, n in deleted.items()}, reissued
 
 
-def run(ctx: RunContext, target: str = "sanitized_documents", override_gate: bool = False,
+def run(ctx: RunContext, target: str = DEFAULT_TARGET, override_gate: bool = False,
         reason: str | None = None) -> PublishResult:
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; allowed: {', '.join(TARGETS)}")
+    if target not in STAGES["publish"].targets:
+        raise UsageError(f"unknown target {target!r}; allowed: {', '.join(STAGES['publish'].targets)}")
     if override_gate and not (reason or "").strip():
         raise PublishRefused("--override-gate needs --reason \"...\" (recorded in the privacy ledger)")
-    staged_spec, published_spec, audited = TARGETS[target]
+    staged_spec, published_spec = TARGETS[target].staged, TARGETS[target].published
+    audit_gated = TARGETS[target].audit_gated
     settings, date = ctx.settings, ctx.date.isoformat()
     staged = ctx.lakehouse.read(staged_spec, date=ctx.date)
     params = F.col("params") if "params" in staged.columns else F.lit("").alias("params")
     sums = [F.sum(c).alias(c) for c in VERBATIM_SUMS if c in staged.columns]
-    summary = staged.groupBy("method", params, "run_id").agg(F.count(F.lit(1)).alias("count"), *sums).collect()  # O(runs)
+    summary = (staged.groupBy("method", params, "run_id")  # O(runs)
+               .agg(F.count(F.lit(1)).alias("count"), *sums).collect())
     if not summary:
         raise PublishRefused(f"nothing staged for target {target} date {date}; run the stage that stages it first")
     ledger = Ledger(ctx.lakehouse, settings)
     entries = ledger.entries(settings.run.dataset)
-    _refuse_unpublishable(ctx, target, summary, entries, audited)
+    _refuse_unpublishable(ctx, target, summary, entries, audit_gated)
     if "doc_id" in staged.columns:  # published doc_ids are keyed pseudonyms, never the input's ids
         key = load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
         staged = pseudonymous(staged, key)
-    gate, detection = _pass_gate(ctx, ledger, entries, target, audited, override_gate, reason, summary)
+    gate, detection = _pass_gate(ctx, ledger, entries, target, audit_gated, override_gate, reason, summary)
     rows = staged.select(*published_spec.schema.names)
     partitions = ({"date": [ctx.date]} if published_spec.date_column else
-                  {c: sorted({r[c] for r in rows.select(c).distinct().collect()}) for c in published_spec.partition_by})
+                  {c: sorted({r[c] for r in rows.select(c).distinct().collect()})
+                   for c in published_spec.partition_by})
     written = zones.publisher(ctx.lakehouse).replace_partitions(published_spec, rows, partitions)
     manifest, files = _export(ctx, ledger, target, rows, published_spec.schema, summary, gate, detection,
                               published_spec.qualified_name, written.version)

@@ -2,9 +2,10 @@
 stage, log counts. A second run of the same stage and date (and ``target``) refuses while the first
 holds the lease (``privtext.platform.leases``); other dates run concurrently.
 
-A stage is the module ``privtext.stages.<name>`` with ``run(ctx, **options) -> dataclass`` and, when
-it takes options, ``add_arguments(parser)`` declaring them (``dest`` = the keyword of ``run``), so
-``privtext run <stage> ...`` and ``spark-submit jobs/<stage>.py ...`` accept exactly those options.
+A stage is registered in ``privtext.stages.STAGES`` (what it reads, writes, keys on and gates on) and is the
+module ``privtext.stages.<name>`` with ``run(ctx, **options) -> dataclass`` and, when it takes options,
+``add_arguments(parser)`` declaring them (``dest`` = the keyword of ``run``), so ``privtext run <stage> ...``
+and ``spark-submit jobs/<stage>.py ...`` accept exactly those options.
 """
 from __future__ import annotations
 
@@ -21,15 +22,9 @@ from privtext.platform.context import RunContext, parse_date
 from privtext.platform.leases import stage_lease
 from privtext.settings import LOG_FORMAT, Settings, load_settings, use_offline_models
 from privtext.platform.tracking import stage_run
+from privtext.stages import DEFAULT_TARGET, STAGES
 
 log = logging.getLogger("privtext")
-
-STAGES = ("ingest", "detect_pii", "embed", "sanitize", "audit", "publish", "synthesize", "evaluate",
-          "train_dped")
-# stages that need run.hmac_key_env / run.hmac_key_file (publish: for the targets whose doc_ids it pseudonymises)
-# stages that need the HMAC key (None: every target): train_dped and synthesize key the records they read
-KEYED_STAGES = {"ingest": None, "detect_pii": None, "train_dped": None, "synthesize": None,
-                "publish": ("sanitized_documents",)}
 
 
 def stage_module(stage: str):
@@ -55,8 +50,7 @@ def run_stage(stage: str, settings: Settings, date: str | None = None, pipeline:
     day, run_id = parse_date(date).isoformat(), uuid.uuid4().hex
     lease_name = "-".join(str(part) for part in (stage, kwargs.get("target"), day) if part)
     with stage_lease(settings.lakehouse, lease_name, run_id):
-        targets = KEYED_STAGES.get(stage, ())
-        if targets is None or kwargs.get("target", "sanitized_documents") in targets:  # a missing key stops before Spark
+        if STAGES[stage].needs_key(kwargs.get("target", DEFAULT_TARGET)):  # a missing key stops before Spark
             load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
         ctx = RunContext.create(settings, date=day, pipeline=pipeline, run_id=run_id)
         with stage_run(settings, pipeline, stage, day, run_id) as tracked:
