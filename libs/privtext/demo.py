@@ -7,15 +7,10 @@ output, the Python workers', library logs and warnings) goes to ``build/logs/dem
 descriptors 1 and 2 are redirected before Spark starts, so the JVM and its workers inherit the file.
 
 The nightly export publishes only if its own gate passes; the override path runs only with
-``--show-refusal``. ``--all`` then runs a synthetic refresh and a small DP-embedding training on the
-same date. The ledger keeps one account per secret whatever the dataset name, so a refresh over the
-export's messages composes with the export's sanitized occurrences of the same secrets and is refused
-(pure-LDP eps ~5 per occurrence: r/p >= e^5 ~ 148 > 50 at any SecPE r/p). So the refresh runs on its own
-source: ``REFRESH_SAMPLE`` live-chat messages (``sample_data``'s ``chat`` corpus, whose secret values are
-disjoint from the export's) as dataset ``support_chats``, ingested into a restricted zone of its own
-(``<restricted root>_support_chats``; the protected zone, hence the one ledger, and the published zone are
-shared), with its own budget (the configured dataset's limits). A secret shared with the export would
-still be refused by the same ledger.
+``--show-refusal``. ``--all`` then runs a synthetic refresh on a source of its own (``REFRESH_DATASET``:
+one ledger account per secret would refuse a refresh over the export's messages) and a small DP-embedding
+training on the same date. Why, and what each printed: docs/demo.md, docs/products/synthetic.md ("The
+demo's refresh: a source of its own").
 """
 from __future__ import annotations
 
@@ -33,13 +28,14 @@ from privtext.settings import PROJECT_ROOT, Settings, resolve_uri
 USEFUL_VOCABULARY = 1000  # fewer released word vectors than this cannot serve as an embedding
 REFRESH_DATASET = "support_chats"
 REFRESH_SAMPLE = 400  # live-chat messages of the refresh's own source (about 40% without a secret)
-# the refresh at the demo's time budget (~60-90 s on 2 busy cores, llama.cpp at ~125 tokens/s per core):
-# N_syn 200 from a pool of N_syn * L = 400 generated messages, one private selection (T = 1), short replies
+# SecPE at the demo's time budget (docs/products/synthetic.md): N_syn 200 from N_syn * L = 400 generated
+# messages, one private selection (T = 1)
 REFRESH_SECPE = {"n_syn": 200, "variations": 2, "rounds": 1, "clusters": 8}
 
+
 def _chat_prompts():
-    """The refresh's prompt set (``generate.prompts.support_chats`` unless configured): one-line chat messages,
-    replies capped at 24 tokens (the sample's messages are 5 to 20 words; 40 tokens gave 28-word replies)."""
+    """The refresh's prompt set (``generate.prompts.support_chats`` unless configured): one-sentence chat
+    messages, replies capped at 24 tokens (docs/products/synthetic.md)."""
     from privtext.generate.settings import PromptSet
 
     return PromptSet(
@@ -116,7 +112,8 @@ class StageLines:
 
     def _tick(self, name, started, stop):
         while not stop.wait(1.0):
-            self.out.write(f"\r  {name:<13s}{time.perf_counter() - started:7.0f} s  {'.' * (int(time.perf_counter() - started) % 4):3s}")
+            seconds = time.perf_counter() - started
+            self.out.write(f"\r  {name:<13s}{seconds:7.0f} s  {'.' * (int(seconds) % 4):3s}")
 
 
 def _minutes(seconds: float) -> str:
@@ -137,11 +134,12 @@ def nightly_export(settings: Settings, date: str, sample: Path, lines: StageLine
         verdict = {"published": False, "publish": None, "reasons": refusal.reasons}
     except BudgetExceeded as refusal:  # nothing was sanitized: there is nothing to override
         return {"published": False, "publish": None,
-                "reasons": [f"{refusal} (each demo run is a new release of the same values; `make clean` starts over)"]}
+                "reasons": [f"{refusal} (each demo run is a new release of the same values; `make clean` starts "
+                            "over)"]}
     if show_refusal:
         with lines("override"):
-            verdict["publish"] = run_stage("publish", settings, date=date, pipeline="demo", target="sanitized_documents",
-                                           override_gate=True, reason=OVERRIDE_REASON)
+            verdict["publish"] = run_stage("publish", settings, date=date, pipeline="demo",
+                                           target="sanitized_documents", override_gate=True, reason=OVERRIDE_REASON)
     return verdict
 
 
@@ -185,20 +183,26 @@ def synthetic_refresh(settings: Settings, date: str, sample: Path, lines: StageL
     return [f"published {results['publish'].rows} synthetic chat messages ({REFRESH_DATASET}: {sample.name}, secrets "
             f"disjoint from the export's, so each product spends its own) under (p={cfg.p:g}, "
             f"r={cfg.p * cfg.r_over_p:g})-secret protection -> {_rel(results['publish'].export_dir)}",
-            f"quality      N_syn {cfg.n_syn}, L {cfg.variations}, T {cfg.rounds}, K {cfg.clusters}: a classifier trained "
-            f"on them scores {quality.downstream_accuracy:.0%} on {quality.real} held-out real messages (majority label "
-            f"{chance:.0%}; the {quality.public_documents} secret-free messages as they are "
-            f"{quality.public_only_accuracy:.0%}); FID {quality.fid:.2f}{'' if useful else '; not useful at this size'}",
+            f"quality      N_syn {cfg.n_syn}, L {cfg.variations}, T {cfg.rounds}, K {cfg.clusters}: a classifier "
+            f"trained on them scores {quality.downstream_accuracy:.0%} on {quality.real} held-out real messages "
+            f"(majority label {chance:.0%}; the {quality.public_documents} secret-free messages as they are "
+            f"{quality.public_only_accuracy:.0%}); FID {quality.fid:.2f}"
+            f"{'' if useful else '; not useful at this size'}",
             f"decision     {quality.decision}"]
 
 
 def dp_embeddings(settings: Settings, date: str, lines: StageLines) -> str:
-    """train_dped on the date's documents; one line."""
+    """train_dped on the date's documents; one line. Its refusals (noise-dominated: nothing charged; over
+    budget; an empty DP vocabulary; the word vectors' gate) say "nothing published"; any other error fails."""
+    from privtext.dped.aggregation import NoiseDominated
     from privtext.pipelines import run_pipeline
+    from privtext.privacy.budget import BudgetExceeded
+    from privtext.stages.publish import PublishRefused
+    from privtext.stages.train_dped import EmptyVocabulary
 
     try:
         result = run_pipeline("dped_training", settings, date, progress=lines)["train_dped"]
-    except RuntimeError as refusal:  # noise-dominated (nothing charged), over budget, or an empty DP vocabulary
+    except (NoiseDominated, BudgetExceeded, EmptyVocabulary, PublishRefused) as refusal:
         return f"nothing published: {refusal}; not useful at this size"
     quality = ("not useful at this size" if result.released_words < USEFUL_VOCABULARY else
                "not useful at this budget (benchmarks/dped_frontier.py: WordSim-353 Spearman below 0.15 at eps <= 16 "
@@ -239,9 +243,9 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
     detection = latest_measurement(entries, dt.date.fromisoformat(date))
     if detection:
         overall = detection["spend"]["overall"]
-        out.append(f"canaries     detection found {overall['recall']:.1%} of {overall['values']:,} planted values (up to "
-                   f"{miss_bound(overall['recall'], overall['values']):.1%} of real ones may be missed, 95% bound); "
-                   "missed values are published verbatim")
+        out.append(f"canaries     detection found {overall['recall']:.1%} of {overall['values']:,} planted values "
+                   f"(up to {miss_bound(overall['recall'], overall['values']):.1%} of real ones may be missed, "
+                   "95% bound); missed values are published verbatim")
     for name, line in products.items():
         first, *more = [line] if isinstance(line, str) else line
         out.append(f"{name:<13s}{first}")

@@ -54,6 +54,7 @@ from privtext.dped.sharding import shard_of
 from privtext.dped.student import train_student
 from privtext.dped.teacher import teacher_answers, train_teacher
 from privtext.dped.vocabulary import dp_select, public_anchor, public_words, tokenize, unit_top_ids
+from privtext.errors import Refused
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
 from privtext.privacy.budget import dp_charge
@@ -79,6 +80,10 @@ _RELEASE_SCHEMA = StructType([
     StructField("hidden", ArrayType(DoubleType()), True),
     StructField("labels", ArrayType(LongType()), True),
 ])
+
+
+class EmptyVocabulary(Refused):
+    """No public word passed the DP vocabulary selection: nothing is released; the run's charge stands."""
 
 
 @dataclass
@@ -113,7 +118,8 @@ def with_units_and_shards(docs: DataFrame, n_shards: int, salt: str) -> tuple[Da
     """Add ``unit`` and ``shard`` columns; adjacency "user" iff every row has a user_id."""
     missing = docs.where(F.col("user_id").isNull() | (F.col("user_id") == "")).limit(1).count()
     adjacency = "user" if missing == 0 else "record"
-    unit = F.concat(F.lit("user:"), F.col("user_id")) if adjacency == "user" else F.concat(F.lit("doc:"), F.col("doc_id"))
+    unit = (F.concat(F.lit("user:"), F.col("user_id")) if adjacency == "user"
+            else F.concat(F.lit("doc:"), F.col("doc_id")))
 
     @F.pandas_udf(IntegerType())
     def shard_udf(units: pd.Series) -> pd.Series:
@@ -160,7 +166,8 @@ def teacher_answer_frame(tokens: DataFrame, n_words: int, query_ids: np.ndarray,
         docs = [np.asarray(x, dtype=np.int64) for x in pdf["ids"]]
         with torch_scope(threads=1):
             teacher = train_teacher(docs, n_words, settings, seed * 100_003 + shard)
-            hidden, votes = teacher_answers(teacher, query_ids, settings.top_k, clip=settings.clip_hidden, anchor=anchor)
+            hidden, votes = teacher_answers(teacher, query_ids, settings.top_k, clip=settings.clip_hidden,
+                                            anchor=anchor)
         return pd.DataFrame({"shard": np.full(query_ids.size, shard, dtype=np.int32),
                              "query": np.arange(query_ids.size, dtype=np.int32),
                              "hidden": list(hidden.astype(np.float32)), "votes": list(votes.astype(np.int32))})
@@ -252,7 +259,8 @@ def run(ctx: RunContext, epsilon: float | None = None, teachers: int | None = No
         else:
             vocab = words[:n_queries]
         if not vocab:
-            raise RuntimeError("no public word passed the DP vocabulary selection: nothing to release (the charge stands)")
+            raise EmptyVocabulary("no public word passed the DP vocabulary selection: nothing to release (the "
+                                  "charge stands)")
         index = {w: i for i, w in enumerate(words)}
         query_ids = np.array([index[w] for w in vocab], dtype=np.int64)
         anchor = public_anchor(words, settings.dim)
@@ -298,7 +306,8 @@ def _charge(ctx: RunContext, settings: DpedSettings, multipliers: NoiseMultiplie
     unit = "user" if adjacency.startswith("user") else "record"
     ledger.charge(dp_charge(
         dataset, "train_dped", ctx.run_id, "dped_noisy_aggregation", event=event, delta=settings.delta, unit=unit,
-        params={"date": ctx.date.isoformat(), "adjacency": adjacency, "n_teachers": settings.n_teachers, "queries_charged": n_queries,
+        params={"date": ctx.date.isoformat(), "adjacency": adjacency, "n_teachers": settings.n_teachers,
+                "queries_charged": n_queries,
                 "vocabulary_mode": settings.vocabulary_mode, "variant": settings.variant,
                 "top_k": settings.top_k, "threshold": settings.threshold, "clip_hidden": settings.clip_hidden,
                 "noise_multipliers": vars(multipliers), "sensitivities": sensitivities(settings),
@@ -329,6 +338,7 @@ def _log_model(ctx: RunContext, settings: DpedSettings, vocab: list[str], vector
                                        pip_requirements=["numpy", "pandas"])
     version = str(info.registered_model_version)
     description = (f"DPED student word vectors; (epsilon={settings.epsilon:g}, delta={settings.delta:g})-DP "
-                   f"(PLD); privacy ledger entry {entry_id}; run {ctx.run_id}; {released.size} words, dim {settings.dim}")
+                   f"(PLD); privacy ledger entry {entry_id}; run {ctx.run_id}; {released.size} words, "
+                   f"dim {settings.dim}")
     mlflow.MlflowClient().update_model_version(MODEL_NAME, version, description=description)
     return version
