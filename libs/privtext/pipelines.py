@@ -1,18 +1,15 @@
-"""The platform's pipelines as ordered stage runs: what ``privtext pipeline run`` and ``privtext demo`` do
-locally, and what the Airflow DAGs in ``dags/`` schedule as one spark-submit task per stage.
+"""The platform's pipelines as declared steps (``PIPELINES``): what ``privtext pipeline run`` and ``privtext
+demo`` do locally, and what the Airflow DAGs in ``dags/`` schedule as one spark-submit task per stage.
 
 A pipeline run is one MLflow parent run with a nested run per stage; a stage that fails stops the
 pipeline, and since every stage replaces only its own date partitions and ``publish`` comes last,
 ``published`` is untouched by a failed run and a rerun of the date is safe.
 
-AmPL's loop (mpl-ampl-paper.txt, Sec. 3 / Sec. 5) closes the nightly export: when the audit refuses a
-release its controls validated, ``retune`` re-sanitizes the date at stricter tier eps (alpha * eps for
-the next lower ``ampl.alpha_grid`` value, at most ``ampl.retune_rounds`` rounds; every round's sanitize
-is charged to the ledger like any other) and re-audits it against the SAME leakage target (each secret
-at its configured type eps), so the first setting whose release passes is the one published. Each
-round's eps, violation ratio and semantic similarity go to MLflow and the pipeline's results; a date
-that passes on the first audit costs nothing more. The Airflow DAG runs the audit and the loop as one task
-(``audit_and_retune``), so a night that passes pays no extra spark-submit.
+The nightly export's ``retune`` step is AmPL's loop (mpl-ampl-paper.txt, Sec. 3 / Sec. 5) after its
+``audit``: while the audit refuses a release its controls validated, re-sanitize the date at stricter
+tier eps (each round charged like any sanitize) and re-audit it at the same configured eps bounds, so the
+first setting whose release passes is the one staged and published (docs/products/export.md, "AmPL's
+loop"). The Airflow DAG runs the audit and the loop as one task (``audit_and_retune``).
 """
 from __future__ import annotations
 
@@ -20,6 +17,7 @@ import contextlib
 import logging
 import time
 import uuid
+from dataclasses import dataclass, field
 
 from privtext.errors import Refused, UsageError
 from privtext.settings import Settings
@@ -28,45 +26,63 @@ from privtext.stages.runner import job_entry, run_stage
 
 log = logging.getLogger("privtext")
 
-PIPELINES: dict[str, tuple[tuple[str, dict], ...]] = {
-    "nightly_sanitized_export": (
-        ("ingest", {}), ("detect_pii", {}), ("embed", {}), ("sanitize", {}),
-        ("audit", {"target": "sanitized_documents"}), ("publish", {"target": "sanitized_documents"}),
-    ),
-    "synthetic_refresh": (
-        ("ingest", {}), ("detect_pii", {}), ("embed", {}), ("synthesize", {}), ("evaluate", {}),
-        ("publish", {"target": "synthetic_documents"}),
-    ),
-    "dped_training": (("train_dped", {}), ("publish", {"target": "word_vectors"})),
+RETUNE = "retune"  # the step after ``audit`` that runs AmPL's loop (``retune``); not a stage of its own
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a pipeline.
+
+    :param name: a stage of ``privtext.stages.STAGES`` (run by ``run_stage``), or ``RETUNE``: AmPL's loop on
+        the ``sanitize`` and ``audit`` results of this run (skipped when either was skipped)
+    :param options: the stage's options (``--target`` ...); ``ingest`` gets the run's input path
+    """
+
+    name: str
+    options: dict[str, str] = field(default_factory=dict)
+
+
+EXPORT = {"target": "sanitized_documents"}
+PIPELINES: dict[str, tuple[Step, ...]] = {
+    "nightly_sanitized_export": (Step("ingest"), Step("detect_pii"), Step("embed"), Step("sanitize"),
+                                 Step("audit", EXPORT), Step(RETUNE), Step("publish", EXPORT)),
+    "synthetic_refresh": (Step("ingest"), Step("detect_pii"), Step("embed"), Step("synthesize"), Step("evaluate"),
+                          Step("publish", {"target": "synthetic_documents"})),
+    "dped_training": (Step("train_dped"), Step("publish", {"target": "word_vectors"})),
 }
 
 
 def run_pipeline(name: str, settings: Settings, date: str, input_path: str | None = None,
                  skip: tuple[str, ...] = (), progress=None) -> dict[str, object]:
-    """Run the stages of pipeline ``name`` for ``date`` in order; returns each stage's result.
-    ``progress(stage)``: a context manager around each stage (the demo's stage lines)."""
+    """Run the steps of pipeline ``name`` for ``date`` in order, but those named in ``skip``; returns each
+    stage's result (the ``RETUNE`` step: its rounds, and the staged setting's ``sanitize`` and ``audit``).
+    ``progress(stage)``: a context manager around each stage (the demo's stage lines). A ``Refused`` stops
+    the run; it carries the results so far (``pipeline_results``) and the refused step (``pipeline_stage``)."""
     if name not in PIPELINES:
         raise UsageError(f"unknown pipeline {name!r}; allowed: {', '.join(PIPELINES)}")
     results: dict[str, object] = {}
     with pipeline_run(settings, name, date) as tracked:
-        for stage, options in PIPELINES[name]:
-            if stage in skip:
+        for step in PIPELINES[name]:
+            if step.name in skip or step.name == RETUNE and not {"sanitize", "audit"} <= results.keys():
                 continue
-            if stage == "ingest":
+            options = step.options
+            if step.name == "ingest":
                 if input_path is None:
                     raise UsageError(f"pipeline {name!r} starts with ingest: an input path is required (--input)")
                 options = {"input_path": input_path}
             started = time.perf_counter()
-            with progress(stage) if progress else contextlib.nullcontext():
-                try:
-                    results[stage] = run_stage(stage, settings, date=date, pipeline=name, **options)
-                except Refused as refusal:  # the refused run's summary (``refusal_summary``) needs what ran
-                    refusal.pipeline_results, refusal.pipeline_stage = dict(results), stage
-                    raise
-            log.info("%s: %s done in %.1f s", name, stage, time.perf_counter() - started)
-            if stage == "audit" and "sanitize" in results:
-                results["retune"] = retune(settings, date, name, results, progress)
-                tracked.log_dict({"rounds": results["retune"]}, "ampl/retune.json")
+            try:
+                if step.name == RETUNE:
+                    retuned = retune(settings, date, name, results["sanitize"], results["audit"], progress)
+                    results.update(sanitize=retuned.sanitize, audit=retuned.audit, retune=retuned.rounds)
+                    tracked.log_dict({"rounds": retuned.rounds}, "ampl/retune.json")
+                else:
+                    with progress(step.name) if progress else contextlib.nullcontext():
+                        results[step.name] = run_stage(step.name, settings, date=date, pipeline=name, **options)
+                    log.info("%s: %s done in %.1f s", name, step.name, time.perf_counter() - started)
+            except Refused as refusal:  # the refused run's summary (``refusal_summary``) needs what ran
+                refusal.pipeline_results, refusal.pipeline_stage = dict(results), step.name
+                raise
     return results
 
 
@@ -101,28 +117,39 @@ def stricter(settings: Settings, alpha: float) -> Settings:
     return settings.model_copy(update={"clusant": scaled})
 
 
-def retune(settings: Settings, date: str, name: str, results: dict, progress=None) -> list[dict]:
-    """AmPL's loop after a refused audit (module doc): re-sanitize at the next lower alphas, re-audit at the
-    configured target; stops at the first pass, when the controls misbehave, or after the rounds. Returns
-    one row per setting tried (the first: the configured one), aggregates only, also written to
-    ``protected.eps_frontier`` (source ``retune``; ``chosen``: the setting staged, if its audit passed)."""
-    def row(alpha, similarity, audited):
+@dataclass(frozen=True)
+class Retuned:
+    """What AmPL's loop leaves staged: one row per setting tried (the first: the configured one; aggregates
+    only), and the ``sanitize`` and ``audit`` results of the last setting (the inputs when none was tried)."""
+
+    rounds: list[dict]
+    sanitize: object
+    audit: object
+
+
+def retune(settings: Settings, date: str, name: str, sanitize, audit, progress=None) -> Retuned:
+    """AmPL's loop after the audit (module doc): while ``audit`` (the audit stage's result for the staged
+    release, which ``sanitize``'s result staged) refused with valid controls, re-sanitize at the next lower
+    ``ampl.alpha_grid`` alpha (at most ``ampl.retune_rounds``) and re-audit at the configured eps bounds; stops
+    at the first pass or invalid controls. The rounds also go to ``protected.eps_frontier`` (source
+    ``retune``; ``chosen``: the setting staged, if its audit passed). Changes none of its arguments."""
+    def row(alpha, similarity, result):
         return {"alpha": alpha, "eps": {t: alpha * e for t, e in settings.clusant.eps.items()},
-                "violation_ratio": audited.worst_violation_ratio, "passed": audited.passed, "valid": audited.valid,
+                "violation_ratio": result.worst_violation_ratio, "passed": result.passed, "valid": result.valid,
                 "semantic_similarity": similarity}
 
-    rounds = [row(1.0, results["sanitize"].semantic_similarity, results["audit"])]
+    rounds = [row(1.0, sanitize.semantic_similarity, audit)]
     lower = [a for a in sorted(settings.ampl.alpha_grid, reverse=True) if a < 1.0][:settings.ampl.retune_rounds]
     for alpha in lower:
-        if results["audit"].passed or not results["audit"].valid:
+        if audit.passed or not audit.valid:
             break
         with progress(f"retune {alpha:g}") if progress else contextlib.nullcontext():
-            results["sanitize"] = run_stage("sanitize", stricter(settings, alpha), date=date, pipeline=name)
-            results["audit"] = run_stage("audit", settings, date=date, pipeline=name, target="sanitized_documents")
-        rounds.append(row(alpha, results["sanitize"].semantic_similarity, results["audit"]))
-        log.info("%s: retune at alpha %g: violation ratio %.4f", name, alpha, results["audit"].worst_violation_ratio)
+            sanitize = run_stage("sanitize", stricter(settings, alpha), date=date, pipeline=name)
+            audit = run_stage("audit", settings, date=date, pipeline=name, **EXPORT)
+        rounds.append(row(alpha, sanitize.semantic_similarity, audit))
+        log.info("%s: retune at alpha %g: violation ratio %.4f", name, alpha, audit.worst_violation_ratio)
     _record(settings, date, name, rounds)
-    return rounds
+    return Retuned(rounds, sanitize, audit)
 
 
 def _record(settings: Settings, date: str, name: str, rounds: list[dict]) -> None:
@@ -130,7 +157,7 @@ def _record(settings: Settings, date: str, name: str, rounds: list[dict]) -> Non
     from privtext.platform.utility_reports import write_frontier
 
     eps = settings.clusant.eps
-    write_frontier(RunContext.create(settings, date=date, pipeline=name), "sanitized_documents", "retune", [
+    write_frontier(RunContext.create(settings, date=date, pipeline=name), EXPORT["target"], "retune", [
         {"eps_pii": r["alpha"] * eps["PII"], "eps_poii": r["alpha"] * eps["PoII"],
          "violation_ratio": r["violation_ratio"], "chosen": r is rounds[-1] and r["passed"],
          "utility_loss": None if r["semantic_similarity"] is None else 1.0 - r["semantic_similarity"]}
@@ -148,12 +175,12 @@ def audit_and_retune(settings: Settings, date: str, name: str = "nightly_sanitiz
     from privtext.platform.context import RunContext
     from privtext.platform.tables import UTILITY_REPORTS
 
-    audited = run_stage("audit", settings, date=date, pipeline=name, target="sanitized_documents")
+    audit = run_stage("audit", settings, date=date, pipeline=name, **EXPORT)
     ctx = RunContext.create(settings, date=date, pipeline=name)
     similarity = next((r["value"] for r in ctx.lakehouse.read(UTILITY_REPORTS, date=ctx.date)
-                       .where((F.col("target") == "sanitized_documents") & (F.col("metric") == "semantic_similarity"))
+                       .where((F.col("target") == EXPORT["target"]) & (F.col("metric") == "semantic_similarity"))
                        .select("value").collect()), None)
-    return retune(settings, date, name, {"audit": audited, "sanitize": SimpleNamespace(semantic_similarity=similarity)})
+    return retune(settings, date, name, SimpleNamespace(semantic_similarity=similarity), audit).rounds
 
 
 def audit_and_retune_main(argv: list[str]) -> int:

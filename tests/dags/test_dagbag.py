@@ -2,7 +2,7 @@
 order is defined there once), operators and retries."""
 import json
 
-from privtext.pipelines import PIPELINES
+from privtext.pipelines import PIPELINES, RETUNE
 
 
 INSPECT = r"""
@@ -26,9 +26,10 @@ for dag in bag.dags.values():
 print("JSON" + json.dumps(out))
 """
 
-CHAINS = {name: [stage for stage, _ in stages] + ["report"] for name, stages in PIPELINES.items()}
-OPTIONS = {name: dict(stages) for name, stages in PIPELINES.items()}
-# the nightly export's audit task runs the audit with AmPL's loop (its target fixed): jobs/audit_and_retune.py
+# the DAG tasks: every stage step; the nightly export's audit task runs the audit and its retune step (AmPL's loop,
+# its target fixed) as one: jobs/audit_and_retune.py
+CHAINS = {name: [s.name for s in steps if s.name != RETUNE] + ["report"] for name, steps in PIPELINES.items()}
+OPTIONS = {name: {s.name: s.options for s in steps} for name, steps in PIPELINES.items()}
 JOBS = {("nightly_sanitized_export", "audit"): ("audit_and_retune", {})}
 
 

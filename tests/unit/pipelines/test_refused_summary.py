@@ -16,12 +16,17 @@ INVALID = ("the transformer audit is invalid: its negative control(s) misbehaved
 def test_a_refused_run_prints_the_stages_the_gate_checks_and_what_to_do(monkeypatch, capsys):
     def fake_run_stage(stage, settings, date=None, pipeline="adhoc", **options):
         if stage == "publish":
-            raise PublishRefused("publish refused for target sanitized_documents date 2026-01-15: " + INVALID, [INVALID])
-        return SimpleNamespace(stage=stage, passed=False, valid=False) if stage == "audit" else SimpleNamespace(stage=stage)
+            raise PublishRefused("publish refused for target sanitized_documents date 2026-01-15: " + INVALID,
+                                 [INVALID])
+        if stage == "audit":
+            return SimpleNamespace(stage=stage, passed=False, valid=False)
+        return SimpleNamespace(stage=stage)
 
     monkeypatch.setattr(pipelines, "run_stage", fake_run_stage)
-    monkeypatch.setattr(pipelines, "pipeline_run", lambda *a: contextlib.nullcontext(SimpleNamespace(log_dict=lambda *a: None)))
-    monkeypatch.setattr(pipelines, "retune", lambda *a, **k: [{"alpha": 1.0, "passed": False, "valid": False}])
+    monkeypatch.setattr(pipelines, "pipeline_run",
+                        lambda *a: contextlib.nullcontext(SimpleNamespace(log_dict=lambda *a: None)))
+    monkeypatch.setattr(pipelines, "retune", lambda settings, date, name, sanitize, audit, progress=None:
+                        pipelines.Retuned([{"alpha": 1.0, "passed": False, "valid": False}], sanitize, audit))
     code = cli.main(["pipeline", "run", "nightly_sanitized_export", "--date", "2026-01-15", "--input", "x"])
     out, err = capsys.readouterr()
     summary = json.loads(out)
