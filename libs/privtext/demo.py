@@ -222,21 +222,8 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
     from privtext.clusant import masking
     from privtext.status import budget_usage, datasets, masking_of, table_rows, usage_line
 
-    out = []
-    publish = verdict["publish"]
-    if verdict["published"]:
-        out.append(f"export       PUBLISHED {publish.rows:,} sanitized messages -> {_rel(publish.export_dir)}")
-        out.append("gate         passed: leakage audit (its controls behaved), canary recall and budget")
     spans = masking_of(settings, date)
-    if spans is not None:
-        out.append(f"spans        {masking.words(spans)}")
-    else:
-        out.append("export       REFUSED by its gate, nothing published. Why:")
-        out += [f"               - {reason}" for reason in verdict["reasons"]]
-        if publish is not None:
-            out.append(f"override     --show-refusal published {publish.rows:,} rows anyway, recorded in the ledger")
-        elif not show_refusal:
-            out.append("             (privtext demo --show-refusal shows the recorded override an operator could make)")
+    out = verdict_lines(verdict, None if spans is None else masking.words(spans), show_refusal)
     lakehouse = Lakehouse(None, settings.lakehouse)
     out += audit_lines(lakehouse, date, verdict.get("retune", []))
     entries = Ledger(lakehouse, settings).entries(settings.run.dataset)
@@ -264,6 +251,26 @@ def summary(settings: Settings, date: str, verdict: dict, products: dict[str, st
     for dataset, folder in reports.items():
         out.append(f"report       {_rel(folder / 'report.html')}" + (f" ({dataset})" if len(reports) > 1 else ""))
     out.append(f"runs         privtext ui (MLflow on {tracking_uri(settings)}); privtext status --date {date}")
+    return out
+
+
+def verdict_lines(verdict: dict, spans: str | None, show_refusal: bool) -> list[str]:
+    """The export's verdict (``nightly_export``): published, or refused with each reason and the override
+    (made, or how to see it); then the staged release's spans in words (``clusant.masking.words``), if any."""
+    publish = verdict["publish"]
+    if verdict["published"]:
+        out = [f"export       PUBLISHED {publish.rows:,} sanitized messages -> {_rel(publish.export_dir)}",
+               "gate         passed: leakage audit (its controls behaved), canary recall and budget"]
+    else:
+        out = ["export       REFUSED by its gate, nothing published. Why:"]
+        out += [f"               - {reason}" for reason in verdict["reasons"]]
+        if publish is not None:
+            out.append(f"override     --show-refusal published {publish.rows:,} rows anyway, recorded in the ledger")
+        elif not show_refusal:
+            out.append("             (privtext demo --show-refusal shows the recorded override an operator could "
+                       "make)")
+    if spans is not None:
+        out.append(f"spans        {spans}")
     return out
 
 
