@@ -57,14 +57,30 @@ def _chat(prompt: str) -> list[dict]:
     return [{"role": "user", "content": prompt}]
 
 
-def _perplexities(logits: np.ndarray, targets: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """exp(mean NLL) per row: ``logits[b, t]`` predicts ``targets[b, t]`` where ``mask[b, t]``."""
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    log_z = np.log(np.exp(logits).sum(axis=-1))
-    nll = log_z - np.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
-    counts = mask.sum(axis=-1)
-    mean = np.where(counts > 0, (nll * mask).sum(axis=-1) / np.maximum(counts, 1), np.nan)
-    return np.exp(mean)
+def _perplexities(logits, targets, mask) -> np.ndarray:
+    """exp(mean NLL) per row: ``logits[b, t]`` predicts ``targets[b, t]`` where ``mask[b, t]`` (arrays or
+    tensors; the log-softmax runs in torch, one extra copy of the logits)."""
+    import torch
+
+    logits, targets = torch.as_tensor(logits, dtype=torch.float32), torch.as_tensor(targets, dtype=torch.long)
+    mask = torch.as_tensor(mask, dtype=torch.bool)
+    nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    counts = mask.sum(dim=-1)
+    mean = (nll * mask).sum(dim=-1) / counts.clamp(min=1)
+    return np.where(counts.numpy() > 0, np.exp(mean.numpy().astype(np.float64)), np.nan)
+
+
+def token_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:
+    """Indices grouped for padded forward passes, longest first: at most ``max_rows`` rows and
+    ``rows * longest <= max_tokens`` padded tokens a batch (a longer sequence goes alone). The logits of a
+    batch hold ``rows * longest * vocabulary`` floats: the token cap is what bounds a worker's memory."""
+    batches: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda j: -lengths[j]):
+        if batches and len(batches[-1]) < max_rows and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= max_tokens:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
 
 
 class TransformersLM:
@@ -120,19 +136,21 @@ class TransformersLM:
         import torch
 
         start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
-        self.tokenizer.padding_side = "right"
-        out: list[float] = []
-        for offset in range(0, len(texts), self.settings.batch_size):
-            chunk = [t if isinstance(t, str) else "" for t in texts[offset:offset + self.settings.batch_size]]
-            batch = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False,
-                                   truncation=True, max_length=self.settings.context_tokens - 1)
-            ids = torch.cat([torch.full((len(chunk), 1), start), batch["input_ids"]], dim=1)
-            mask = torch.cat([torch.ones(len(chunk), 1, dtype=torch.long), batch["attention_mask"]], dim=1)
+        encoded = self.tokenizer([t if isinstance(t, str) else "" for t in texts], add_special_tokens=False,
+                                 truncation=True, max_length=self.settings.context_tokens - 1)["input_ids"]
+        out = np.full(len(encoded), np.nan)
+        lengths = [len(ids) + 1 for ids in encoded]  # + the BOS token the first token is conditioned on
+        for rows in token_batches(lengths, self.settings.batch_size, self.settings.perplexity_batch_tokens):
+            width = lengths[rows[0]]
+            ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, i in enumerate(rows):
+                ids[r, 0], ids[r, 1:lengths[i]] = start, torch.tensor(encoded[i], dtype=torch.long)
+                mask[r, :lengths[i]] = 1
             with torch.inference_mode(), torch_scope(threads=self.settings.threads):
-                logits = self.model(input_ids=ids.to(self.device),
-                                    attention_mask=mask.to(self.device)).logits[:, :-1].float().cpu().numpy()
-            out.extend(_perplexities(logits, ids[:, 1:].numpy(), mask[:, 1:].numpy().astype(bool)).tolist())
-        return out
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+                out[rows] = _perplexities(logits[:, :-1].float().cpu(), ids[:, 1:], mask[:, 1:].bool())
+        return out.tolist()
 
 
 class LlamaCppLM:

@@ -90,6 +90,8 @@ class GenerateSettings(StrictModel):
     max_new_tokens: int = Field(64, gt=0)
     context_tokens: int = Field(2048, gt=0)  # local context window (prompt + reply); perplexity truncates here
     batch_size: int = Field(16, gt=0)  # sequences per forward pass (transformers; llama.cpp runs one at a time)
+    # padded tokens per perplexity forward pass: its logits hold this x the vocabulary (49,152) floats, ~400 MB
+    perplexity_batch_tokens: int = Field(2048, gt=0)
     # CPU threads of the local engine. 1 matches a Spark task's one core (spark.task.cpus), and llama.cpp's
     # OpenMP threads spin: 2 threads on a busy 2-core machine ran ~20x slower than 1. None: engine default.
     threads: int | None = Field(1, gt=0)

@@ -12,7 +12,7 @@ import pytest
 from privtext.generate import GenerateSettings, get_generator, perplexity
 from privtext.generate import backend_for
 from privtext.generate.base import Generator
-from privtext.generate.local import _perplexities, resolve_model_path
+from privtext.generate.local import _perplexities, resolve_model_path, token_batches
 
 SETTINGS = GenerateSettings(engine="llama_cpp", max_new_tokens=16, seed=5)
 FLUENT = "The package arrived two days late and the box was badly damaged."
@@ -166,3 +166,25 @@ def test_transformers_and_llama_cpp_score_the_same_weights_alike(transformers_ge
     mine = rows[torch.arange(len(ids)), torch.tensor(ids)].numpy()
     assert len(ids) == 8 and abs(mine - llama).mean() < 0.1
     assert abs(mine - llama).mean() < abs(np.roll(mine, 1) - llama).mean()  # token by token, not on average only
+
+
+@pytest.mark.parametrize("lengths, rows, tokens", [([5, 40, 7, 7, 300, 1], 3, 64), ([2048] * 5, 16, 2048),
+                                                    ([10] * 20, 16, 4096), ([], 4, 10)])
+def test_token_batches_cover_each_text_once_within_the_caps(lengths, rows, tokens):
+    batches = token_batches(lengths, rows, tokens)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        width = max(lengths[i] for i in batch)
+        assert lengths[batch[0]] == width and len(batch) <= rows
+        assert len(batch) == 1 or len(batch) * width <= tokens  # only a lone sequence may pass the token cap
+
+
+def test_perplexity_batched_by_tokens_equals_each_text_alone(generator):
+    """A text cut at the context window, scored with short ones under the token cap: the same values as
+    each scored alone (sorting, padding and batching change nothing)."""
+    long = " ".join(["the parcel arrived late again and nobody answered my mails"] * 300)  # > 2,047 tokens
+    texts = [FLUENT, long, "Thanks.", long[:900], long[:1500]]
+    assert SETTINGS.perplexity_batch_tokens < 2 * SETTINGS.context_tokens  # the long text goes in a pass alone
+    together = perplexity(texts, SETTINGS)
+    alone = [perplexity([t], SETTINGS)[0] for t in texts]
+    assert together == pytest.approx(alone, rel=1e-4)
