@@ -1,5 +1,5 @@
 """Per-document stages spread a date's documents over every task slot (a date is one file, one split)."""
-from privtext.platform.spark import by_document
+from privtext.platform.spark import by_document, latest_delivery
 
 
 def test_documents_are_spread_over_task_slots_by_doc_id(spark, settings):
@@ -47,3 +47,17 @@ def test_spread_survives_a_join_on_doc_id_and_adaptive_coalescing(spark, setting
             assert sum(busy) == 200 and len(busy) == spread
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
+
+
+def test_latest_delivery_pairs_each_embedding_with_its_own_delivery(spark):
+    """A corrected re-delivery of doc a (2 Feb) replaces its 1 Feb text; b keeps its only delivery; an
+    embedding whose delivery is gone (c, erased) is dropped, never paired with another date's text."""
+    import datetime as dt
+
+    d1, d2 = dt.date(2026, 2, 1), dt.date(2026, 2, 2)
+    emb = spark.createDataFrame([("a", [1.0], d1), ("a", [2.0], d2), ("b", [3.0], d1), ("c", [4.0], d2)],
+                                "doc_id string, embedding array<double>, date date")
+    docs = spark.createDataFrame([("a", "old", d1), ("a", "new", d2), ("b", "only", d1), ("c", "gone", d1)],
+                                 "doc_id string, text string, ingest_date date")
+    rows = {r.doc_id: (r.embedding, r.text, r.date) for r in latest_delivery(emb, docs).collect()}
+    assert rows == {"a": ([2.0], "new", d2), "b": ([3.0], "only", d1)}

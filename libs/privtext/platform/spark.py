@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 from pyspark import SparkConf, SparkContext
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StructField, StructType
 
@@ -140,6 +140,15 @@ def held_out(fraction: float):
     document never changes side. Training uses ``~held_out(f)``, evaluation ``held_out(f)``."""
     share = F.conv(F.substring(F.sha2(F.concat(F.lit("privtext-holdout:"), F.col("doc_id")), 256), 1, 13), 16, 10)
     return share.cast("double") / float(16**13) < F.lit(float(fraction))
+
+
+def latest_delivery(embeddings: DataFrame, documents: DataFrame) -> DataFrame:
+    """Each document's embedding joined to the text of the SAME delivery (``date`` = ``ingest_date``), one row
+    per ``doc_id``: its latest delivery. A corrected re-delivery replaces the earlier one, and an embedding is
+    never paired with another delivery's text or label."""
+    joined = embeddings.join(documents.withColumnRenamed("ingest_date", "date"), ["doc_id", "date"])
+    latest = Window.partitionBy("doc_id").orderBy(F.col("date").desc())
+    return joined.withColumn("_latest", F.row_number().over(latest)).where(F.col("_latest") == 1).drop("_latest")
 
 
 STATS_SCHEMA = StructType([StructField("stats", BinaryType())])

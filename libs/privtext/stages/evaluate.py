@@ -35,12 +35,13 @@ import tempfile
 from dataclasses import dataclass
 
 import numpy as np
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from privtext.metrics.fid import fit_from_moments, frechet_distance, gaussian_fit
 from privtext.metrics.utility import fit_classifier, histogram_summary, length_histogram, length_ks, length_plot
 from privtext.platform.context import RunContext
-from privtext.platform.spark import held_out, tree_sum
+from privtext.platform.spark import held_out, latest_delivery, tree_sum
 from privtext.pii.secrets import secret_types
 from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
@@ -149,14 +150,13 @@ def run(ctx: RunContext) -> EvaluateResult:
     clf = fit_classifier(syn_emb, synth["label"].fillna("").tolist(), seed=ctx.settings.run.seed)
 
     emb = (ctx.lakehouse.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
-           .dropDuplicates(["doc_id"]))
-    docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text", "label").dropDuplicates(["doc_id"])
+           .select("doc_id", "embedding", "date"))
+    docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text", "label", "ingest_date")
     fraction = ctx.settings.secpe.holdout_fraction
     split = "held_out" if fraction > 0 else "training"
-    real = emb.select("doc_id", "embedding").join(docs, "doc_id")
-    if fraction > 0:
-        real = real.where(held_out(fraction))
-    public_clf, n_public = _public_classifier(ctx, emb, docs, fraction)
+    corpus = latest_delivery(emb, docs).select("doc_id", "embedding", "text", "label")
+    real = corpus.where(held_out(fraction)) if fraction > 0 else corpus
+    public_clf, n_public = _public_classifier(ctx, corpus, fraction)
     generator_clf, n_generator = _generator_classifier(ctx, str(synth["run_id"].iloc[0]))
     clfs = [clf] + [c for c in (public_clf, generator_clf) if c is not None]
     n, total, gram, correct, scored, real_hist = _real_aggregates(real, clfs, syn_emb.shape[1], ctx.spark)
@@ -204,10 +204,10 @@ def _generator_classifier(ctx: RunContext, run_id: str):
     return fit_classifier(x, rows["label"].fillna("").tolist(), seed=ctx.settings.run.seed), len(rows)
 
 
-def _public_classifier(ctx: RunContext, emb, docs, fraction: float):
+def _public_classifier(ctx: RunContext, corpus: DataFrame, fraction: float):
     """(classifier, documents) fitted on the training split's labelled documents without a secret (at most
     ``PUBLIC_BASELINE_MAX``, seeded sample); (None, 0) when there are none."""
-    public = emb.join(docs, "doc_id").where(F.col("label").isNotNull()).where(~held_out(fraction))
+    public = corpus.where(F.col("label").isNotNull()).where(~held_out(fraction))
     if ctx.lakehouse.exists(PII_SPANS):  # as synthesize's load_corpus: a document without a secret span is public
         secret = (ctx.lakehouse.read(PII_SPANS, upto=ctx.date)
                   .where(F.col("entity_type").isin(secret_types(ctx.settings.pii))).select("doc_id").distinct())

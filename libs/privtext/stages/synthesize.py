@@ -53,7 +53,7 @@ from pyspark.sql import functions as F
 from privtext.pii.secrets import secret_types
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
-from privtext.platform.spark import held_out, tree_sum
+from privtext.platform.spark import held_out, latest_delivery, tree_sum
 from privtext.platform.utility_reports import write_utility
 from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, NOISY_CENTERS, PII_SPANS,
                                       STAGED_SYNTHETIC_DOCUMENTS)
@@ -106,12 +106,13 @@ def load_corpus(ctx: RunContext, use_labels: bool) -> tuple[DataFrame, list]:
     lh = ctx.lakehouse
     emb = (lh.read(DOC_EMBEDDINGS, upto=ctx.date).where(F.col("model") == ctx.settings.embed.model)
            .where(~held_out(ctx.settings.secpe.holdout_fraction))  # evaluate's split is never seen here
-           .dropDuplicates(["doc_id"]))  # one vote per document (Aug-PE's record-level accounting)
-    docs = lh.read(DOCUMENTS, upto=ctx.date).select("doc_id", "label").dropDuplicates(["doc_id"])
+           .select("doc_id", "embedding", "date"))
+    docs = lh.read(DOCUMENTS, upto=ctx.date).select("doc_id", "label", "ingest_date")
     spans = (lh.read(PII_SPANS, upto=ctx.date).where(F.col("entity_type").isin(secret_types(ctx.settings.pii)))
              .select("doc_id", "secret_id").distinct())
     secrets = spans.groupBy("doc_id").agg(F.array_sort(F.collect_set("secret_id")).alias("secrets"))
-    corpus = (emb.select("doc_id", "embedding").join(docs, "doc_id", "left").join(secrets, "doc_id", "left")
+    # one vote per document, its latest delivery (Aug-PE's record-level accounting)
+    corpus = (latest_delivery(emb, docs).select("doc_id", "embedding", "label").join(secrets, "doc_id", "left")
               .withColumn("is_private", F.col("secrets").isNotNull()))
     labels: list = [None]
     if use_labels and ctx.settings.secpe.labels:
