@@ -275,7 +275,8 @@ def verdict_lines(verdict: dict, spans: str | None, show_refusal: bool) -> list[
 
 
 def audit_lines(lakehouse, date: str, rounds: list[dict]) -> list[str]:
-    """The export's audit per adversary (violation ratio, target, Prop. 4 bound) and AmPL's retune rounds."""
+    """The export's audit per adversary (violation ratio against its delta threshold, Prop. 4 bound) and AmPL's
+    retune rounds."""
     from privtext.platform.tables import LEAKAGE_AUDITS
 
     if not lakehouse.exists(LEAKAGE_AUDITS):

@@ -61,7 +61,10 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     def mechanisms(alphas):
         return mechanisms_at(base, tier_of, clusant.method, eps_base, alphas)
 
-    result = tune_release(batch.secrets, lambda a, gen: clusant_release(batch, mechanisms(a), values, released_vectors, gen),
+    def release(alphas, gen):
+        return clusant_release(batch, mechanisms(alphas), values, released_vectors, gen)
+
+    result = tune_release(batch.secrets, release,
                           lambda a: clusant_losses(batch, mechanisms(a), values), batch.candidates, eps=audit_eps,
                           adversary=adversary, settings=ampl, rng=rng,
                           groups=np.asarray(batch.candidate_groups, dtype=object), distance=distance)
@@ -76,8 +79,8 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     data.setdefault("clusant", {})["eps"] = eps
     header = (f"# written by `privtext tune sanitize --date {ctx.date}` (AmPL over CluSanT tier eps, adversary "
               f"{adversary}, audited eps {audit_eps:g}, {batch.release.n} documents)\n"
-              f"# objective {result.best.objective:.4f} = {ampl.lambda_1:g} * violation {result.best.violation_ratio:.4f}"
-              f" + {ampl.lambda_2:g} * utility loss {result.best.utility_loss:.4f}\n")
+              f"# objective {result.best.objective:.4f} = {ampl.lambda_1:g} * violation "
+              f"{result.best.violation_ratio:.4f} + {ampl.lambda_2:g} * utility loss {result.best.utility_loss:.4f}\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(header + yaml.safe_dump(data, sort_keys=False))
     write_frontier(ctx, "sanitized_documents", "tune", [

@@ -104,7 +104,7 @@ class TrainDpedResult:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--epsilon", type=float, help="target epsilon (default: dped.epsilon in conf)")
+    parser.add_argument("--epsilon", type=float, help="the run's epsilon (default: dped.epsilon in conf)")
     parser.add_argument("--teachers", type=int, help="number of teachers N (default: dped.n_teachers)")
     parser.add_argument("--all-dates", dest="all_dates", action="store_true",
                         help="train on every ingest date instead of --date")
