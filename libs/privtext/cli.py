@@ -296,6 +296,28 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except PrivtextError as error:
         return report_error(error)
+    except Exception as error:  # noqa: BLE001 - an unexpected failure still ends in one line unless -v
+        if args.verbose:
+            raise
+        return report_crash(error)
+
+
+# Causes a crashed Spark job names in its (otherwise private-row-quoting) message, and what each means.
+SPARK_CAUSES = (
+    ("Python worker exited unexpectedly", "a Spark Python worker crashed (most often out of memory)"),
+    ("OutOfMemoryError", "the JVM ran out of memory (spark.driver.memory / spark.executor.memory)"),
+    ("No space left on device", "the disk is full (spark.local.dir, the lakehouse root)"),
+)
+
+
+def report_crash(error: Exception) -> int:
+    """An unexpected failure as one stderr line: its type and the cause Spark names, never its message or
+    traceback (either may quote private rows); ``-v`` re-raises it whole. Exit code 1."""
+    text = str(error)
+    cause = next((why for marker, why in SPARK_CAUSES if marker in text), None)
+    print(f"privtext: failed: {type(error).__name__}{f' ({cause})' if cause else ''}; the run can be rerun "
+          "(stages write atomically); -v prints the traceback, which may quote private text", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
