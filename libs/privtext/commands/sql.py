@@ -4,9 +4,10 @@ Each statement is checked twice before anything runs (never string-matched). Fir
 only queries (SELECT, WITH, VALUES, set operations, HAVING, ``range``), EXPLAIN of a query, SHOW and
 DESCRIBE are allowed; every table a statement names, also inside subqueries and CTEs, must be a
 registered view ``<zone>.<table>`` of a zone the role reads (``sql.role``: ``analyst`` -> published,
-``officer`` -> protected and published, ``operator`` -> all three); a bare name may only be one of the statement's CTEs; every function called
-must be a built-in on the allow-list of pure functions (``allowed_functions``: Spark's built-ins of the
-pure groups - math, string, date, array, map, aggregate, window ... - never the ``misc`` group that
+``officer`` -> protected and published, ``operator`` -> all three); a bare name may only be one of the
+statement's CTEs; every function called must be a built-in on the allow-list of pure functions
+(``allowed_functions``: Spark's built-ins of the pure groups - math, string, date, array, map, aggregate,
+window ... - never the ``misc`` group that
 holds ``reflect``/``java_method``, nor XML (external entities), nor a user or temporary function), and
 ``IDENTIFIER(...)`` is refused in an expression (it would name a function only after the check).
 Then the *analyzed* plan (nothing evaluated but the allowed functions' constant arguments): it must be
@@ -18,8 +19,8 @@ is cancelled after ``sql.timeout_s`` seconds. When this command starts the JVM i
 without the HMAC key (``run.hmac_key_env``) in its environment (and without store credentials when
 every zone is local). On object storage the credentials must match the role before anything starts
 (``store_access.require_confined``): if they can read a zone the role must not read (an analyst with the
-pipeline's key), the command is refused (exit 3). Only the readable zones' existing tables are registered, in the session's
-private warehouse (``platform.spark``): nothing is created in the lakehouse or the working directory.
+pipeline's key), the command is refused (exit 3). Only the readable zones' existing tables are registered,
+in the session's private warehouse (``platform.spark``): nothing is created in the lakehouse or the working directory.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ if TYPE_CHECKING:  # the root settings live above the platform
     from privtext.settings import Settings
 
 ROLE_ZONES = {"analyst": ("published",), "officer": ("protected", "published"), "operator": ZONES}
-ROLE_IDENTITY = {"analyst": "analyst", "officer": "officer", "operator": "pipeline"}  # the store key each role runs with
+# the store key each role runs with
+ROLE_IDENTITY = {"analyst": "analyst", "officer": "officer", "operator": "pipeline"}
 
 QUERY_NODES = frozenset({
     "Project", "Filter", "Aggregate", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail", "Join",
@@ -189,7 +191,8 @@ class _Checker:
 
     def namespace(self, parts: list[str]) -> None:
         if len(parts) != 1 or parts[0].lower() not in self.readable:
-            self.refuse(f"namespace {'.'.join(parts) or '(current)'}: name a readable zone, e.g. SHOW TABLES IN published")
+            self.refuse(f"namespace {'.'.join(parts) or '(current)'}: name a readable zone, e.g. SHOW TABLES IN "
+                        "published")
 
     def plan(self, node, top: bool = True) -> None:
         kind = node.getClass().getSimpleName()
@@ -295,7 +298,8 @@ def _sequence_length(children) -> int:
         step = abs(int(str(children[2].eval(None))))
     else:
         interval = children[2].eval(None)
-        step = (int(interval.months) * 28 + int(interval.days)) * unit + (int(interval.microseconds) if unit == DAY_US else 0)
+        step = ((int(interval.months) * 28 + int(interval.days)) * unit
+                + (int(interval.microseconds) if unit == DAY_US else 0))
     return abs(int(str(stop)) - int(str(start))) // max(abs(step), 1) + 1
 
 
