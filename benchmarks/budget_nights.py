@@ -160,13 +160,13 @@ def main(argv=None) -> int:
         total = sum(len(k) + a for k, a in planned)
         masked = sum(sum(m.values()) for m in out.masked)
         allowed = sum(a for _, a in planned)
-        composed = composed_spend(entries, budget).get("mldp", {})
+        composed = composed_spend(entries, budget).mldp
         independent = _independent_worst(entries)
         f_total, f_masked, f_types = former_policy(former, texts, spans, eps_of, limit)
         row = {"night": n + 1, "date": day.isoformat(), "spans": total, "masked_share": masked / max(1, total),
                "masked_types": sorted({t for m in out.masked for t in m}), "allowed_share": allowed / max(1, total),
                "values_drawn": len(drawn), "values_charged": sum(len(v) for v in new.values()),
-               "worst_spend": composed.get("epsilon", 0.0), "worst_spend_independent": independent,
+               "worst_spend": composed.epsilon if composed else 0.0, "worst_spend_independent": independent,
                "schedule_bound": mldp_schedule(entries)["bound"], "limit": limit,
                "former_masked_share": f_masked / max(1, f_total), "former_masked_types": sorted(f_types),
                "former_worst_spend": max(former.values(), default=0.0), "seconds": time.perf_counter() - started}

@@ -55,8 +55,7 @@ def main() -> None:
         seconds = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-        key = "mldp" if kind == "mldp" else "secret_protection"
-        worst = total[key]["epsilon"] if kind == "mldp" else total[key]["r_over_p"]
+        worst = total.mldp.epsilon if kind == "mldp" else total.secret_protection.r_over_p
         print(f"{kind}_units: {args.secrets}")
         print(f"{kind}_charges: {args.charges}")
         print(f"{kind}_seconds: {seconds:.3f}")

@@ -161,7 +161,7 @@ def cmd_budget_show(args) -> int:
     limits = ledger.limits(args.dataset, entries)
     spent = ledger.spent(args.dataset)
     report = {"account": "one per secret, value and record: every charge composed, whatever its dataset",
-              "spent": spent, "limits": limits.model_dump(), "charges": len(entries),
+              "spent": spent.to_dict(), "limits": limits.model_dump(), "charges": len(entries),
               "in_words": describe(spent, limits),
               "datasets": {d: {"charges": sum(e["dataset"] == d for e in entries),
                                "budget": settings.budget(d).model_dump(),

@@ -2,9 +2,9 @@
 
 Every release computed from private rows is charged here BEFORE it is written. The accounting (units,
 dominating pairs, composition per unit, limits) is ``privtext.privacy.budget``'s; this module stores
-and retrieves charges, and commits them only when the composed spend of the dataset, with them, stays
-within the budget (``BudgetExceeded`` otherwise, nothing written). A dataset without a budget is refused
-(fail closed).
+and retrieves charges, and commits them only when the composed spend of the whole ledger (one account,
+below), with them, stays within the budget (``BudgetExceeded`` otherwise, nothing written). A dataset
+without a budget is refused (fail closed).
 
 One account: secrets, values and records are keyed by the lakehouse's HMAC key and ids, so the composed
 spend is over EVERY entry of the ledger, whatever its ``dataset``; a dataset name selects a budget, not a
@@ -13,7 +13,9 @@ budgets of every dataset already in the ledger (a promise made under one name is
 ``limits``).
 
 Each row keeps the charge's params (with its dominating pair), spend, dp-accounting event, and the keyed
-units it exposed (``exposures``: secret_id, occurrences, pair variant, records; null = every unit). A
+units it exposed (``exposures``: secret_id, occurrences, pair variant, records; null = every unit), in
+the row format of ``privacy.charges`` (``dumps``, ``exposure_rows``); old rows keep composing
+(docs/privacy-model.md, "Row compatibility"). A
 release computed from records also keeps the set of records it read (``params["read"]``); every
 composition joins those to the spans that exist then (``privacy.reads``), so the composed spend does not
 depend on whether ``detect_pii`` ran before or after the release.
@@ -39,7 +41,7 @@ from privtext.errors import Refused
 from privtext.settings import Settings
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import PII_SPANS, PRIVACY_LEDGER
-from privtext.privacy.budget import (BudgetExceeded, Charge, _json_default, check, compose, _exposures,
+from privtext.privacy.budget import (BudgetExceeded, Charge, ComposedSpend, check, compose, dumps, exposure_rows,
                                      validate_exposures)
 from privtext.privacy.reads import has_reads, holders, reach, run_key
 
@@ -51,9 +53,10 @@ class LedgerBusy(Refused):
     """The ledger's commit still conflicted after ``lakehouse.commit_retries``; nothing was charged."""
 
 
-def composed_spend(entries: list[dict], budget, spans=None) -> dict:
-    """The dataset's composed spend per guarantee (``privacy.budget.compose``) from ledger entries; the read
-    sets joined to ``spans`` (``Ledger.spans``; None: the stored exposures alone)."""
+def composed_spend(entries: list[dict], budget, spans=None) -> ComposedSpend:
+    """The composed spend per guarantee (``privacy.budget.compose``) of ``entries`` (every entry of the one
+    account, or a subset such as those up to a date); the read sets joined to ``spans`` (``Ledger.spans``;
+    None: the stored exposures alone)."""
     return compose(entries, reach(entries, spans), budget)
 
 
@@ -92,7 +95,7 @@ class Ledger:
         keys = ("r_over_p_max", "eps_max", "delta_max", "mldp_eps_max")
         return budgets[0].model_copy(update={k: min(getattr(b, k) for b in budgets) for k in keys})
 
-    def spent(self, dataset: str | None = None) -> dict:
+    def spent(self, dataset: str | None = None) -> ComposedSpend:
         """The one account: every entry of the ledger composed, under ``limits(dataset)``."""
         entries = self.entries()
         return composed_spend(entries, self.limits(dataset, entries), self.spans(entries))
@@ -107,11 +110,11 @@ class Ledger:
         return holders(run_key(self.settings.run), table.column("doc_id").to_pylist(),
                        table.column("secret_id").to_pylist(), table.column("entity_type").to_pylist())
 
-    def charge(self, charge: Charge, exposures: dict | None = None, tracked=None) -> dict:
+    def charge(self, charge: Charge, exposures: dict | None = None, tracked=None) -> ComposedSpend:
         """Check the budget and append one charge atomically; returns the composed spend after it."""
         return self.charge_many([(charge, exposures)], tracked=tracked)
 
-    def charge_many(self, items: list, tracked=None) -> dict:
+    def charge_many(self, items: list, tracked=None) -> ComposedSpend:
         """Commit ``[(charge, exposures), ...]`` of one dataset all-or-nothing in one ledger commit,
         after checking the composed spend with all of them; returns that composed spend."""
         datasets = {c.dataset for c, _ in items}
@@ -160,22 +163,21 @@ def _row(charge: Charge, exposures: dict | None, now, deterministic: bool) -> di
         "run_id": charge.run_id,
         "mechanism": charge.mechanism,
         "guarantee": charge.guarantee,
-        "params": json.dumps(params, sort_keys=True, default=_json_default),
-        "spend": json.dumps(charge.spend, sort_keys=True, default=_json_default),
+        "params": dumps(params),
+        "spend": dumps(charge.spend),
         "dp_event": charge.dp_event,
-        "exposures": None if exposures is None else [
-            {"unit": u, "occurrences": e.occurrences, "variant": e.variant, "records": e.records}
-            for u, e in _exposures(exposures).items()],
+        "exposures": exposure_rows(exposures),
         "created_at": now,
     }
 
 
-def _mirror(tracked, charge: Charge, row: dict, total: dict) -> None:
+def _mirror(tracked, charge: Charge, row: dict, total: ComposedSpend) -> None:
     metrics = {}
     for key, value in charge.spend.items():
         if isinstance(value, (int, float)):
             metrics[f"privacy.{charge.guarantee}.{key}"] = value
-    for kind, values in total.items():
+    composed = total.to_dict()
+    for kind, values in composed.items():
         for key, value in values.items():
             if isinstance(value, (int, float)):
                 metrics[f"privacy.total.{kind}.{key}"] = value
@@ -184,5 +186,5 @@ def _mirror(tracked, charge: Charge, row: dict, total: dict) -> None:
     # SecretNoise's count pmfs, Aug-PE's largest record count) and the records read, which MLflow must not
     public = ("dataset", "stage", "run_id", "mechanism", "guarantee", "spend")
     summary = {"charge": {k: getattr(charge, k) for k in public}, "entry_id": row["entry_id"],
-               "units_exposed": None if row["exposures"] is None else len(row["exposures"]), "composed_total": total}
+               "units_exposed": None if row["exposures"] is None else len(row["exposures"]), "composed_total": composed}
     tracked.log_dict(summary, f"privacy/{charge.stage}-{charge.mechanism}.json")

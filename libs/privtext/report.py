@@ -37,7 +37,7 @@ from privtext.ledger import Ledger, charged_date, composed_spend, latest_measure
 from privtext.platform.tables import (EPS_FRONTIER, LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
                                       PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS,
                                       STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS, WORD_VECTORS)
-from privtext.privacy.budget import describe, usage
+from privtext.privacy.budget import ComposedSpend, describe, usage
 
 AUDIT_COLUMNS = ("target", "adversary", "release", "valid", "eps", "triplets", "violation_ratio", "delta_target",
                  "log10_p_fail", "utility_loss", "passed", "staged_runs", "run_id")
@@ -159,7 +159,7 @@ def data_date(entry: dict) -> dt.date:
     return charged_date(entry) or entry["created_at"].date()
 
 
-def timeline(entries: list[dict], budget) -> list[tuple[dt.date, dict]]:
+def timeline(entries: list[dict], budget) -> list[tuple[dt.date, ComposedSpend]]:
     """The composed spend (worst unit per guarantee) of the charges for data up to each data date."""
     days = sorted({data_date(e) for e in entries})
     return [(day, composed_spend([e for e in entries if data_date(e) <= day], budget)) for day in days]
@@ -344,11 +344,11 @@ def collect(settings: Settings, day: dt.date, dataset: str) -> dict:
         "date": day.isoformat(),
         "products": verdicts(settings, lakehouse, day, charges, entries, audits, detection),
         "budget": budget.model_dump(),
-        "spent": spent,
+        "spent": spent.to_dict(),
         "spent_in_words": describe(spent, budget),
         "usage": usage(spent, budget),
         "allow_list": list(settings.clusant.allow_list),
-        "timeline": [(d.isoformat(), total) for d, total in trend],
+        "timeline": [(d.isoformat(), total.to_dict()) for d, total in trend],
         "trend": [(d.isoformat(), usage(total, budget)) for d, total in trend],
         "charges": [{"stage": e["stage"], "mechanism": e["mechanism"], "guarantee": e["guarantee"],
                      "spend": e["spend"], "run_id": e["run_id"], "created_at": e["created_at"].isoformat(),
@@ -530,8 +530,9 @@ th{{background:#f3f3f3}}img{{max-width:100%}}.muted{{color:#777}}.card{{border-l
 .ok .state{{color:#2a2}}.warn .state{{color:#c70}}.bad .state{{color:#d22}}summary{{cursor:pointer;font-weight:bold}}</style></head><body>
 <h1>Privacy report: {esc(data['dataset'])}, data of {esc(data['date'])}</h1>
 <section id=verdict>{cards}</section>
-<h2>Budget per protected unit</h2><p>Composed over every charge of dataset <code>{esc(data['dataset'])}</code>, all
-stages and dates; the worst unit of each kind.</p>
+<h2>Budget per protected unit</h2><p>Composed over every charge of the ledger (one account: every dataset's
+charges), all stages and dates, against the budget of <code>{esc(data['dataset'])}</code>; the worst unit of each
+kind.</p>
 {_table(budget_rows, ['protected unit', 'guarantee', 'measure', 'spent', 'limit', 'used', 'units', 'near the limit'])}
 <h3>Allow-list</h3><p>Values the data team declared public (<code>clusant.allow_list</code>): a span equal to one
 (after Unicode NFC only: no case folding, no look-alikes, no substrings) is left as written and charged nothing.</p>

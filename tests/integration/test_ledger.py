@@ -35,12 +35,12 @@ def sp_charge(run="r1", p=1e-3, rounds=2, dataset="reviews"):
 def test_secret_protection_composes_per_secret_and_refuses_over_budget(tmp_path):
     ledger = make_ledger(tmp_path)  # r_over_p_max = 10
     p, mu1 = 1e-3, 2.0 / SIGMA  # sqrt(2 releases * 2 rounds) / sigma
-    one = ledger.charge(sp_charge(), {"s1": 1})["secret_protection"]
+    one = ledger.charge(sp_charge(), {"s1": 1}).secret_protection
     exact = r_from_mu(p, mu1)  # closed form, Lemma 3.3; the pessimistic PLD is an upper bound within its grid
-    assert exact <= one["r"] <= exact * 1.01
+    assert exact <= one.r <= exact * 1.01
     # another secret's run does not add to s1: per-unit composition
     ledger.charge(sp_charge("r2"), {"s2": 1})
-    assert ledger.spent("reviews")["secret_protection"]["r"] == pytest.approx(one["r"], rel=1e-9)
+    assert ledger.spent("reviews").secret_protection.r == pytest.approx(one.r, rel=1e-9)
     k = 1
     with pytest.raises(BudgetExceeded, match=r"r/p = .* > r_over_p_max = 10"):
         while True:  # runs on s1 compose as sqrt(k) mu1 (Gaussians), never as k * r
@@ -55,14 +55,14 @@ def test_gaussian_events_compose_with_pld_against_eps_max(tmp_path):
     ledger = make_ledger(tmp_path)  # eps_max = 2 at delta 1e-5
     event = gaussian_event(sigma=8.0, count=4)
     charge = dp_charge("reviews", "train_dped", "r1", "gaussian", event=event, delta=1e-5, unit="record")
-    one = ledger.charge(charge)["approx_dp"]["epsilon"]
+    one = ledger.charge(charge).approx_dp.epsilon
     assert one == pytest.approx(epsilon_of(event, 1e-5), rel=1e-9)
-    two = ledger.charge(charge)["approx_dp"]["epsilon"]
+    two = ledger.charge(charge).approx_dp.epsilon
     assert one < two < 2 * one  # composition is sub-additive for Gaussians, and not free
     with pytest.raises(BudgetExceeded, match="eps_max = 2"):
         for _ in range(20):
             ledger.charge(charge)
-    assert ledger.spent("reviews")["approx_dp"]["epsilon"] <= 2.0
+    assert ledger.spent("reviews").approx_dp.epsilon <= 2.0
 
 
 def mk_mldp(eps=2.0, run="r"):
@@ -73,8 +73,8 @@ def test_mldp_sums_per_value_over_occurrences_and_nights(tmp_path):
     ledger = make_ledger(tmp_path)  # mldp_eps_max = 20
     for night in range(3):  # value v on three nights, twice on the first; w once a night
         ledger.charge(mk_mldp(run=f"n{night}"), {"v": 2 if night == 0 else 1, "w": 1})
-    spent = ledger.spent("reviews")["mldp"]
-    assert spent["epsilon"] == pytest.approx(2.0 * 4) and spent["values"] == 2
+    spent = ledger.spent("reviews").mldp
+    assert spent.epsilon == pytest.approx(2.0 * 4) and spent.values == 2
     ledger.charge(mk_mldp(run="n3"), {"v": 6})  # 8 + 12 = 20: at the limit
     with pytest.raises(BudgetExceeded, match="metric-LDP epsilon of one value = 22"):
         ledger.charge(mk_mldp(run="n4"), {"v": 1})
@@ -90,7 +90,7 @@ def test_a_value_charged_on_30_dates_composes_to_30_times(tmp_path):
     ledger = Ledger(lake, settings)
     ledger.charge_many([(mk_mldp(run=f"d{d}"), {"v": 1}) for d in range(30)])
     ledger.charge(mk_mldp(run="rerun"), {"v": 1})  # a rerun of one date charges again
-    assert ledger.spent("reviews")["mldp"]["epsilon"] == pytest.approx(2.0 * 31)
+    assert ledger.spent("reviews").mldp.epsilon == pytest.approx(2.0 * 31)
 
 
 def test_charge_many_is_all_or_nothing(tmp_path):
@@ -128,7 +128,7 @@ def test_guarantees_meet_on_one_secret(tmp_path):
     ledger.charge(sp_charge(), {"s1": 1})
     ledger.charge(mldp_charge("reviews", "sanitize", "z", "clusant", epsilon=1.0, pure_epsilon=0.05, metric="D_k",
                               k=1), {"s2": 1})
-    assert ledger.spent("reviews")["secret_protection"]["r_over_p"] < 10
+    assert ledger.spent("reviews").secret_protection.r_over_p < 10
     with pytest.raises(BudgetExceeded, match="secret protection"):
         ledger.charge(mldp_charge("reviews", "sanitize", "z2", "clusant", epsilon=1.0, pure_epsilon=3.0, metric="D_k",
                                   k=1), {"s1": 1})
@@ -189,7 +189,7 @@ def test_concurrent_charges_from_two_processes_never_exceed_the_budget(tmp_path)
     accepted = sum(r["accepted"] for r in results)
     # budget mldp_eps_max = 20: exactly 10 charges of eps 2 on value v fit; 16 were attempted
     assert accepted == 10 and sum(r["refused"] for r in results) == 6
-    assert ledger.spent("reviews")["mldp"]["epsilon"] == pytest.approx(20.0) and len(ledger.entries("reviews")) == 10
+    assert ledger.spent("reviews").mldp.epsilon == pytest.approx(20.0) and len(ledger.entries("reviews")) == 10
 
 
 def test_budget_show_cli_reports_one_account_over_every_dataset(tmp_path, capsys):
@@ -204,23 +204,23 @@ def test_budget_show_cli_reports_one_account_over_every_dataset(tmp_path, capsys
     lake.create(PRIVACY_LEDGER)
     ledger = Ledger(lake, settings)
     ledger.charge(sp_charge(), {"s1": 1, "s2": 1})
-    both = ledger.charge(sp_charge("r2", dataset="other"), {"s1": 1})["secret_protection"]  # s1 twice: sqrt(2) mu
-    assert both["r"] == pytest.approx(r_from_mu(1e-3, 2 ** 0.5 * 2 / SIGMA), rel=1e-2)
+    both = ledger.charge(sp_charge("r2", dataset="other"), {"s1": 1}).secret_protection  # s1 twice: sqrt(2) mu
+    assert both.r == pytest.approx(r_from_mu(1e-3, 2 ** 0.5 * 2 / SIGMA), rel=1e-2)
     conf = tmp_path / "c.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path)},
                                     "privacy": {"budgets": {"reviews": budget, "other": {**budget, "r_over_p_max": 40.0}}}}))
     assert main(["--conf", str(conf), "budget", "show", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["charges"] == 2 and report["spent"]["secret_protection"]["secrets"] == 2
-    assert report["spent"]["secret_protection"]["r_over_p"] == pytest.approx(both["r_over_p"])
+    assert report["spent"]["secret_protection"]["r_over_p"] == pytest.approx(both.r_over_p)
     assert report["limits"]["r_over_p_max"] == 10.0  # the strictest budget in play
     assert {d: v["charges"] for d, v in report["datasets"].items()} == {"reviews": 1, "other": 1}
-    assert report["datasets"]["other"]["usage"][0]["spent"] == pytest.approx(both["r_over_p"])
+    assert report["datasets"]["other"]["usage"][0]["spent"] == pytest.approx(both.r_over_p)
     assert report["datasets"]["other"]["usage"][0]["limit"] == 40.0
     assert main(["--conf", str(conf), "budget", "show"]) == 0
     words = capsys.readouterr().out
     assert "one account: 2 charge(s) of dataset(s) other, reviews" in words
-    assert "most exposed of 2 secrets" in words and f"{both['r_over_p']:.3g} times the prior" in words
+    assert "most exposed of 2 secrets" in words and f"{both.r_over_p:.3g} times the prior" in words
 
 
 def test_charge_is_mirrored_to_the_stage_mlflow_run(tmp_path):

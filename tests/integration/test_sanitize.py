@@ -170,7 +170,7 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
     ledger = Ledger(ctx.lakehouse, ctx.settings)
     entries = ledger.entries()
     assert [e["guarantee"] for e in entries if e["run_id"] == "run-2"] == ["none", "none"]
-    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == EPS  # a in two documents: one draw; custext adds none
+    assert ledger.spent(settings.run.dataset).mldp.epsilon == EPS  # a in two documents: one draw; custext adds none
 
 
 def sid(settings, value, entity_type="PERSON"):
@@ -220,13 +220,13 @@ def test_one_draw_per_value_reused_by_a_rerun_allow_listed_values_kept_and_a_sch
     assert {x["unit"]: x["occurrences"] for x in by_type["PERSON"]} == {sid(settings, a): 1, sid(settings, b): 1}
     assert [x["unit"] for x in by_type["LOCATION"]] == [sid(settings, originals["d1"][25 + len(a) - 2:25 + len(a) - 2 + len(city)],
                                                         "LOCATION")]  # d1's mis-cut span only: the city is free
-    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == EPS
+    assert ledger.spent(settings.run.dataset).mldp.epsilon == EPS
 
     second, ledger = night("run-2")
     assert {d: r["sanitized_text"] for d, r in staged(ctx).items()} == {d: r["sanitized_text"] for d, r in out.items()}
     tonight = [e for e in ledger.entries() if e["run_id"] == "run-2"]
     assert [(e["guarantee"], e["params"]["draw"]) for e in tonight] == [("none", first.draw)] == [("none", second.draw)]
-    assert ledger.spent(settings.run.dataset)["mldp"]["epsilon"] == EPS
+    assert ledger.spent(settings.run.dataset).mldp.epsilon == EPS
     assert second.mldp_schedule == first.mldp_schedule == EPS
 
 

@@ -57,7 +57,7 @@ def calibrate(args: argparse.Namespace) -> int:
     if args.json:
         print(budget.charge_to_json(charge, exposures))
         return 0
-    true = _compose_lines([budget.charge_to_json(charge, exposures)])["secret_protection"]
+    true = _compose_lines([budget.charge_to_json(charge, exposures)]).secret_protection
     out = {
         "records": inc.shape[0], "secrets": inc.shape[1], "p": args.p, "r": r,
         "mu": float(sp.mu_from_pr(args.p, r)), "rounds": args.rounds,
@@ -65,7 +65,7 @@ def calibrate(args: argparse.Namespace) -> int:
         "sigma": res.sigma,
         "binding_secret": None if res.binding_secret < 0 else secret_ids[res.binding_secret],
         "expected_sampled_records": res.expected_sampled,
-        "true_r_over_p_at_this_sigma": true["r_over_p"],
+        "true_r_over_p_at_this_sigma": true.r_over_p,
         "augpe_sigma": augpe_sigma(args.p, r, args.rounds),
         "secret_groups": res.n_groups,
     }
@@ -84,7 +84,7 @@ class _Limits:
         self.delta_max = delta
 
 
-def _compose_lines(lines: list[str], delta: float = 1e-5) -> dict:
+def _compose_lines(lines: list[str], delta: float = 1e-5) -> budget.ComposedSpend:
     charges, exposures = [], []
     for n, line in enumerate(lines, 1):
         try:
@@ -99,7 +99,7 @@ def _compose_lines(lines: list[str], delta: float = 1e-5) -> dict:
 def compose(args: argparse.Namespace) -> int:
     """Compose a file of charges (one JSON object a line) with the ledger's own code; print the spend."""
     lines = [line for line in Path(args.file).read_text().splitlines() if line.strip()]
-    total = _compose_lines(lines, args.delta)
+    total = _compose_lines(lines, args.delta).to_dict()
     if args.json:
         print(json.dumps(total, default=str))
     else:

@@ -69,7 +69,7 @@ from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
 from privtext.pii.hashing import load_hmac_key, normalize_value, secret_id
-from privtext.privacy.budget import BudgetExceeded, mldp_charge, mldp_schedule, none_charge
+from privtext.privacy.budget import BudgetExceeded, exceeds, mldp_charge, mldp_schedule, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.lineage import detection_lineage
 from privtext.sanitizer_setup import phrase_encoder, piece_table, tier_function, vocabularies
@@ -154,7 +154,7 @@ def new_draws(entries: list[dict], draw: str, drawn: set[tuple[str, str]]) -> di
 def check_schedule(entries: list[dict], draw: str, draw_eps: float, limit: float, dataset: str) -> dict:
     """Refuse (``BudgetExceeded``) when the ledger's public schedule with tonight's draw would pass ``limit``."""
     schedule = mldp_schedule(entries + [{"guarantee": "none", "params": {"draw": draw, "draw_eps": draw_eps}, "spend": {}}])
-    if schedule["bound"] > limit * (1 + 1e-12):
+    if exceeds(schedule["bound"], limit):
         raise BudgetExceeded(
             f"privacy budget of dataset {dataset!r} would be exceeded: {schedule['draws']} surrogate draw(s) "
             f"(epochs x mechanisms) at up to eps {draw_eps:g} each, plus {schedule['legacy']:.4g} of older per-document "

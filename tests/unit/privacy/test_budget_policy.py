@@ -218,10 +218,10 @@ def former_masked_types(entries, values_by_type: dict[str, dict[str, int]], eps:
 
 
 def _per_value(entries):
-    from privtext.privacy.budget import _flatten, mldp_per_value
+    from privtext.privacy.budget import flatten, mldp_per_value
 
     exposures = [exposure_arrays(e["exposures"]) for e in entries]
-    return mldp_per_value(entries, exposures, _flatten(exposures))
+    return mldp_per_value(entries, exposures, flatten(exposures))
 
 
 def _night(sanitizer, texts, spans, entries, day):
@@ -312,9 +312,9 @@ def _simulate(nights: int, epoch_days: int, dedup: bool = True, reruns=(3, 17)) 
 def test_no_value_passes_its_limit_the_schedule_bounds_every_value_and_an_independent_sum_agrees():
     entries = _simulate(nights=90, epoch_days=7)
     sums = _independent_sums(entries)
-    total = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], BUDGET)["mldp"]
-    assert total["epsilon"] == pytest.approx(max(sums.values()))
-    assert total["values"] == len(sums)
+    total = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], BUDGET).mldp
+    assert total.epsilon == pytest.approx(max(sums.values()))
+    assert total.values == len(sums)
     schedule = mldp_schedule(entries)
     epochs = len({epoch_of(START + dt.timedelta(days=n), 7) for n in range(90)})
     assert schedule["draws"] == epochs and schedule["bound"] == pytest.approx(4.0 * epochs)

@@ -27,7 +27,7 @@ import pytest
 from scipy.stats import norm
 
 from privtext.settings import DatasetBudget
-from privtext.privacy.budget import charge_to_json, compose, describe, exposure_arrays, mldp_charge, secret_charge
+from privtext.privacy.budget import ComposedSpend, SecretSpend, charge_to_json, compose, describe, exposure_arrays, mldp_charge, secret_charge
 
 MU, EPS = 1.0, 0.5
 NO_LIMIT = DatasetBudget(r_over_p_max=1e9, eps_max=10.0, delta_max=1e-5, mldp_eps_max=100.0)
@@ -44,14 +44,14 @@ def exact_success(n: int, mu: float = MU, eps: float = EPS) -> float:
     return q * told + (1 - q) * misled
 
 
-def ledger_r(p: float, mu: float = MU, eps: float = EPS) -> dict:
+def ledger_r(p: float, mu: float = MU, eps: float = EPS) -> SecretSpend:
     """The ledger's composed figure for one secret: SecPE (one record, every round: mu = sqrt(T m) / sigma)
     and one sanitized occurrence at pure eps, at prior p."""
     synth = secret_charge("d", "synthesize", "a", "secpe_histogram", p=p, r=10 * p, sigma=2.0 / mu, rounds=2,
                           releases_per_round=2, count_pmfs=[[0.0, 1.0]])
     sanitize = mldp_charge("d", "sanitize", "c", "clusant", epsilon=1.0, pure_epsilon=eps, metric="D_k", k=1)
     entries = [json.loads(charge_to_json(synth, {"s": 1})), json.loads(charge_to_json(sanitize, {"s": 1}))]
-    return compose(entries, [exposure_arrays(e["exposures"]) for e in entries], NO_LIMIT)["secret_protection"]
+    return compose(entries, [exposure_arrays(e["exposures"]) for e in entries], NO_LIMIT).secret_protection
 
 
 def test_exact_success_matches_the_closed_form_without_randomized_response():
@@ -65,7 +65,7 @@ def test_per_format_class_the_figure_is_never_below_the_truth(masses):
     total_truth = total_ledger = 0.0
     for mass in masses:
         n = round(mass / p_value)
-        truth, got = exact_success(n), ledger_r(1.0 / n)["r"]  # the class-conditional prior is 1 / n
+        truth, got = exact_success(n), ledger_r(1.0 / n).r  # the class-conditional prior is 1 / n
         assert truth <= got <= 1.0
         total_truth += mass * truth
         total_ledger += mass * got
@@ -76,13 +76,13 @@ def test_negative_controls_the_unconditional_reading_understates_a_published_for
     p_value = 1e-3
     masses = (0.9, 0.09, 0.01)
     truth = sum(m * exact_success(round(m / p_value)) for m in masses)
-    unconditional = ledger_r(p_value)["r"]
+    unconditional = ledger_r(p_value).r
     assert truth > unconditional * 1.1  # a 1%-format: reading p over all formats would understate the spend
     assert exact_success(round(1 / p_value)) <= unconditional  # the format hidden: one class, the figure holds
 
 
 def test_the_report_states_the_prior_per_type_and_format():
     spent = ledger_r(1e-3)
-    assert "surface format" in spent["prior"]
-    assert "among the values of its entity type and surface format" in describe({"secret_protection": spent},
+    assert "surface format" in spent.prior
+    assert "among the values of its entity type and surface format" in describe(ComposedSpend(secret_protection=spent),
                                                                                  NO_LIMIT)[0]

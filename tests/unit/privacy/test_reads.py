@@ -231,8 +231,8 @@ def test_the_composed_r_over_p_meets_the_closed_form(label):
     the issue and a night-by-night one; the control: the old ledger is below it where DPED read first."""
     world = played(dict(orders())[label])
     truth = world.closed_form()
-    got = composed_spend(world.entries, BUDGET, world.spans())["secret_protection"]["r_over_p"]
-    old = composed_spend(world.old, BUDGET, None)["secret_protection"]["r_over_p"]
+    got = composed_spend(world.entries, BUDGET, world.spans()).secret_protection.r_over_p
+    old = composed_spend(world.old, BUDGET, None).secret_protection.r_over_p
     assert truth <= got <= truth * 1.01
     assert (old < truth / 1.5) == ("train_dped > detect_pii" in label)
 
@@ -247,7 +247,7 @@ def print_matrix() -> None:
                            for e in entries], sort_keys=True),
                None if spans is None else json.dumps(sorted(map(tuple, spans.values.tolist()))))
         if key not in cache:
-            cache[key] = composed_spend(entries, BUDGET, spans).get("secret_protection")
+            cache[key] = composed_spend(entries, BUDGET, spans).secret_protection
         return cache[key]
 
     for label, steps in orders():
@@ -257,8 +257,8 @@ def print_matrix() -> None:
             print(f"{label}: no secret met a (p, r) release")
             continue
         got, old = composed(world.entries, world.spans()), composed(world.old, None)
-        before = "no account" if old is None else f"{old['r_over_p']:.4f}"
-        print(f"{label}: closed form {truth:.4f}, ledger {got['r_over_p']:.4f}, before the join {before}")
+        before = "no account" if old is None else f"{old.r_over_p:.4f}"
+        print(f"{label}: closed form {truth:.4f}, ledger {got.r_over_p:.4f}, before the join {before}")
 
 
 def test_empty_exposures_are_refused_for_every_kind_and_a_read_set_stands_for_them():
@@ -287,14 +287,14 @@ def test_a_secret_secpe_read_as_public_has_no_guarantee():
                            count_pmfs=[[0.0, 1.0]], params={"read": rs})
     entries = [json.loads(charge_to_json(charge, {"s1": Exposure(1, 0, 1)}))]
     then = holders(KEY, ["x1"], ["s1"], ["PERSON"])
-    base = composed_spend(entries, BUDGET, then)["secret_protection"]
+    base = composed_spend(entries, BUDGET, then).secret_protection
     mu = math.sqrt(2) / 5.0
-    assert norm.sf(norm.isf(P) - mu) / P <= base["r_over_p"] <= norm.sf(norm.isf(P) - mu) / P * 1.01
+    assert norm.sf(norm.isf(P) - mu) / P <= base.r_over_p <= norm.sf(norm.isf(P) - mu) / P * 1.01
     for docs, secrets in ((["x1", "x2"], ["s1", "s9"]), (["x1", "x2"], ["s1", "s1"])):
         later = holders(KEY, docs, secrets, ["PERSON"] * 2)
-        assert composed_spend(entries, BUDGET, later)["secret_protection"]["r_over_p"] == pytest.approx(1 / P)
+        assert composed_spend(entries, BUDGET, later).secret_protection.r_over_p == pytest.approx(1 / P)
     other_type = holders(KEY, ["x1", "x2"], ["s1", "s9"], ["PERSON", "DATE_TIME"])  # not a secret type for it
-    assert composed_spend(entries, BUDGET, other_type)["secret_protection"]["r_over_p"] == pytest.approx(base["r_over_p"])
+    assert composed_spend(entries, BUDGET, other_type).secret_protection.r_over_p == pytest.approx(base.r_over_p)
 
 
 def test_the_join_counts_units_users_for_user_level_adjacency():
