@@ -16,7 +16,7 @@ from scipy.stats import norm
 
 from privtext.settings import DatasetBudget
 from privtext.privacy import secret_protection as sp
-from privtext.privacy.budget import (BudgetExceeded, check, compose, exposure_arrays, mixture_rdp, pure_rdp,
+from privtext.privacy.budget import (BudgetExceeded, ComposedSpend, check, compose, exposure_arrays, mixture_rdp, pure_rdp,
                                      secret_charge, charge_from_json, charge_to_json)
 
 P = 1e-4
@@ -33,7 +33,7 @@ def _composed(pmf, sigma, runs):
     charge = json.loads(charge_to_json(secret_charge("d", "s", "r", "m", p=P, r=10 * P, sigma=sigma, rounds=2,
                                                      releases_per_round=2, count_pmfs=[pmf]), {"s": 1}))
     entries = [charge] * runs
-    return compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)["secret_protection"]
+    return compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT).secret_protection
 
 
 def _monte_carlo_blowup(pmf, sigma, rounds, n, seed):
@@ -61,9 +61,9 @@ def test_composed_blowup_agrees_with_neyman_pearson_monte_carlo(rho, runs):
     got = _composed(pmf, sigma, runs)
     est, (lo, hi) = _monte_carlo_blowup(pmf, sigma, 2 * runs, n=400_000, seed=runs)
     # the pessimistic PLD is an upper bound: within the MC interval, or above it by the grid's rounding
-    assert lo <= got["r"] <= hi * 1.02, (got["r"], est, lo, hi)
+    assert lo <= got.r <= hi * 1.02, (got.r, est, lo, hi)
     if len(rho) == 1:  # a single always-sampled record: a Gaussian, closed form
-        assert got["r"] == pytest.approx(sp.r_from_mu(P, 2 * math.sqrt(runs) / sigma), rel=1e-2)
+        assert got.r == pytest.approx(sp.r_from_mu(P, 2 * math.sqrt(runs) / sigma), rel=1e-2)
     if runs > 1:  # negative control: the sum of r (Thm. 3) understates what five runs give
         assert runs * 10 * P < lo
 
@@ -71,10 +71,10 @@ def test_composed_blowup_agrees_with_neyman_pearson_monte_carlo(rho, runs):
 def test_five_runs_on_one_secret_are_refused_by_the_default_budget():
     sigma, pmf = _calibrated([1.0])
     three, five = _composed(pmf, sigma, 3), _composed(pmf, sigma, 5)
-    assert five["r_over_p"] >= 100  # Monte Carlo of the audit: 102.9
-    check({"secret_protection": three}, DEFAULT, "d")  # 3 runs: r/p ~ 43 <= 50
+    assert five.r_over_p >= 100  # Monte Carlo of the audit: 102.9
+    check(ComposedSpend(secret_protection=three), DEFAULT, "d")  # 3 runs: r/p ~ 43 <= 50
     with pytest.raises(BudgetExceeded, match="r_over_p_max = 50"):
-        check({"secret_protection": five}, DEFAULT, "d")
+        check(ComposedSpend(secret_protection=five), DEFAULT, "d")
 
 
 def test_compose_cli_reads_calibrate_json(tmp_path, capsys):
@@ -106,10 +106,9 @@ def test_mixture_rdp_matches_the_gaussian_closed_form_and_pure_rdp_is_bounded():
 def test_a_mixture_is_no_worse_than_its_worst_atom():
     """Sampling with rho < 1 helps: the exact per-secret B is below the always-sampled Gaussian's."""
     sigma, _ = _calibrated([1.0, 1.0])
-    mixed = _composed(sp.poisson_binomial_pmf([0.5, 0.5]), sigma, 1)["r"]
+    mixed = _composed(sp.poisson_binomial_pmf([0.5, 0.5]), sigma, 1).r
     worst = sp.r_from_mu(P, 2 * 2 / sigma)  # C = 2 always
     assert mixed < worst and mixed > sp.r_from_mu(P, 2 * 1 / sigma) * 0.5
-    assert norm.sf(norm.isf(P)) == pytest.approx(P)
 
 
 @pytest.mark.parametrize("records", [1, 3])
@@ -126,13 +125,13 @@ def test_stages_meet_on_one_secret_in_one_currency(records):
     entries = [json.loads(charge_to_json(synth, {"s1": Exposure(1, 0, records)})), json.loads(charge_to_json(dped))]
     got = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)
     mu = math.sqrt(2 / sigma**2 + (records / z) ** 2)
-    assert sp.r_from_mu(P, mu) <= got["secret_protection"]["r"] <= sp.r_from_mu(P, mu) * 1.01
-    assert got["approx_dp"]["unit"] == "record"
+    assert sp.r_from_mu(P, mu) <= got.secret_protection.r <= sp.r_from_mu(P, mu) * 1.01
+    assert got.approx_dp.unit == "record"
     sanitize = mldp_charge("d", "sanitize", "c", "clusant", epsilon=1.0, pure_epsilon=0.5, metric="D_k", k=1)
     entries.append(json.loads(charge_to_json(sanitize, {"s1": 2})))
     more = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)
-    assert more["secret_protection"]["r"] > got["secret_protection"]["r"] * 1.5  # two occurrences at pure eps 0.5
-    assert more["mldp"]["epsilon"] == 2.0 and more["mldp"]["pure_epsilon"] == 1.0
+    assert more.secret_protection.r > got.secret_protection.r * 1.5  # two occurrences at pure eps 0.5
+    assert more.mldp.epsilon == 2.0 and more.mldp.pure_epsilon == 1.0
 
 
 def test_a_hopeless_secret_is_refused_without_an_exact_composition():
@@ -145,7 +144,7 @@ def test_a_hopeless_secret_is_refused_without_an_exact_composition():
     sanitize = mldp_charge("d", "sanitize", "c", "clusant", epsilon=8.0, pure_epsilon=100.0, metric="D_k", k=16)
     entries = [json.loads(charge_to_json(synth, {"s1": 1})), json.loads(charge_to_json(sanitize, {"s1": 38}))]
     got = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)
-    assert got["secret_protection"]["r"] == 1.0 and got["secret_protection"]["exactly_composed"] == 0
+    assert got.secret_protection.r == 1.0 and got.secret_protection.exactly_composed == 0
     with pytest.raises(BudgetExceeded):
         check(got, DEFAULT, "d")
 
@@ -162,21 +161,21 @@ def test_a_record_event_scales_per_secret_by_its_own_counts_and_misses_secrets_i
     dped = dp_charge("d", "train_dped", "b", "dped", event=gaussian_event(z), delta=1e-5, unit="record")
     entries = [json.loads(charge_to_json(synth, {"s1": 1, "s2": 1})),
                json.loads(charge_to_json(dped, {"s1": Exposure(1, 0, 3), "s3": Exposure(1, 0, 9)}))]
-    got = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT)["secret_protection"]
+    got = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], DEFAULT).secret_protection
     mu1, mu2 = math.sqrt(2) / sigma, 3 / z
     truth = norm.sf(norm.isf(P) - math.hypot(mu1, mu2))
-    assert truth <= got["r"] <= truth * 1.01 and got["secrets"] == 2  # s3 met no secret charge: no p, no account
-    assert got["secrets_near_limit"] == 0
+    assert truth <= got.r <= truth * 1.01 and got.secrets == 2  # s3 met no secret charge: no p, no account
+    assert got.secrets_near_limit == 0
     legacy = [json.loads(charge_to_json(synth, None))]
-    alone = compose(legacy, [None], DEFAULT)["secret_protection"]  # was a numpy casting error
-    assert norm.sf(norm.isf(P) - mu1) <= alone["r"] <= norm.sf(norm.isf(P) - mu1) * 1.01
+    alone = compose(legacy, [None], DEFAULT).secret_protection  # was a numpy casting error
+    assert norm.sf(norm.isf(P) - mu1) <= alone.r <= norm.sf(norm.isf(P) - mu1) * 1.01
 
 
 def test_mldp_sums_per_type_and_value_by_hand_as_compose_does():
     """Each (entity type, value)'s metric-LDP spend is the sum of eps * occurrences over the charges of its
     type, plus those of charges naming no type (legacy: every type of the value) and those without exposures
     (every value); other guarantees do not count. By hand, against compose's worst and count."""
-    from privtext.privacy.budget import _flatten, mldp_charge, mldp_per_value
+    from privtext.privacy.budget import flatten, mldp_charge, mldp_per_value
 
     def typed(run, eps, entity_type=None):
         return mldp_charge("d", "sanitize", run, "clusant", epsilon=eps, pure_epsilon=3 * eps, metric="D_k", k=4,
@@ -189,9 +188,9 @@ def test_mldp_sums_per_type_and_value_by_hand_as_compose_does():
                json.loads(charge_to_json(legacy, {"v1": 2, "v4": 1})), json.loads(charge_to_json(wild)),
                json.loads(charge_to_json(synth, {"v3": 1}))]
     exposures = [exposure_arrays(e["exposures"]) for e in entries]
-    keys, sums, everyone = mldp_per_value(entries, exposures, _flatten(exposures))
+    keys, sums, everyone = mldp_per_value(entries, exposures, flatten(exposures))
     by_hand = {("PERSON", "v1"): 2.0 * 3 + 1.0 * 2, ("PERSON", "v2"): 2.0, ("ORGANIZATION", "v1"): 4.0 * 5 + 1.0 * 2,
                ("", "v4"): 1.0}
     assert dict(zip(keys, sums.tolist())) == by_hand and everyone == 0.5
-    composed = compose(entries, exposures, DEFAULT)["mldp"]
-    assert composed["epsilon"] == pytest.approx(max(by_hand.values()) + everyone) and composed["values"] == 4
+    composed = compose(entries, exposures, DEFAULT).mldp
+    assert composed.epsilon == pytest.approx(max(by_hand.values()) + everyone) and composed.values == 4
