@@ -1,36 +1,10 @@
 """Stage ``train_dped``: restricted.documents -> DPED word embeddings (dped-paper.txt, Alg. 1).
 
-Flow (driver state O(|V| * d): never O(rows), nor the O(M * N * k) teacher votes):
-
-1. Calibrate the noise for (epsilon, delta) in conf (data-independent); refuse with nothing charged
-   when even unanimous teachers' answers would be noise-dominated (``aggregation.require_signal``,
-   ``dped.min_snr``); else CHARGE the ledger (approx_dp, the full ``dped_event``) before any text is
-   read; a refused charge (``BudgetExceeded``) stops the run with nothing computed or written. The
-   charge carries the set of records it reads (``privacy.reads.read_set``: keyed doc ids, and the keyed
-   user of each for user-level adjacency; ids only, O(records) on the driver); the ledger joins it to the
-   spans at every composition, so a secret found by a later ``detect_pii`` reaches this event too, at its
-   group size g = the units read holding it (``privacy.budget``: L2 sensitivity g times).
-2. Read restricted.documents (the run's ``--date`` or ``--all-dates``), tokenize in Spark onto the
-   PUBLIC word list, and key every row by its privacy unit: ``user_id`` when every row has one
-   (user-level adjacency) else ``doc_id`` (record-level); the ledger entry says which. Shards are
-   ``hash(salt, unit) mod N``: disjoint, and one unit changes one shard.
-3. Vocabulary per conf: the first ``max_vocab`` public words, or (``dp_selection``) the public
-   words whose noisy unit counts clear the threshold. The counts are reduced in Spark (each unit
-   contributes at most ``vocab_words_per_unit`` distinct words); only the [|V|] count vector
-   reaches the driver, which adds Gaussian noise (accounted in step 1).
-4. Teachers: ``groupBy(shard).applyInPandas``, one SGNS teacher per task (torch, 1 thread), each
-   returning ONLY its answers to the public queries (clipped, anchor-rotated hidden vector and
-   top-k vote set per query): no counts, no tokens, no training rows leave the task. A second
-   Spark pass groups the answers by blocks of queries and releases each block in its task (noisy
-   consensus check + noisy hidden mean + noisy top-k votes, ``aggregation.aggregate``): the driver
-   receives only the release, O(M (d + k)).
-5. Driver: the student (post-processing), MLflow model ``dped-word-embeddings`` (when tracking is on; its
-   description names the ledger entry, epsilon and delta), then ``protected.word_vectors`` (the date's
-   partition); ``publish --target word_vectors`` releases them to ``published.word_vectors``.
-
-Guarantee: (epsilon, delta)-DP w.r.t. adding/removing one unit (user or document), for the vocabulary
-selection and all M queries together (PLD accountant; RDP cross-check logged). Sensitivities:
-see ``privtext.dped.aggregation``.
+Guarantee: (epsilon, delta)-DP w.r.t. adding/removing one unit (user when every document has a
+``user_id``, else document), for the vocabulary selection and all M queries together (PLD accountant;
+RDP cross-check logged); the ledger is charged before any text is read. Sensitivities:
+``privtext.dped.aggregation``. The flow, step by step (what each Spark task returns, what reaches the
+driver): docs/products/word-vectors.md, "How the stage runs".
 """
 from __future__ import annotations
 
