@@ -91,6 +91,18 @@ def report_task() -> BashOperator:
     )
 
 
+def retention_task() -> BashOperator:
+    """``privtext retention run`` for the date: raw text older than ``retention.restricted_days`` erased
+    (nothing read or written while that key is unset); the ledger and the published tables stay."""
+    return BashOperator(
+        task_id="retention",
+        bash_command=f"{VENV_BIN / 'privtext'} --conf {{{{ params.config }}}} retention run --date {{{{ ds }}}}",
+        env=ENV,
+        append_env=True,
+        cwd=str(PROJECT),
+    )
+
+
 def privtext_dag(dag_id: str, description: str, schedule: str) -> DAG:
     """A privtext DAG: the shared params, retries and start date; one active run at a time."""
     return DAG(

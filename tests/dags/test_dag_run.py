@@ -78,7 +78,7 @@ def test_nightly_sanitized_export_dag_runs_every_task(background):
     assert background["migrate"].returncode == 0, background["migrate"].stderr[-4000:]
     result = background["result"]
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    assert background["states"] == {t: "success" for t in (*STAGES, "report")}
+    assert background["states"] == {t: "success" for t in (*STAGES, "report", "retention")}
 
     conf = background["conf"]
     settings = load_settings(conf, environ={})

@@ -20,6 +20,7 @@ for dag in bag.dags.values():
                               "application": getattr(t, "application", None), "conn_id": getattr(t, "_conn_id", None),
                               "spark_binary": getattr(t, "_spark_binary", None),
                               "args": getattr(t, "application_args", None), "env": getattr(t, "env_vars", None),
+                              "command": getattr(t, "bash_command", None),
                               "retries": t.retries, "backoff": t.retry_exponential_backoff}
                   for t in dag.tasks},
     }
@@ -29,6 +30,8 @@ print("JSON" + json.dumps(out))
 # the DAG tasks: every stage step; the nightly export's audit task runs the audit and its retune step (AmPL's loop,
 # its target fixed) as one: jobs/audit_and_retune.py
 CHAINS = {name: [s.name for s in steps if s.name != RETUNE] + ["report"] for name, steps in PIPELINES.items()}
+CHAINS["nightly_sanitized_export"].append("retention")  # raw text past retention.restricted_days, after the night
+COMMANDS = {"report": "report --date {{ ds }}", "retention": "retention run --date {{ ds }}"}  # privtext CLI tasks
 OPTIONS = {name: {s.name: s.options for s in steps} for name, steps in PIPELINES.items()}
 JOBS = {("nightly_sanitized_export", "audit"): ("audit_and_retune", {})}
 
@@ -51,7 +54,7 @@ def test_dagbag_loads_with_expected_graphs(airflow):
         for upstream, downstream in zip(chain, chain[1:]):  # a straight line, in this order
             assert tasks[upstream]["downstream"] == [downstream], (dag_id, upstream)
         assert tasks[chain[-1]]["downstream"] == []
-        for task_id in chain[:-1]:  # every stage: spark-submit jobs/<stage>.py from the project's venv
+        for task_id in (t for t in chain if t not in COMMANDS):  # every stage: spark-submit jobs/<stage>.py
             task = tasks[task_id]
             job, stage_options = JOBS.get((dag_id, task_id), (task_id, OPTIONS[dag_id][task_id]))
             assert task["operator"] == "SparkSubmitOperator"
@@ -65,6 +68,8 @@ def test_dagbag_loads_with_expected_graphs(airflow):
                 assert task["args"][6:] == options, (dag_id, task_id)
             assert task["env"]["PYSPARK_PYTHON"] == str(PROJECT / ".venv" / "bin" / "python")
             assert task["retries"] == 2 and task["backoff"] == 2.0
-        assert tasks["report"]["operator"] == "BashOperator"
+        for task_id in COMMANDS.keys() & set(chain):
+            assert tasks[task_id]["operator"] == "BashOperator"
+            assert COMMANDS[task_id] in tasks[task_id]["command"], (dag_id, task_id)
     assert out["dags"]["nightly_sanitized_export"]["tasks"]["ingest"]["args"][-2:] == ["--input",
                                                                                        "{{ params.input_path }}"]

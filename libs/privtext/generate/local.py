@@ -89,7 +89,9 @@ class TransformersLM:
     def __init__(self, settings: GenerateSettings, path: Path, device: str = "cpu"):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
 
+        transformers_logging.disable_progress_bar()  # no de-quantizing bar in a stage's or the demo's output
         gguf = {"gguf_file": path.name} if path.is_file() else {}
         folder = str(path.parent if path.is_file() else path)
         self.settings = settings
