@@ -34,9 +34,10 @@ from privtext.clusant import masking
 from privtext.settings import Settings, resolve_uri
 from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.ledger import Ledger, charged_date, composed_spend, latest_measurement
-from privtext.platform.tables import (EPS_FRONTIER, LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
-                                      PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS,
-                                      STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS, WORD_VECTORS)
+from privtext.platform.tables import (EPS_FRONTIER, LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER,
+                                      PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
+                                      STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS,
+                                      WORD_VECTORS)
 from privtext.privacy.budget import ComposedSpend, describe, usage
 
 AUDIT_COLUMNS = ("target", "adversary", "release", "valid", "eps", "triplets", "violation_ratio", "delta_target",
@@ -56,7 +57,8 @@ UTILITY_READING = {"downstream_accuracy": ("classifier trained on synthetic, acc
                                             "synthetic accuracy, prefer publishing those", None),
                    "fid": ("Fréchet distance of embeddings (real vs synthetic)", "lower is better", None),
                    "length_ks": ("length distribution distance (KS)", "0 identical, 1 disjoint", None),
-                   # the sanitized export (stages.sanitize._export_utility); baseline: the same classifier on the original
+                   # the sanitized export (stages.sanitize._export_utility); baseline: the same classifier on the
+                   # original
                    "sanitized_train_accuracy": ("classifier trained on sanitized text, accuracy on original text",
                                                 "higher is better; baseline: trained on the original",
                                                 "original_train_accuracy"),
@@ -221,7 +223,8 @@ def verdicts(settings: Settings, lakehouse: Lakehouse, day: dt.date, charges: li
         if stage == "synthesize":
             reasons += _synthetic_decision(lakehouse, day)
         rows = published.get(latest_run, 0) if staged_spec is None else sum(published.values())
-        spans = (masking.from_params(sorted({r["params"] for r in _rows_of_date(lakehouse, staged_spec, day, ("params",))}))
+        spans = (masking.from_params(sorted({r["params"]
+                                             for r in _rows_of_date(lakehouse, staged_spec, day, ("params",))}))
                  if stage == "sanitize" else None)
         out.append({"product": product, "state": state, "rows": rows if state == "published" else 0, "reasons": reasons,
                     "guarantee": _guarantee(product, mine, spans), "not_covered": _not_covered(product, detection),
@@ -242,7 +245,8 @@ def _guarantee(product: str, charges: list[dict], spans: dict | None = None) -> 
             rest += (f" {spans['allowed_share']:.1%} are left as written: they equal a value the data team declared "
                      "public (clusant.allow_list).")
         if not mldp:
-            return "No formal guarantee: the sanitizer recorded none (" + ", ".join(c["mechanism"] for c in charges) + ")."
+            return ("No formal guarantee: the sanitizer recorded none ("
+                    + ", ".join(c["mechanism"] for c in charges) + ").")
         by_eps: dict = {}
         for c in mldp:
             by_eps.setdefault(c["spend"]["epsilon"], []).append(c)
@@ -250,10 +254,11 @@ def _guarantee(product: str, charges: list[dict], spans: dict | None = None) -> 
         for eps, group in sorted(by_eps.items()):
             pure = sorted(c["spend"]["pure_epsilon"] for c in group)
             ratio = _fmt(math.exp(pure[-1]))
-            parts.append(f"ε = {_fmt(eps)} for {', '.join(sorted(c['params'].get('entity_type', '?') for c in group))} "
+            types = ", ".join(sorted(c["params"].get("entity_type", "?") for c in group))
+            parts.append(f"ε = {_fmt(eps)} for {types} "
                          f"(any two values at most {ratio} times more likely to give the same surrogate)")
-        consistent = ("one draw per value per epoch, reused for its occurrences: " if any(c["params"].get("draw") for c in mldp)
-                      else "per occurrence: ")
+        consistent = ("one draw per value per epoch, reused for its occurrences: "
+                      if any(c["params"].get("draw") for c in mldp) else "per occurrence: ")
         lead = "Detected values are" if rest else "Every detected value is"
         return (f"{lead} replaced by a surrogate drawn with metric local differential privacy, "
                 + consistent + "; ".join(parts) + "." + rest)
@@ -261,12 +266,13 @@ def _guarantee(product: str, charges: list[dict], spans: dict | None = None) -> 
     if product == "synthetic documents":
         p, r = c["spend"]["p"], c["spend"]["r"]
         return (f"({_fmt(p)}, {_fmt(r)})-secret protection: an attacker who starts with at most a {_pct(p)} chance of "
-                f"reconstructing any one detected secret has at most a {_pct(r)} chance after seeing the synthetic texts.")
+                f"reconstructing any one detected secret has at most a {_pct(r)} chance after seeing the synthetic "
+                "texts.")
     eps, delta = c["spend"].get("epsilon"), c["spend"].get("delta")
     unit = c["params"].get("unit", "record")
     return (f"({_fmt(eps)}, {_fmt(delta)})-differential privacy per {unit}: adding or removing one {unit}'s messages "
-            f"changes the probability of any set of word vectors by at most a factor {_fmt(math.exp(eps))}, except with "
-            f"probability {_fmt(delta)}.")
+            f"changes the probability of any set of word vectors by at most a factor {_fmt(math.exp(eps))}, "
+            f"except with probability {_fmt(delta)}.")
 
 
 def _synthetic_decision(lakehouse: Lakehouse, day: dt.date) -> list[str]:
@@ -306,9 +312,9 @@ def _not_covered(product: str, detection: dict | None) -> list[str]:
         return ["Groups of people (e.g. one company's staff) are protected only with ε times the group's size."]
     if detection:
         overall = detection["spend"]["overall"]
-        missed = (f"Detection found {_pct(overall['recall'])} of {overall['values']:,} known values planted in tonight's "
-                  f"canary documents: up to {_pct(miss_bound(overall['recall'], overall['values']))} of real values "
-                  "may be missed (95% upper bound, for values like the canaries)")
+        missed = (f"Detection found {_pct(overall['recall'])} of {overall['values']:,} known values planted in "
+                  f"tonight's canary documents: up to {_pct(miss_bound(overall['recall'], overall['values']))} of "
+                  "real values may be missed (95% upper bound, for values like the canaries)")
     else:
         missed = "Detection recall was not measured for this date (pii.canaries.count is 0): missed values are unknown"
     if product == "synthetic documents":
@@ -507,8 +513,9 @@ def _html(data: dict) -> str:
     audit_png = _plot_audits(audits)
     frontier = data.get("frontier", [])
     frontier_png = _plot_frontier(frontier, audits[0]["delta_target"] if audits else None)
-    frontier_rows = [[FRONTIER_SOURCES[p["source"]], _fmt(p["eps_pii"]), _fmt(p["eps_poii"]), _fmt(p["violation_ratio"]),
-                      _fmt(p["utility_loss"]), "yes" if p["chosen"] else ""] for p in frontier]
+    frontier_rows = [[FRONTIER_SOURCES[p["source"]], _fmt(p["eps_pii"]), _fmt(p["eps_poii"]),
+                      _fmt(p["violation_ratio"]), _fmt(p["utility_loss"]), "yes" if p["chosen"] else ""]
+                     for p in frontier]
     utility = {(r["method"], r["metric"]): r["value"] for r in data["utility"]}
     utility_rows = [[method, UTILITY_READING[metric][0], _fmt(value),
                      _fmt(utility.get((method, UTILITY_READING[metric][2]))) if UTILITY_READING[metric][2] else "–",
@@ -524,10 +531,13 @@ def _html(data: dict) -> str:
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>privacy report {esc(data['dataset'])} {esc(data['date'])}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:1000px;margin:1.5em auto;color:#222;line-height:1.4}}
-table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}}
-th{{background:#f3f3f3}}img{{max-width:100%}}.muted{{color:#777}}.card{{border-left:8px solid;padding:.3em 1em;margin:.8em 0;background:#fafafa}}
+table{{border-collapse:collapse;margin:.5em 0}}
+td,th{{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}}
+th{{background:#f3f3f3}}img{{max-width:100%}}.muted{{color:#777}}
+.card{{border-left:8px solid;padding:.3em 1em;margin:.8em 0;background:#fafafa}}
 .card h2{{margin:.3em 0;font-size:1.2em}}.ok{{border-color:#2a2}}.warn{{border-color:#e90}}.bad{{border-color:#d22}}
-.ok .state{{color:#2a2}}.warn .state{{color:#c70}}.bad .state{{color:#d22}}summary{{cursor:pointer;font-weight:bold}}</style></head><body>
+.ok .state{{color:#2a2}}.warn .state{{color:#c70}}.bad .state{{color:#d22}}summary{{cursor:pointer;font-weight:bold}}
+</style></head><body>
 <h1>Privacy report: {esc(data['dataset'])}, data of {esc(data['date'])}</h1>
 <section id=verdict>{cards}</section>
 <h2>Budget per protected unit</h2><p>Composed over every charge of the ledger (one account: every dataset's
@@ -587,7 +597,8 @@ def cmd_report(args) -> int:
     out = args.out or resolve_uri(settings.publish.report_path)
     folders = {name: write_report(settings, args.date, name, out) for name in names}
     if args.mlflow:
-        with pipeline_run(settings, args.pipeline, args.date.isoformat(), key=os.environ.get(PIPELINE_RUN_ENV)) as tracked:
+        key = os.environ.get(PIPELINE_RUN_ENV)
+        with pipeline_run(settings, args.pipeline, args.date.isoformat(), key=key) as tracked:
             for name, folder in folders.items():
                 log_report(tracked, folder, name)
     for folder in folders.values():

@@ -106,7 +106,8 @@ def test_the_ledger_is_compacted_and_keeps_every_entry(tmp_path):
     settings = make_budget_settings(tmp_path / "a")
     ledgers = {}
     for name, every in (("compacted", 4), ("plain", 32)):
-        lake = Lakehouse(None, settings.lakehouse.model_copy(update={"root": str(tmp_path / name), "compact_files": every}))
+        lake = Lakehouse(None, settings.lakehouse.model_copy(update={"root": str(tmp_path / name),
+                                                                     "compact_files": every}))
         lake.create(PRIVACY_LEDGER)
         ledgers[name] = Ledger(lake, settings)
         for i in range(10):
@@ -183,7 +184,8 @@ def test_concurrent_charges_from_two_processes_never_exceed_the_budget(tmp_path)
     script.write_text(CHARGER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (os.path.dirname(__file__) + "/..",  # tests_support
                                                                    os.environ.get("PYTHONPATH")) if p)}
-    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path), name], stdout=subprocess.PIPE, text=True, env=env)
+    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path), name], stdout=subprocess.PIPE, text=True,
+                              env=env)
              for name in ("a", "b")]
     results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
     accepted = sum(r["accepted"] for r in results)
@@ -208,7 +210,8 @@ def test_budget_show_cli_reports_one_account_over_every_dataset(tmp_path, capsys
     assert both.r == pytest.approx(r_from_mu(1e-3, 2 ** 0.5 * 2 / SIGMA), rel=1e-2)
     conf = tmp_path / "c.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path)},
-                                    "privacy": {"budgets": {"reviews": budget, "other": {**budget, "r_over_p_max": 40.0}}}}))
+                                    "privacy": {"budgets": {"reviews": budget,
+                                                            "other": {**budget, "r_over_p_max": 40.0}}}}))
     assert main(["--conf", str(conf), "budget", "show", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["charges"] == 2 and report["spent"]["secret_protection"]["secrets"] == 2
@@ -229,14 +232,15 @@ def test_charge_is_mirrored_to_the_stage_mlflow_run(tmp_path):
     from privtext.platform.tracking import stage_run
 
     ledger = make_ledger(tmp_path)
-    settings = ledger.settings.model_copy(update={"tracking": ledger.settings.tracking.model_copy(update={"enabled": True})})
+    tracking = ledger.settings.tracking.model_copy(update={"enabled": True})
+    settings = ledger.settings.model_copy(update={"tracking": tracking})
     with stage_run(settings, "test", "synthesize", "2026-01-01", "run-1") as tracked:
         ledger.charge(sp_charge(), {"s1": 1}, tracked=tracked)
         run_id = tracked.run_id
     run = mlflow.get_run(run_id)
     assert run.data.metrics["privacy.secret_protection.r"] == pytest.approx(5e-3)
-    assert run.data.metrics["privacy.total.secret_protection.r_over_p"] == pytest.approx(r_from_mu(1e-3, 2 / SIGMA) / 1e-3,
-                                                                                         rel=1e-2)
+    assert run.data.metrics["privacy.total.secret_protection.r_over_p"] == pytest.approx(
+        r_from_mu(1e-3, 2 / SIGMA) / 1e-3, rel=1e-2)
     assert run.data.tags["privtext.run_id"] == "run-1" and run.data.tags["stage"] == "synthesize"
     artifacts = [a.path for a in mlflow.MlflowClient().list_artifacts(run_id, "privacy")]
     assert artifacts == ["privacy/synthesize-secpe_histogram.json"]

@@ -204,8 +204,9 @@ def test_a_record_event_that_read_before_detect_pii_reaches_the_secrets_found_la
         ledger.charge(dped, {})
     ledger.charge(dped, None)
     day = __import__("datetime").date(2026, 1, 15)
-    lake.append_rows(PII_SPANS, [{"doc_id": d, "entity_type": "PERSON", "start": 0, "end": 3, "score": 0.9, "tier": "PII",
-                                  "secret_id": "s", "run_id": "det", "date": day} for d in ("d1", "d2", "d3")])
+    lake.append_rows(PII_SPANS, [{"doc_id": d, "entity_type": "PERSON", "start": 0, "end": 3, "score": 0.9,
+                                  "tier": "PII", "secret_id": "s", "run_id": "det", "date": day}
+                                 for d in ("d1", "d2", "d3")])
     truth = truth_r_over_p(P, mu_of(P, 10 * P), 3 / 3.0)
     accepted, got = charged_or_refused(ledger, augpe(3), {"s": Exposure(1, 0, 3)})
     assert not accepted and truth <= got <= truth * 1.01 and truth > LIMIT

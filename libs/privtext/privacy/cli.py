@@ -61,7 +61,8 @@ def calibrate(args: argparse.Namespace) -> int:
     out = {
         "records": inc.shape[0], "secrets": inc.shape[1], "p": args.p, "r": r,
         "mu": float(sp.mu_from_pr(args.p, r)), "rounds": args.rounds,
-        "method": args.method if args.method == "exact" else "gaussian (NOT a guarantee: the paper's single-Gaussian reading)",
+        "method": (args.method if args.method == "exact"
+                   else "gaussian (NOT a guarantee: the paper's single-Gaussian reading)"),
         "sigma": res.sigma,
         "binding_secret": None if res.binding_secret < 0 else secret_ids[res.binding_secret],
         "expected_sampled_records": res.expected_sampled,

@@ -56,7 +56,8 @@ def test_allow_list_lets_through_the_exact_value_and_its_canonical_encoding_only
         "substring": ["announce@lists.acme.or", "Acme"],
         "NFKC variant": ["ａｎｎｏｕｎｃｅ@lists.acme.org", "Acme\u00a0Widget", "Acme\u2002Widget",
                          "announce@lists.acme.org".replace("@", "\uff20"), "Café Crème".replace("f", "\uff46")],
-        "confusable": ["\u0430nnounce@lists.acme.org", "Acme Widg\u0435t", "Caf\u00e9 Cr\u00e8me".replace("C", "\u0421")],
+        "confusable": ["\u0430nnounce@lists.acme.org", "Acme Widg\u0435t",
+                       "Caf\u00e9 Cr\u00e8me".replace("C", "\u0421")],
     }
     assert all(unicodedata.normalize("NFKC", v) in PUBLIC for v in look_alikes["NFKC variant"])
     for kind, values in look_alikes.items():
@@ -92,8 +93,8 @@ def _spans(text: str, found: list[tuple[str, str]]) -> list[dict]:
     for value, entity_type in found:
         start = 0
         while (at := text.find(value, start)) >= 0:
-            out.append({"start": at, "end": at + len(value), "entity_type": entity_type, "tier": TIERS.get(entity_type, "PII"),
-                        "score": 0.9})
+            out.append({"start": at, "end": at + len(value), "entity_type": entity_type,
+                        "tier": TIERS.get(entity_type, "PII"), "score": 0.9})
             start = at + len(value)
     return out
 
@@ -130,7 +131,8 @@ def test_a_value_gets_one_surrogate_in_every_document_and_batch_of_the_epoch_and
     assert whole == halves[3:] + halves[:3]  # any batch, any order: the same draw
     assert len({t.split(",")[0] for t in whole}) == 1  # one surrogate for Jane Roe across the 6 documents
     # a spelling with the same value key (case) gets the same surrogate: the draw is of the key
-    other = sanitize_documents(sanitizer, hash_encode, None, ["Hi JANE ROE"], [[(3, 11, "PERSON", "PII")]], draw_key=k1).texts
+    other = sanitize_documents(sanitizer, hash_encode, None, ["Hi JANE ROE"], [[(3, 11, "PERSON", "PII")]],
+                               draw_key=k1).texts
     assert normalize_value("PERSON", other[0][3:]) == normalize_value("PERSON", whole[0][3:whole[0].index(",")])
     # other epochs draw afresh: over 40 epochs the surrogates of Jane Roe are not all the same
     names = {sanitize_documents(sanitizer, hash_encode, None, texts[:1], docs[:1], draw_key=draw_key(KEY, e, "fp"))
@@ -305,7 +307,8 @@ def _simulate(nights: int, epoch_days: int, dedup: bool = True, reruns=(3, 17)) 
         rows = [_entry(mldp_charge("d", "sanitize", f"n{night}", "clusant", epsilon=eps[t], pure_epsilon=5.0,
                                    metric="D_k", k=4, params={**params, "entity_type": t}), values)
                 for t, values in sorted(new.items())]
-        entries += rows or [_entry(none_charge("d", "sanitize", f"n{night}", "clusant", reason="reused", params=params))]
+        entries += rows or [_entry(none_charge("d", "sanitize", f"n{night}", "clusant", reason="reused",
+                                               params=params))]
     return entries
 
 

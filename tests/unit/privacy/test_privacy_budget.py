@@ -16,8 +16,8 @@ from scipy.stats import norm
 
 from privtext.settings import DatasetBudget
 from privtext.privacy import secret_protection as sp
-from privtext.privacy.budget import (BudgetExceeded, ComposedSpend, check, compose, exposure_arrays, mixture_rdp, pure_rdp,
-                                     secret_charge, charge_from_json, charge_to_json)
+from privtext.privacy.budget import (BudgetExceeded, ComposedSpend, charge_from_json, charge_to_json, check, compose,
+                                     exposure_arrays, mixture_rdp, pure_rdp, secret_charge)
 
 P = 1e-4
 DEFAULT = DatasetBudget(r_over_p_max=50.0, eps_max=10.0, delta_max=1e-5, mldp_eps_max=100.0)
@@ -181,11 +181,12 @@ def test_mldp_sums_per_type_and_value_by_hand_as_compose_does():
         return mldp_charge("d", "sanitize", run, "clusant", epsilon=eps, pure_epsilon=3 * eps, metric="D_k", k=4,
                            params={"entity_type": entity_type} if entity_type else None)
 
-    person, org, legacy, wild = typed("a", 2.0, "PERSON"), typed("b", 4.0, "ORGANIZATION"), typed("c", 1.0), typed("w", 0.5)
+    person, org = typed("a", 2.0, "PERSON"), typed("b", 4.0, "ORGANIZATION")
+    untyped, on_everyone = typed("c", 1.0), typed("w", 0.5)
     synth = secret_charge("d", "synthesize", "e", "secpe", p=P, r=10 * P, sigma=5.0, rounds=1, releases_per_round=2,
                           count_pmfs=[[0.0, 1.0]])
     entries = [json.loads(charge_to_json(person, {"v1": 3, "v2": 1})), json.loads(charge_to_json(org, {"v1": 5})),
-               json.loads(charge_to_json(legacy, {"v1": 2, "v4": 1})), json.loads(charge_to_json(wild)),
+               json.loads(charge_to_json(untyped, {"v1": 2, "v4": 1})), json.loads(charge_to_json(on_everyone)),
                json.loads(charge_to_json(synth, {"v3": 1}))]
     exposures = [exposure_arrays(e["exposures"]) for e in entries]
     keys, sums, everyone = mldp_per_value(entries, exposures, flatten(exposures))

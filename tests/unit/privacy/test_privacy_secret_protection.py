@@ -87,7 +87,8 @@ def test_blowup_single_gaussian_matches_closed_form_down_to_1e_12():
 def test_mixture_pld_matches_dp_accounting_reference():
     pmf = sp.poisson_binomial_pmf([0.3, 0.5, 0.2])
     ours = sp.mixture_pld(pmf, 1.5, releases_per_round=1, discretization=1e-2)
-    ref = dpa_pld.from_mixture_gaussian_mechanism(1.5, [0.0, 1.0, 2.0, 3.0], list(pmf), value_discretization_interval=1e-2)
+    ref = dpa_pld.from_mixture_gaussian_mechanism(1.5, [0.0, 1.0, 2.0, 3.0], list(pmf),
+                                                  value_discretization_interval=1e-2)
     eps = np.array([0.0, 1.0, 2.0, 3.0])
     d_ours, d_ref = ours.get_delta_for_epsilon(eps), ref._pmf_remove.get_delta_for_epsilon(eps)
     np.testing.assert_allclose(d_ours, d_ref, rtol=0.03)  # both pessimistic at grid 1e-2

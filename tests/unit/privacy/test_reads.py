@@ -163,7 +163,8 @@ def orders():
     """(label, [(stage, dates run on, dates read)]) for every order, both ways of spreading two dates."""
     for perm in itertools.permutations(STAGES):
         yield "both dates: " + " > ".join(perm), [(s, {1, 2}, {1, 2}) for s in perm]
-        yield "night by night: " + " > ".join(perm), [(s, {day}, set(range(1, day + 1))) for day in (1, 2) for s in perm]
+        yield ("night by night: " + " > ".join(perm),
+               [(s, {day}, set(range(1, day + 1))) for day in (1, 2) for s in perm])
 
 
 def played(steps) -> World:
