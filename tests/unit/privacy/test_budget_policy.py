@@ -213,9 +213,9 @@ def former_masked_types(entries, values_by_type: dict[str, dict[str, int]], eps:
     """The rule this policy replaces (main 99e840d, stages.sanitize._spent_types): a type is masked when one of
     its values' ledger spend plus eps per document tonight passes the limit. Kept here as the control the
     D / D' test must catch."""
-    keys, sums, wild = _per_value(entries)
+    keys, sums, everyone = _per_value(entries)
     spent = {v: s for (t, v), s in zip(keys, sums)}
-    return {t for t, values in values_by_type.items() if any(wild + spent.get(v, 0.0) + eps * n > limit
+    return {t for t, values in values_by_type.items() if any(everyone + spent.get(v, 0.0) + eps * n > limit
                                                              for v, n in values.items())}
 
 

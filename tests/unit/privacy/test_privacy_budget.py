@@ -151,7 +151,7 @@ def test_a_hopeless_secret_is_refused_without_an_exact_composition():
 
 def test_a_record_event_scales_per_secret_by_its_own_counts_and_misses_secrets_it_did_not_read():
     """A record-level Gaussian (z) that read s1 in 3 records and s2 in none: s1 composes with mu = 3 / z
-    (closed form), s2's figure is SecPE's alone. A legacy secret row without exposures composes too."""
+    (closed form), s2's figure is SecPE's alone. A secret row on everyone (no exposures) composes too."""
     from privtext.privacy.accounting import gaussian_event
     from privtext.privacy.budget import Exposure, dp_charge
 
@@ -166,14 +166,14 @@ def test_a_record_event_scales_per_secret_by_its_own_counts_and_misses_secrets_i
     truth = norm.sf(norm.isf(P) - math.hypot(mu1, mu2))
     assert truth <= got.r <= truth * 1.01 and got.secrets == 2  # s3 met no secret charge: no p, no account
     assert got.secrets_near_limit == 0
-    legacy = [json.loads(charge_to_json(synth, None))]
-    alone = compose(legacy, [None], DEFAULT).secret_protection  # was a numpy casting error
+    on_everyone = [json.loads(charge_to_json(synth, None))]
+    alone = compose(on_everyone, [None], DEFAULT).secret_protection  # was a numpy casting error
     assert norm.sf(norm.isf(P) - mu1) <= alone.r <= norm.sf(norm.isf(P) - mu1) * 1.01
 
 
 def test_mldp_sums_per_type_and_value_by_hand_as_compose_does():
     """Each (entity type, value)'s metric-LDP spend is the sum of eps * occurrences over the charges of its
-    type, plus those of charges naming no type (legacy: every type of the value) and those without exposures
+    type, plus those of charges naming no type (an older row: every type of the value) and those without exposures
     (every value); other guarantees do not count. By hand, against compose's worst and count."""
     from privtext.privacy.budget import flatten, mldp_charge, mldp_per_value
 
