@@ -10,7 +10,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from privtext.privacy import budget

@@ -190,11 +190,3 @@ def event_pld(event: dpe.DpEvent) -> pld.PrivacyLossDistribution:
 def pure_pld(epsilon: float) -> pld.PrivacyLossDistribution:
     return pld.from_privacy_parameters(pld_common.DifferentialPrivacyParameters(epsilon, 0.0),
                                        value_discretization_interval=DISCRETIZATION)
-
-
-def rdp_blowup(rdp: np.ndarray, p: float, orders=ORDERS) -> float:
-    """B(p) <= min_a (e^{D_a} p)^{(a-1)/a} (Renyi probability preservation)."""
-    a = np.asarray(orders)
-    with np.errstate(over="ignore"):
-        return float(min(1.0, np.exp(np.min((a - 1) / a * (rdp + math.log(p))))))
-
