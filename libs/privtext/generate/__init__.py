@@ -42,8 +42,9 @@ def get_generator(settings: GenerateSettings, dataset: str = "default") -> Gener
     return Generator(backend_for(settings), prompts, settings.seed)
 
 
-def perplexity(texts: Sequence[str], settings: GenerateSettings) -> list[float]:
+def perplexity(texts: Sequence[str], settings: GenerateSettings, max_tokens: int | None = None) -> list[float]:
     """Per-text perplexity exp(mean token NLL) under the local LM (the configured engine), batched;
-    the first token is conditioned on the model's BOS token. NaN for an empty text."""
+    the first token is conditioned on the model's BOS token. Each text is scored on its first ``max_tokens``
+    tokens (at most the context window). NaN for an empty text."""
     local = settings if settings.backend == "local" else settings.model_copy(update={"backend": "local"})
-    return backend_for(local).perplexity(list(texts))
+    return backend_for(local).perplexity(list(texts), max_tokens)

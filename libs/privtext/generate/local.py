@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -83,23 +85,45 @@ def token_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> lis
     return batches
 
 
+def _load_float32(path: Path, cache_dir: str | None):
+    """(tokenizer, float32 model) of a model folder or a GGUF file. A GGUF file is de-quantized once into
+    ``cache_dir`` (a transformers folder keyed by the file's name and size, written to a temporary folder and
+    renamed): gguf's pure-Python reader costs ~40 s of a core in every process, the folder ~1 s."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if path.is_file() and cache_dir:
+        copy = Path(cache_dir) / f"{path.stem}-{path.stat().st_size}-float32"
+        if not (copy / "model.safetensors").is_file():
+            tokenizer, model = _load_float32(path, None)
+            model.hf_quantizer = None  # the weights are plain float32 tensors once de-quantized
+            model.config.__dict__.pop("quantization_config", None)
+            tmp = copy.with_name(f"{copy.name}.{os.getpid()}.tmp")
+            tokenizer.save_pretrained(tmp)
+            model.save_pretrained(tmp)
+            try:
+                tmp.rename(copy)
+            except OSError:  # another process renamed its copy first
+                shutil.rmtree(tmp, ignore_errors=True)
+            return tokenizer, model
+        path = copy
+    gguf = {"gguf_file": path.name} if path.is_file() else {}
+    folder = str(path.parent if path.is_file() else path)
+    return (AutoTokenizer.from_pretrained(folder, local_files_only=True, **gguf),
+            AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32, **gguf))
+
+
 class TransformersLM:
     """Batched sampling with left padding; one forward pass per token for ``batch_size`` sequences."""
 
     def __init__(self, settings: GenerateSettings, path: Path, device: str = "cpu"):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()  # no de-quantizing bar in a stage's or the demo's output
-        gguf = {"gguf_file": path.name} if path.is_file() else {}
-        folder = str(path.parent if path.is_file() else path)
         self.settings = settings
-        self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **gguf)
+        self.tokenizer, model = _load_float32(path, settings.cache_dir)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32,
-                                                          **gguf).eval().to(device)
+        self.model = model.eval().to(device)
         self.device = device
         self._lock = threading.Lock()  # torch's global RNG is seeded per batch
 
@@ -134,12 +158,14 @@ class TransformersLM:
             progress.close()
         return out
 
-    def perplexity(self, texts: Sequence[str]) -> list[float]:
+    def perplexity(self, texts: Sequence[str], max_tokens: int | None = None) -> list[float]:
         import torch
 
         start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        cap = self.settings.context_tokens - 1
         encoded = self.tokenizer([t if isinstance(t, str) else "" for t in texts], add_special_tokens=False,
-                                 truncation=True, max_length=self.settings.context_tokens - 1)["input_ids"]
+                                 truncation=True, max_length=cap if max_tokens is None else min(max_tokens, cap))
+        encoded = encoded["input_ids"]
         out = np.full(len(encoded), np.nan)
         lengths = [len(ids) + 1 for ids in encoded]  # + the BOS token the first token is conditioned on
         for rows in token_batches(lengths, self.settings.batch_size, self.settings.perplexity_batch_tokens):
@@ -208,8 +234,8 @@ class LlamaCppLM:
             progress.close()
         return out
 
-    def perplexity(self, texts: Sequence[str]) -> list[float]:
+    def perplexity(self, texts: Sequence[str], max_tokens: int | None = None) -> list[float]:
         with self._lock:
             if self._scorer is None:
                 self._scorer = TransformersLM(self.settings, self.path, "cpu")
-        return self._scorer.perplexity(texts)
+        return self._scorer.perplexity(texts, max_tokens)

@@ -65,6 +65,7 @@ from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, Str
 from privtext.clusant.sanitizer import ClusantSanitizer, merge_spans, sanitize_documents
 from privtext.clusant.masking import summary as masking_summary
 from privtext.clusant.surrogates import AllowList, draw_id, draw_key, epoch_of
+from privtext.platform.config import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
@@ -211,7 +212,10 @@ def _perplexity_fn(settings):
         return None
     if generate_settings is None:
         return None
-    return lambda texts: perplexity(texts, generate_settings)
+    if generate_settings.cache_dir:  # workers may run elsewhere than the project: the cache sits under it
+        cache = resolve_uri(generate_settings.cache_dir)
+        generate_settings = generate_settings.model_copy(update={"cache_dir": cache})
+    return lambda texts: perplexity(texts, generate_settings, settings.clusant.metrics.perplexity_tokens)
 
 
 def _quality_batches(settings):

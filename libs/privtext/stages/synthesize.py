@@ -51,6 +51,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from privtext.pii.secrets import secret_types
+from privtext.platform.config import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
 from privtext.platform.spark import held_out, latest_delivery, tree_sum
@@ -175,6 +176,8 @@ class SparkGenerator:
         from privtext.generate import get_generator
 
         self.settings = ctx.settings.generate
+        if self.settings.cache_dir:  # the transformers engine's model copy, under the project wherever tasks run
+            self.settings = self.settings.model_copy(update={"cache_dir": resolve_uri(self.settings.cache_dir)})
         self.dataset = ctx.settings.run.dataset if ctx.settings.run.dataset in self.settings.prompts else "default"
         self.spark = ctx.spark
         self.local = self.settings.backend == "local"

@@ -12,7 +12,7 @@ import pytest
 from privtext.generate import GenerateSettings, get_generator, perplexity
 from privtext.generate import backend_for
 from privtext.generate.base import Generator
-from privtext.generate.local import _perplexities, resolve_model_path, token_batches
+from privtext.generate.local import _load_float32, _perplexities, resolve_model_path, token_batches
 
 SETTINGS = GenerateSettings(engine="llama_cpp", max_new_tokens=16, seed=5)
 FLUENT = "The package arrived two days late and the box was badly damaged."
@@ -180,11 +180,35 @@ def test_token_batches_cover_each_text_once_within_the_caps(lengths, rows, token
 
 
 def test_perplexity_batched_by_tokens_equals_each_text_alone(generator):
-    """A text cut at the context window, scored with short ones under the token cap: the same values as
-    each scored alone (sorting, padding and batching change nothing)."""
-    long = " ".join(["the parcel arrived late again and nobody answered my mails"] * 300)  # > 2,047 tokens
-    texts = [FLUENT, long, "Thanks.", long[:900], long[:1500]]
-    assert SETTINGS.perplexity_batch_tokens < 2 * SETTINGS.context_tokens  # the long text goes in a pass alone
+    """Texts of ~600, ~500, ~400 and a few tokens under the 2,048-token cap (three long ones share a padded
+    pass, the short ones another): the same values as each scored alone (sorting, padding, batching)."""
+    long = " ".join(["the parcel arrived late again and nobody answered my mails"] * 60)
+    texts = [FLUENT, long[:3300], "Thanks.", long[:2200], long[:2700]]
     together = perplexity(texts, SETTINGS)
     alone = [perplexity([t], SETTINGS)[0] for t in texts]
     assert together == pytest.approx(alone, rel=1e-4)
+
+
+def test_perplexity_scores_the_first_max_tokens_of_each_text(generator):
+    """``max_tokens`` scores each text's start: a text and its first ~12 tokens score alike when capped there,
+    and not without the cap (the metric of a 1 MB digest costs what its start does)."""
+    text = FLUENT + " " + " ".join(random.Random(1).sample(FLUENT.split() * 4, 40))
+    capped, short = perplexity([text, FLUENT], SETTINGS, max_tokens=12)
+    whole = perplexity([text], SETTINGS)[0]
+    assert short == pytest.approx(capped, rel=1e-4) and whole != pytest.approx(capped, rel=0.1)
+
+
+def test_the_cached_float32_copy_is_the_gguf_model(tmp_path):
+    """The first load de-quantizes the GGUF file and writes a transformers folder; the next loads that folder
+    (~1 s, not ~40 s) and gets the same tokenizer and weights, bit for bit."""
+    import torch
+
+    path = resolve_model_path("smollm2")
+    tokenizer, model = _load_float32(path, str(tmp_path))
+    [copy] = list(tmp_path.iterdir())  # written once, renamed from its temporary name
+    assert copy.name == f"{path.stem}-{path.stat().st_size}-float32" and (copy / "model.safetensors").is_file()
+    cached_tokenizer, cached = _load_float32(path, str(tmp_path))
+    text = "Ünïcode ١٢٣ 東京 — the parcel"
+    assert cached_tokenizer(text)["input_ids"] == tokenizer(text)["input_ids"]
+    ours, theirs = model.state_dict(), cached.state_dict()
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
