@@ -248,3 +248,26 @@ def test_full_width_numbers_left_verbatim_fail_the_audit(tmp_path, spark):
     _write_one_span_each(ctx, docs, spans, lambda v: f"415-{rng.integers(100, 999)}-{rng.integers(1000, 9999)}")
     drawn = run_stage("audit", settings, date=DATE.isoformat(), eps=2.0)
     assert drawn.valid and drawn.passed, drawn
+
+
+def test_a_redelivered_documents_spans_index_the_text_of_their_own_delivery(tmp_path, spark):
+    """doc d0 delivered on two dates with other texts, each with its own spans: the audit's sample pairs each
+    date's spans with that date's text (an arbitrary text per doc_id put the 2nd delivery's offsets into the
+    1st text, tokens the audit then scored as the secret)."""
+    from conftest import make_settings
+    from privtext.stages.audit import sample_tokens
+
+    settings = make_settings(tmp_path / "lake")
+    ctx = RunContext.create(settings, date=DATE.isoformat())
+    before = DATE - dt.timedelta(days=1)
+    deliveries = {before: ("Call Ann Lee now.", "Ann Lee"), DATE: ("Hi, please call Bob Stone about the parcel.", "Bob Stone")}
+    for day, (text, value) in deliveries.items():
+        ctx.lakehouse.replace_partitions(DOCUMENTS, spark.createDataFrame(
+            [("d0", "u", text, "x", {}, day, "r")], from_arrow_schema(DOCUMENTS.schema)), {"ingest_date": [day]})
+        start = text.index(value)
+        ctx.lakehouse.replace_partitions(PII_SPANS, spark.createDataFrame(
+            [("d0", "PERSON", start, start + len(value), 0.9, "PII", value, "r", day)],
+            from_arrow_schema(PII_SPANS.schema)), {"date": [day]})
+    docs, unaligned = sample_tokens(ctx, None, before, max_documents=10, max_tokens=32, seed=0)
+    secrets = sorted(" ".join(t for t, s in zip(d.original, d.spans) if s is not None) for d in docs)
+    assert unaligned == 0 and secrets == ["Ann Lee", "Bob Stone"]

@@ -100,10 +100,11 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
     spans = (ctx.lakehouse.read(PII_SPANS, since=start, upto=ctx.date)
              .groupBy("doc_id", "date")
              .agg(F.collect_list(F.struct("start", "end", "secret_id", "tier", "entity_type")).alias("spans")))
-    # a span's date is its document's ingest_date (detect_pii reads one date's documents): same window
-    texts = (ctx.lakehouse.read(DOCUMENTS, since=start, upto=ctx.date).select("doc_id", "text")
-             .dropDuplicates(["doc_id"]))
-    joined = spans.join(texts, "doc_id")
+    # a span's date is its document's ingest_date (detect_pii reads one date's documents): the spans' offsets
+    # index the text of that delivery, not another date's (a corrected re-delivery of the same doc_id)
+    texts = (ctx.lakehouse.read(DOCUMENTS, since=start, upto=ctx.date)
+             .select("doc_id", "text", F.col("ingest_date").alias("date")))
+    joined = spans.join(texts, ["doc_id", "date"])
     if released is None:
         joined = joined.withColumn("sanitized_text", F.col("text"))
     else:
