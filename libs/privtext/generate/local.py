@@ -117,8 +117,6 @@ class TransformersLM:
     """Batched sampling with left padding; one forward pass per token for ``batch_size`` sequences."""
 
     def __init__(self, settings: GenerateSettings, path: Path, device: str = "cpu"):
-        import torch
-
         self.settings = settings
         self.tokenizer, model = _load_float32(path, settings.cache_dir)
         if self.tokenizer.pad_token_id is None:
