@@ -51,7 +51,8 @@ def _mail(rng: np.random.Generator, people: list[tuple[str, str]], prior: np.nda
     weekday = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][int(rng.integers(7))]
     parts += [("From: ", None), (sender[0], "PERSON"), (" <", None), (sender[1], "EMAIL_ADDRESS"), (">\nTo: ", None),
               (f"{name}@{domain}", "EMAIL_ADDRESS"), (f"\nList-Id: <{name}.{domain}>\nList-Post: <mailto:", None),
-              (f"{name}@{domain}", "EMAIL_ADDRESS"), (">\nDate: ", None), (weekday, "PERSON" if weekday == "Sun" else None),
+              (f"{name}@{domain}", "EMAIL_ADDRESS"), (">\nDate: ", None),
+              (weekday, "PERSON" if weekday == "Sun" else None),
               (", ", None), (day, "DATE_TIME"), (" ", None),
               (zone, "PHONE_NUMBER"), ("\nSubject: Re: [", None), (name, "ORGANIZATION"),
               (f"] {TOPICS[int(rng.integers(len(TOPICS)))]}\n\nHi ", None), (other[0].split()[0], "PERSON"),

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from privtext.ampl.audit import audit
-from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
+from privtext.ampl.documents import Span, align_replacements, clean_spans, document_tokens, embed_documents
 from privtext.ampl.perturb import perturb
 from privtext.ampl.sequences import ReleasedSequences, split_rows
 from privtext.ampl.settings import AmplSettings
@@ -130,7 +130,8 @@ def main() -> None:
     candidates = identity.candidates * args.scale
     secrets_scaled = type(secrets)(secrets.embeddings * args.scale, secrets.secret_ids, secrets.tiers, secrets.lengths)
     settings = AmplSettings(epochs=args.epochs, hidden_size=args.hidden, num_layers=1, heads=4, batch_size=32,
-                            dropout=0.0, triplets=args.triplets, device="auto", temperature=args.temperature, lambda_2=args.lambda2,
+                            dropout=0.0, triplets=args.triplets, device="auto", temperature=args.temperature,
+                            lambda_2=args.lambda2,
                             alpha_grid=(0.25, 0.5, 0.75, 1.0), alpha_start=(0.75, 1.0), tune_rounds=2)
     n = secrets.mask.shape[0]
     train_rows, test_rows = split_rows(np.random.default_rng(1), n, 0.2)
@@ -145,7 +146,8 @@ def main() -> None:
     def audit_all(release: ReleasedSequences, eps: float, tag: str) -> dict[str, float]:
         ratios = {}
         for kind in ADVERSARIES:
-            result = audit(release.take(train_rows), release.take(test_rows), candidates, truth, adversary=kind, eps=eps,
+            result = audit(release.take(train_rows), release.take(test_rows), candidates, truth, adversary=kind,
+                           eps=eps,
                            settings=settings, rng=np.random.default_rng(2))
             ratios[kind] = result.violation_ratio
             print(f"{tag}_{kind}_violation_ratio: {result.violation_ratio:.4f}")
@@ -169,7 +171,8 @@ def main() -> None:
             print(f"{name.lower()}_eps{eps:g}_utility_loss: {plain:.4f}")
             print(f"{name.lower()}_eps{eps:g}_utility_loss_remapped: {remapped:.4f}")
         em_mean = np.mean(list(table["EM"][eps].values()))
-        print(f"ampl_over_em_violation_eps{eps:g}: {np.mean(list(table['AmPL'][eps].values())) / max(em_mean, 1e-12):.3f}")
+        print(f"ampl_over_em_violation_eps{eps:g}: "
+              f"{np.mean(list(table['AmPL'][eps].values())) / max(em_mean, 1e-12):.3f}")
 
     # CluSanT on the same spans (conf defaults, smaller public vocabularies) and the no-sanitizer reference
     clusant_settings = ClusantSettings(entity_types=("PERSON", "LOCATION", "ORGANIZATION"),

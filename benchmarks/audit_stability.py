@@ -44,7 +44,8 @@ def main() -> None:
         for seed in range(args.reruns):
             settings = settings_for(name, seed, args.key_file if os.path.exists(args.key_file) else None)
             started = time.perf_counter()
-            result = run_stage("audit", settings, date=args.date, pipeline="audit_stability", target="sanitized_documents")
+            result = run_stage("audit", settings, date=args.date, pipeline="audit_stability",
+                               target="sanitized_documents")
             seconds.append(time.perf_counter() - started)
             ratios.append(result.worst_violation_ratio)
             verdicts.append(result.passed)

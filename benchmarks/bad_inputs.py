@@ -55,7 +55,8 @@ CASES = {  # name -> writes the bad file(s) into the drop folder
     "Parquet string vs int32 (conflict)": lambda f: (
         _parquet(f, "a.parquet", {"text": ["pa"], "n": pa.array([1], pa.int32())}),
         _parquet(f, "c.parquet", {"text": ["pc"], "n": ["three"]})),
-    "stray README.txt, _ and . files": lambda f: [(f / n).write_text("{}") for n in ("README.txt", "_x.jsonl", ".y.jsonl")],
+    "stray README.txt, _ and . files": lambda f: [(f / n).write_text("{}")
+                                                  for n in ("README.txt", "_x.jsonl", ".y.jsonl")],
     "text 6x ingest.max_chars": lambda f: (f / "long.jsonl").write_text(json.dumps({"text": LONG}) + "\n"),
     "CSV unterminated quote": lambda f: (f / "quote.csv").write_text('text\nfine\n"never closed\nswallowed\n'),
     "CSV 200 KB field": lambda f: (f / "huge.csv").write_text("text\n" + "x" * 200_000 + "\n"),

@@ -62,7 +62,8 @@ def nights_of_mail(nights: int, per_night: int, seed: int):
                    "score": 1.0} for a in _outermost(by_doc.get(d["doc_id"], []))] for d in chunk]
         out.append((texts, spans))
     text_of = {d["doc_id"]: d["text"] for d in documents}
-    lists = {text_of[a["doc_id"]][a["start"]:a["end"]] for a in annotations if a["kind"] in ("list_address", "list_url")}
+    lists = {text_of[a["doc_id"]][a["start"]:a["end"]] for a in annotations
+             if a["kind"] in ("list_address", "list_url")}
     return out, sorted(lists)
 
 
@@ -105,7 +106,8 @@ def main(argv=None) -> int:
     parser.add_argument("--nights", type=int, default=30)
     parser.add_argument("--mail-per-night", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--epoch-days", type=int, default=None, help="clusant.surrogate_epoch_days (default: the conf's)")
+    parser.add_argument("--epoch-days", type=int, default=None,
+                        help="clusant.surrogate_epoch_days (default: the conf's)")
     parser.add_argument("--allow-list", choices=("lists", "none"), default="lists")
     parser.add_argument("--start", default="2026-01-01")
     parser.add_argument("--detector", action="store_true", help="spans from the detector instead of the annotations")
@@ -118,11 +120,14 @@ def main(argv=None) -> int:
         from privtext.pii.detect import detect_many, get_analyzer
 
         analyzer = get_analyzer(settings.pii)
-        nights = [(texts, [[{"start": x.start, "end": x.end, "entity_type": x.entity_type, "tier": x.tier, "score": x.score}
-                            for x in doc] for doc in detect_many(analyzer, texts, settings.pii)]) for texts, _ in nights]
+        nights = [(texts,
+                   [[{"start": x.start, "end": x.end, "entity_type": x.entity_type, "tier": x.tier, "score": x.score}
+                            for x in doc] for doc in detect_many(analyzer, texts, settings.pii)])
+                  for texts, _ in nights]
     allow_values = lists if args.allow_list == "lists" else []
     epoch_days = args.epoch_days or settings.clusant.surrogate_epoch_days
-    clusant = settings.clusant.model_copy(update={"allow_list": tuple(allow_values), "surrogate_epoch_days": epoch_days})
+    clusant = settings.clusant.model_copy(update={"allow_list": tuple(allow_values),
+                                                  "surrogate_epoch_days": epoch_days})
     settings = settings.model_copy(update={"clusant": clusant})
     sanitizer, encode = build_sanitizer(settings)
     allow = AllowList(settings.clusant.allow_list)
@@ -151,10 +156,12 @@ def main(argv=None) -> int:
         drawn = drawn_values(texts, spans, allow, frozenset(sanitizer.per_type), KEY)
         new = new_draws(entries, draw, drawn)
         params = {"draw": draw, "draw_eps": draw_eps, "epoch": epoch, "date": day.isoformat()}
-        tonight = [_entry(mldp_charge("bench", "sanitize", f"n{n}", "clusant", epsilon=eps_of(t), pure_epsilon=eps_of(t),
+        tonight = [_entry(mldp_charge("bench", "sanitize", f"n{n}", "clusant", epsilon=eps_of(t),
+                                      pure_epsilon=eps_of(t),
                                       metric="D_k", k=settings.clusant.k, params={**params, "entity_type": t}), values)
                    for t, values in sorted(new.items())]
-        entries += tonight or [_entry(none_charge("bench", "sanitize", f"n{n}", "clusant", reason="reused", params=params))]
+        entries += tonight or [_entry(none_charge("bench", "sanitize", f"n{n}", "clusant", reason="reused",
+                                                  params=params))]
         planned = [doc_spans(t, s, allow) for t, s in zip(texts, spans)]
         out = _sanitized(sanitizer, encode, texts, [k for k, _ in planned], draw_key(KEY, epoch, fingerprint))
         total = sum(len(k) + a for k, a in planned)
@@ -173,7 +180,8 @@ def main(argv=None) -> int:
         assert math.isclose(row["worst_spend"], independent) and independent <= schedule["bound"] <= limit
         rows.append(row)
         print(f"night_{n + 1:02d}: spans {total} masked {row['masked_share']:.2%} {row['masked_types']} allowed "
-              f"{row['allowed_share']:.2%} drawn {len(drawn)} charged {row['values_charged']} worst {row['worst_spend']:g} "
+              f"{row['allowed_share']:.2%} drawn {len(drawn)} charged {row['values_charged']} "
+              f"worst {row['worst_spend']:g} "
               f"(independent {independent:g}, schedule {row['schedule_bound']:g} of {limit:g}) | former policy: masked "
               f"{row['former_masked_share']:.2%} {row['former_masked_types']} worst {row['former_worst_spend']:g}")
     done = [r for r in rows if not r.get("refused")]

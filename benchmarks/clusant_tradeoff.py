@@ -49,7 +49,8 @@ def main() -> None:
     cfg = settings.clusant.model_copy(update={"entity_types": tuple(args.types)})
     encode = lambda p: encode_phrases(p, settings.embed)
     vocabularies = build_vocabularies(cfg, encode, settings.embed.model)
-    lines = ["| type | k | eps | pure-LDP eps | similarity | equal to input | stays in cluster |", "|---|---|---|---|---|---|---|"]
+    lines = ["| type | k | eps | pure-LDP eps | similarity | equal to input | stays in cluster |",
+             "|---|---|---|---|---|---|---|"]
     for entity_type in args.types:
         phrases, emb = vocabularies[entity_type]
         labels = cluster_vocabulary(emb, cfg.clustering, cfg.n_clusters,
@@ -68,7 +69,8 @@ def main() -> None:
                 tag = f"{entity_type}_k{k:g}_eps{eps:g}"
                 for key, value in row.items():
                     print(f"{tag}_{key}: {value:.4f}")
-                lines.append(f"| {entity_type} | {k:g} | {eps:g} | {row['pure_ldp_eps']:.1f} | {row['similarity']:.3f} | "
+                lines.append(f"| {entity_type} | {k:g} | {eps:g} | {row['pure_ldp_eps']:.1f} | "
+                             f"{row['similarity']:.3f} | "
                              f"{row['equal_to_input']:.3f} | {row['stays_in_cluster']:.3f} |")
     out = Path("benchmarks/out")
     out.mkdir(parents=True, exist_ok=True)

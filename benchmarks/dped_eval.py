@@ -27,8 +27,14 @@ import torch
 
 from privtext.dped.aggregation import NoiseMultipliers, calibrate, dped_event, sigmas
 from privtext.dped.dped import encode, release, train_teachers
-from privtext.dped.evaluate import (classification_accuracy, cosine_by_frequency_band, load_labeled_corpus,
-                                    load_word_pairs, to_frame, word_similarity)
+from privtext.dped.evaluate import (
+    classification_accuracy,
+    cosine_by_frequency_band,
+    load_labeled_corpus,
+    load_word_pairs,
+    to_frame,
+    word_similarity,
+)
 from privtext.dped.settings import DpedSettings
 from privtext.dped.sharding import assign_shards
 from privtext.dped.teacher import train_teacher
@@ -105,7 +111,8 @@ def main() -> None:
 
     # noiseless distillation over the top-M words by exact count: what sharding alone costs (NOT private)
     top = np.argsort(-counts, kind="stable")[: args.max_vocab]
-    tiny = NoiseMultipliers(threshold=1e-4, hidden=1e-4, vote=1e-4)  # negligible; the noise grid needs sigma >> 2^-52 |value|
+    # negligible; the noise grid needs sigma >> 2^-52 |value|
+    tiny = NoiseMultipliers(threshold=1e-4, hidden=1e-4, vote=1e-4)
     vecs, _ = release(teachers, top, base, tiny, make_rng(True, 3), seed=3, anchor=anchor)
     report("noiseless_distill", [words[i] for i in top], vecs, full)
 

@@ -25,8 +25,8 @@ from privtext.dped.settings import DpedSettings
 from privtext.dped.sharding import assign_shards
 from privtext.dped.teacher import teacher_answers, train_teacher
 from privtext.dped.vocabulary import public_anchor, public_words
-from privtext.settings import load_settings
 from privtext.platform.spark import get_spark
+from privtext.settings import load_settings
 from privtext.stages.train_dped import released_answers, teacher_answer_frame
 
 import public_data
@@ -73,7 +73,8 @@ def main() -> None:
                             "ids": [d.astype(np.int32) for d in docs]})
         return shard, spark.createDataFrame(pdf, "shard int, doc_id string, ids array<int>")
 
-    tiny = NoiseMultipliers(threshold=1e-4, hidden=1e-4, vote=1e-4)  # negligible (the noise grid needs sigma >> 2^-52 |value|)
+    # negligible (the noise grid needs sigma >> 2^-52 |value|)
+    tiny = NoiseMultipliers(threshold=1e-4, hidden=1e-4, vote=1e-4)
 
     def parallel(df, settings):
         answers = teacher_answer_frame(df, len(words), queries, settings, anchor, seed=1)
@@ -100,7 +101,8 @@ def main() -> None:
         print(f"n{n}.speedup_sequential_over_parallel: {seq / par:.2f}")
         # same seeds, same shards: the two paths must release the same hidden means and labels with the
         # same vote counts (ties between equal counts may break differently)
-        counts = [np.sort(np.take_along_axis(v_seq.toarray(), np.maximum(a.labels, 0), 1), 1) for a in (agg_par, agg_seq)]
+        counts = [np.sort(np.take_along_axis(v_seq.toarray(), np.maximum(a.labels, 0), 1), 1)
+                  for a in (agg_par, agg_seq)]
         same = np.array_equal(agg_par.answered, agg_seq.answered) and np.allclose(
             agg_par.hidden, agg_seq.hidden, atol=1e-3, equal_nan=True) and np.array_equal(*counts)
         print(f"n{n}.same_answers: {bool(same)}")

@@ -15,8 +15,9 @@ Measured beside it, with a teacher that keeps the signal at any N (unlike SGNS o
 dped_frontier.py's ``noiseless`` lines): a closed-form "context" teacher, h_i(x) = the sum of the
 PUBLIC anchor vectors of x's window contexts in shard i (contexts among the first 200 public words
 skipped), clipped to C_h = 1. Released with the stage's calibration (hidden-only, every query answered,
-(eps, 1e-5)-DP per document; the noise drawn with numpy here, utility only), then post-processed (rows to unit length, centred over the released
-words). Its noiseless mean reaches ~0.3, the release does not. Prints `name: value` lines.
+(eps, 1e-5)-DP per document; the noise drawn with numpy here, utility only), then post-processed (rows to
+unit length, centred over the released words). Its noiseless mean reaches ~0.3, the release does not. Prints `name:
+value` lines.
 """
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ def main() -> None:
                 cfg = base.model_copy(update={"epsilon": eps, "noise_split": base.noise_split.model_copy(
                     update={"threshold": 1e-6})})
                 sigma = sigmas(cfg, calibrate(cfg, m))["hidden"]
-                rho = [word_similarity(post(mean + np.random.default_rng(1000 * s + int(eps)).normal(0, sigma, mean.shape)),
+                rho = [word_similarity(post(mean
+                                            + np.random.default_rng(1000 * s + int(eps)).normal(0, sigma, mean.shape)),
                                        vocab, ws)[0] for s in range(args.seeds)]
                 print(f"{tag}_eps{eps:g}.noise_norm: {sigma * np.sqrt(dim):.4f}")
                 print(f"{tag}_eps{eps:g}.wordsim_mean: {np.mean(rho):.4f}")

@@ -3,7 +3,8 @@
 Two labelled corpora, each detected (Presidio, the ``detect_pii`` stage's ``detect_many``) and sanitized as the
 nightly export does (``clusant.sanitizer.sanitize_documents`` with ``conf/base.yaml``'s settings, static
 phrase encoder), never printed:
-* ``reviews``: real movie-review sentences (``reviews/movie_snippets.tsv`` of ``benchmarks/public_data.py``, label = score > 0)
+* ``reviews``: real movie-review sentences (``reviews/movie_snippets.tsv`` of ``benchmarks/public_data.py``,
+  label = score > 0)
   with PII planted around them by the sample generator (``sample_data.plant_pii``: names, cities, dates,
   emails, phones, companies in ``REVIEW_FRAMES``);
 * ``support``: the sample corpus (``privtext sample-data --n N --seed S``) with its four labels.
@@ -64,7 +65,8 @@ def measure(settings, sanitizer, encode, analyzer, ids, texts, labels, seed: int
     docs = [merge_spans([(s.start, s.end, s.entity_type, s.tier, s.score) for s in spans], len(t))
             for t, spans in zip(texts, found)]
     out = sanitize_documents(sanitizer, encode, np.random.default_rng(seed), texts, docs)
-    redacted = [splice(t, [(s, e) for s, e, _, _ in d], [placeholder(ty) for _, _, ty, _ in d]) for t, d in zip(texts, docs)]
+    redacted = [splice(t, [(s, e) for s, e, _, _ in d], [placeholder(ty) for _, _, ty, _ in d])
+                for t, d in zip(texts, docs)]
     test = [is_test(d, TEST_FRACTION) for d in ids]
     started = time.perf_counter()
     clusant = downstream_accuracy(texts, out.texts, labels, test, seed)
@@ -124,8 +126,10 @@ def stage_cost(n: int, seed: int, repeats: int) -> None:
                 seconds[name].append(run_stage("sanitize", s, date=date).metrics_seconds)
     on, off_ = statistics.median(seconds["on"]), statistics.median(seconds["off"])
     print(f"export_utility_stage_documents: {n}")
-    print(f"export_utility_stage_metrics_seconds_with_utility: {on:.2f} (runs: {', '.join(f'{x:.2f}' for x in seconds['on'])})")
-    print(f"export_utility_stage_metrics_seconds_without: {off_:.2f} (runs: {', '.join(f'{x:.2f}' for x in seconds['off'])})")
+    print(f"export_utility_stage_metrics_seconds_with_utility: {on:.2f} "
+          f"(runs: {', '.join(f'{x:.2f}' for x in seconds['on'])})")
+    print(f"export_utility_stage_metrics_seconds_without: {off_:.2f} "
+          f"(runs: {', '.join(f'{x:.2f}' for x in seconds['off'])})")
     print(f"export_utility_stage_extra_seconds: {on - off_:.2f}")
 
 
@@ -141,8 +145,8 @@ def main() -> None:
         stage_cost(args.stage_docs, args.seed, args.repeats)
         return
     from privtext.pii.detect import get_analyzer
-    from privtext.settings import load_settings
     from privtext.sanitizer_setup import build_sanitizer
+    from privtext.settings import load_settings
 
     settings = load_settings(None, environ={}, overrides={
         "clusant": {"cache_dir": str(Path(__file__).resolve().parents[1] / "cache" / "clusant")}})

@@ -67,10 +67,15 @@ def build(settings, users: int, days: int, per_day: int, user0_docs: int) -> Non
 
     from privtext.pii.hashing import DETERMINISTIC_TEST_KEY, doc_pseudonym
     from privtext.platform.context import RunContext
-    from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, PII_SPANS, PUBLISHED_SANITIZED_DOCUMENTS,
-                                          QUARANTINE, STAGED_SANITIZED_DOCUMENTS)
-
     from privtext.platform.storage import filesystem
+    from privtext.platform.tables import (
+        DOC_EMBEDDINGS,
+        DOCUMENTS,
+        PII_SPANS,
+        PUBLISHED_SANITIZED_DOCUMENTS,
+        QUARANTINE,
+        STAGED_SANITIZED_DOCUMENTS,
+    )
     from privtext.settings import resolve_uri
 
     ctx = RunContext.create(settings)
@@ -91,13 +96,15 @@ def build(settings, users: int, days: int, per_day: int, user0_docs: int) -> Non
         lake.replace_partitions(DOCUMENTS, docs, {"ingest_date": [day]})
         base = lake.read(DOCUMENTS, date=day)
         lake.replace_partitions(QUARANTINE, base.where(F.col("user_id") == user(0)).limit(2).select(
-            F.to_json(F.struct("doc_id", "user_id", "text")).alias("raw_record"), F.lit("malformed JSON").alias("reason"),
+            F.to_json(F.struct("doc_id", "user_id", "text")).alias("raw_record"),
+            F.lit("malformed JSON").alias("reason"),
             F.lit("in.jsonl").alias("source_file"), F.lit(1).cast("long").alias("line_no"), "ingest_date", "run_id"),
             {"ingest_date": [day]})
         dated, date = {"date": [day]}, F.col("ingest_date").alias("date")
         lake.replace_partitions(PII_SPANS, base.select(
             "doc_id", F.lit("PERSON").alias("entity_type"), F.lit(0).alias("start"), F.lit(5).alias("end"),
-            F.lit(0.9).alias("score"), F.lit("PII").alias("tier"), F.lit("s").alias("secret_id"), "run_id", date), dated)
+            F.lit(0.9).alias("score"), F.lit("PII").alias("tier"), F.lit("s").alias("secret_id"), "run_id", date),
+                                dated)
         lake.replace_partitions(DOC_EMBEDDINGS, base.select(
             "doc_id", F.array(*[F.lit(0.5)] * 4).cast("array<float>").alias("embedding"), F.lit("m").alias("model"),
             F.lit(4).alias("dim"), "run_id", date), dated)
@@ -106,7 +113,8 @@ def build(settings, users: int, days: int, per_day: int, user0_docs: int) -> Non
                                 F.lit("{}").alias("params"), "run_id", date)
         lake.replace_partitions(STAGED_SANITIZED_DOCUMENTS, sanitized.select(
             "*", F.lit(0).alias("verbatim"), F.lit(0.0).alias("verbatim_expected")), dated)
-        lake.as_publisher().replace_partitions(PUBLISHED_SANITIZED_DOCUMENTS, sanitized.withColumn("doc_id", pseudonym("doc_id")),
+        lake.as_publisher().replace_partitions(PUBLISHED_SANITIZED_DOCUMENTS,
+                                               sanitized.withColumn("doc_id", pseudonym("doc_id")),
                                                dated)
         folder = f"{exports}/sanitized_documents/{day.isoformat()}"
         fs.create_dir(f"{folder}/v0", recursive=True)
@@ -131,7 +139,8 @@ def rows_by_user(root: Path, users: int) -> dict:
     for table in TABLES:
         data = DeltaTable(str(root / "lake" / table)).to_pyarrow_table()
         for r in data.to_pylist():
-            who = (json.loads(r["raw_record"]).get("user_id") if "raw_record" in r else owner.get(r["doc_id"], "erased"))
+            who = (json.loads(r["raw_record"]).get("user_id") if "raw_record" in r
+                   else owner.get(r["doc_id"], "erased"))
             counts[(table, who)] = counts.get((table, who), 0) + 1
     return counts
 
@@ -205,8 +214,10 @@ def faults(args) -> None:
             others = all(after.get(k, 0) == n for k, n in before.items() if k[1] != user(0))
             from deltalake import DeltaTable
             records = DeltaTable(str(root / "lake" / "protected" / "erasures")).to_pyarrow_table().to_pylist()
-            print(f"fault.{name}: killed={int(killed)} rerun_rc={rc} erased={int(erased)} others_unchanged={int(others)} "
-                  f"scan_hits={scan(root, TOKENS + (user(0),))} recorded={int(any(r['status'] == 'erased' for r in records))}",
+            print(f"fault.{name}: killed={int(killed)} rerun_rc={rc} erased={int(erased)} "
+                  f"others_unchanged={int(others)} "
+                  f"scan_hits={scan(root, TOKENS + (user(0),))} "
+                  f"recorded={int(any(r['status'] == 'erased' for r in records))}",
                   flush=True)
             shutil.rmtree(root)
 

@@ -22,8 +22,12 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from privtext.generate import GenerateSettings, get_generator, perplexity  # noqa: E402
-from privtext.generate import backend_for  # noqa: E402
+from privtext.generate import (  # noqa: E402
+    GenerateSettings,
+    backend_for,  # noqa: E402
+    get_generator,
+    perplexity,
+)
 
 ENGINES = {"llama_cpp": "xllamacpp", "transformers": "gguf"}  # engine -> module it needs
 LABELS = ("billing", "delivery")

@@ -16,9 +16,9 @@ import tracemalloc
 
 import numpy as np
 
-from privtext.settings import DatasetBudget
 from privtext.privacy.budget import charge_to_json, compose, exposure_arrays, mldp_charge, secret_charge
 from privtext.privacy.secret_protection import poisson_binomial_pmf
+from privtext.settings import DatasetBudget
 
 
 def _entries(kind: str, secrets: int, charges: int, rng) -> list[dict]:
@@ -27,7 +27,8 @@ def _entries(kind: str, secrets: int, charges: int, rng) -> list[dict]:
     out = []
     for c in range(charges):
         if kind == "mldp":
-            charge = mldp_charge("d", "sanitize", f"n{c}", "clusant", epsilon=0.05, pure_epsilon=0.5, metric="D_k", k=16)
+            charge = mldp_charge("d", "sanitize", f"n{c}", "clusant", epsilon=0.05, pure_epsilon=0.5, metric="D_k",
+                                 k=16)
             chosen = ids[rng.random(secrets) < 0.3]
             exposures = dict(zip(chosen.tolist(), rng.integers(1, 4, chosen.size).tolist()))
         else:

@@ -6,8 +6,9 @@ nightly run starts) and a fresh local lakehouse on local[2] run ``nightly_saniti
 as ``privtext pipeline run`` does with the same conf file (``--conf``, default ``conf/local.yaml``, the
 embedded default; MLflow off; ``publish.require_audit: false`` and no per-value mLDP cap, so that the
 export is written and timed whatever the gate and the budget would decide), each stage timed, the
-JVM's start inside the first. A sampler thread records the peak RSS of the driver (this Python process + its JVM) and of the largest Python worker. Then per stage
-and for the whole pipeline a least-squares line time = fixed + per_doc * docs, and the hours
+JVM's start inside the first. A sampler thread records the peak RSS of the driver (this Python process + its
+JVM) and of the largest Python worker. Then per stage and for the whole pipeline a least-squares line time = fixed +
+per_doc * docs, and the hours
 1,000,000 documents would take at that rate on this machine.
 
     .venv/bin/python benchmarks/pipeline_scaling.py [--sizes 500 2000 8000 32000] [--conf conf/local.yaml]
@@ -89,8 +90,8 @@ def run_size(n: int, root: Path, conf: str | None, master: str, lake: str, date:
     from pyspark.sql import SparkSession
 
     from privtext import sample_data
-    from privtext.pipelines import run_pipeline
     from privtext.errors import Refused
+    from privtext.pipelines import run_pipeline
     from privtext.settings import load_settings
 
     settings = load_settings(conf, environ={}, overrides={
@@ -103,7 +104,8 @@ def run_size(n: int, root: Path, conf: str | None, master: str, lake: str, date:
         # the default per-value cap and sanitize refuses (as it must); the benchmark times the work instead
         "privacy": {"budgets": {"default": {"r_over_p_max": 50.0, "eps_max": 10.0, "delta_max": 1e-5,
                                             "mldp_eps_max": 1e12}}}})
-    rows = [{**row, "doc_id": f"{date}-{row['doc_id']}"} for row in sample_data.generate(n, seed=seed)]  # unique per night
+    # unique per night
+    rows = [{**row, "doc_id": f"{date}-{row['doc_id']}"} for row in sample_data.generate(n, seed=seed)]
     source = sample_data.write_jsonl(rows, root / f"docs{n}-{date}.jsonl")
     times: dict[str, float] = {}
 

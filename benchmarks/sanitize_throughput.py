@@ -45,7 +45,8 @@ def plain(settings, texts: list[str], spans: list[list]) -> dict[str, float]:
     out = sanitize_documents(sanitizer, encode, np.random.default_rng(0), texts, docs)
     rate = sum(len(d) for d in docs) / (time.perf_counter() - started)
     sample = slice(0, 1000)  # the similarity over the first 1,000 documents (MiniLM on whole texts is the slow part)
-    similarity = (encode_texts(texts[sample], settings.embed) * encode_texts(out.texts[sample], settings.embed)).sum(axis=1).mean()
+    similarity = (encode_texts(texts[sample], settings.embed) * encode_texts(out.texts[sample],
+                                                                             settings.embed)).sum(axis=1).mean()
     ldp = max(ts.mechanism.guarantee()["ldp_eps"] for ts in sanitizer.per_type.values())
     return {"spans_per_second_one_core": rate, "similarity": float(similarity), "max_ldp_eps": ldp}
 
@@ -68,8 +69,10 @@ def main() -> None:
             "lakehouse": {"root": str(root / "lake")}, "tracking": {"enabled": False},
             "clusant": {"cache_dir": str(Path(__file__).resolve().parents[1] / "cache" / "clusant")},
             "run": {"deterministic": True},
-            # the benchmark sanitizes the same date repeatedly: no per-value limit (the stage still composes and charges)
-            "privacy": {"budgets": {"default": {"r_over_p_max": 50.0, "eps_max": 10.0, "delta_max": 1e-5, "mldp_eps_max": 1e12}}}})
+            # the benchmark sanitizes the same date repeatedly: no per-value limit (the stage still composes and
+            # charges)
+            "privacy": {"budgets": {"default": {"r_over_p_max": 50.0, "eps_max": 10.0, "delta_max": 1e-5,
+                                                "mldp_eps_max": 1e12}}}})
         source = sample_data.write_jsonl(sample_data.generate(args.docs, seed=7), root / "docs.jsonl")
         run_stage("ingest", settings, date=DATE, input_path=str(source))
         run_stage("detect_pii", settings, date=DATE)
@@ -83,7 +86,8 @@ def main() -> None:
         bare_rate = run_stage("sanitize", no_metrics, date=DATE).spans / (time.perf_counter() - started)
         lake = settings.lakehouse.root
         docs = DeltaTable(f"{lake}/restricted/documents").to_pandas(columns=["doc_id", "text"])
-        found = DeltaTable(f"{lake}/restricted/pii_spans").to_pandas(columns=["doc_id", "start", "end", "entity_type", "tier", "score"])
+        found = DeltaTable(f"{lake}/restricted/pii_spans").to_pandas(columns=["doc_id", "start", "end", "entity_type",
+                                                                              "tier", "score"])
         SparkSession.getActiveSession().stop()
     by_doc = {d: [] for d in docs["doc_id"]}
     for r in found.itertuples():
@@ -92,12 +96,13 @@ def main() -> None:
     print(f"docs: {args.docs}")
     print(f"spans: {result.spans}")
     for encoder in ("static", "transformer"):
-        figures = plain(settings.model_copy(update={"clusant": settings.clusant.model_copy(update={"phrase_encoder": encoder})}),
-                        texts, spans)
+        figures = plain(settings.model_copy(
+            update={"clusant": settings.clusant.model_copy(update={"phrase_encoder": encoder})}), texts, spans)
         for name, value in figures.items():
             print(f"sanitize_plain_{encoder}_{name}: {value:.4f}")
         if encoder == settings.clusant.phrase_encoder:
-            print(f"sanitize_stage_overhead_per_core: {figures['spans_per_second_one_core'] / (stage_rate / CORES) - 1:.3f}")
+            print("sanitize_stage_overhead_per_core: "
+                  f"{figures['spans_per_second_one_core'] / (stage_rate / CORES) - 1:.3f}")
     print(f"sanitize_stage_{settings.clusant.phrase_encoder}_local{CORES}_spans_per_second: {stage_rate:.1f}")
     print(f"sanitize_stage_spans_per_second_per_core: {stage_rate / CORES:.1f}")
     print(f"sanitize_stage_metrics_job_seconds: {result.metrics_seconds:.1f}")

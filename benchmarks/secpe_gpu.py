@@ -22,7 +22,8 @@ which travel in parts: ``benchmarks/gpu_check.sh``):
 Prints ``name: value`` lines as each run ends (its wall time and the seconds spent generating, embedding
 and voting); a run is not started when the longest run so far would end past ``--deadline`` seconds. Usage:
     .venv/bin/python benchmarks/secpe_gpu.py prepare --out .gpu/data [--n-words 700] [--r-over-p 2 10] [--rounds 5]
-        [--all-private]  # every training post private (cover_words): run takes D_pub from round 0's pool, no public_only
+        [--all-private]  # every training post private (cover_words): run takes D_pub from round 0's pool,
+                         # no public_only
     python3 benchmarks/secpe_gpu.py run --bundle .gpu/data --model M.gguf --encoder DIR [--n-syn 1000]
         [--variations 6] [--rounds 5] [--clusters 50] [--temperature 1.2] [--generate-batch 512]
         [--runs secpe:10:0 aug_pe:2:0 ...] [--deadline 420]
@@ -48,9 +49,9 @@ P = 1e-4
 
 
 def prepare(args) -> None:
-    from secpe_noise_per_centre import DATA, calibrate, corpus_posts, random_word_secrets
-
     from privtext.pii.secrets import doc_frequencies
+
+    from secpe_noise_per_centre import DATA, calibrate, corpus_posts, random_word_secrets
 
     posts = corpus_posts(DATA)
     train = [text for _, text, held in posts if not held]
@@ -64,14 +65,16 @@ def prepare(args) -> None:
         rho = dict(zip(keys, group_noise.rho.tolist()))
         noise[f"{ratio:g}"] = {"secpe_sigma": group_noise.sigma, "augpe_sigma": augpe,
                                "rho": [rho.get(s, 0.0) for s in doc_secrets]}
-    bundle = {"labels": labels, "texts": [t for _, t, _ in posts], "label_codes": [labels.index(l) for l, _, _ in posts],
+    bundle = {"labels": labels, "texts": [t for _, t, _ in posts],
+              "label_codes": [labels.index(l) for l, _, _ in posts],
               "held_out": [h for _, _, h in posts], "private": [bool(s) for s in doc_secrets], "noise": noise,
               "n_words": args.n_words, "rounds": args.rounds, "p": P, "all_private": args.all_private}
     Path(args.out).mkdir(parents=True, exist_ok=True)
     with gzip.open(Path(args.out) / "bundle.json.gz", "wt", encoding="utf-8") as f:
         json.dump(bundle, f)
     print(f"posts: {len(posts)}\nprivate: {sum(bundle['private'])}\nheld_out: {sum(bundle['held_out'])}\n" + "".join(
-        f"rp{k}_secpe_sigma: {v['secpe_sigma']:.3f}\nrp{k}_augpe_sigma: {v['augpe_sigma']:.2f}\n" for k, v in noise.items()))
+        f"rp{k}_secpe_sigma: {v['secpe_sigma']:.3f}\nrp{k}_augpe_sigma: {v['augpe_sigma']:.2f}\n"
+        for k, v in noise.items()))
 
 
 class RecordingGenerator:
@@ -132,8 +135,6 @@ def score(name: str, emb, labels, test_emb, test_labels, judge, extra: dict | No
 def run(args) -> None:
     import torch
 
-    from secpe_vs_augpe import NEWSGROUPS_PROMPTS
-
     from privtext.embed.encoder import encode_texts
     from privtext.embed.settings import EmbedSettings
     from privtext.generate import GenerateSettings, get_generator
@@ -143,11 +144,14 @@ def run(args) -> None:
     from privtext.secpe.evolution import evolve, secpe_vote
     from privtext.secpe.secret_clustering import generated_public_clusters, private_cluster_stats
 
+    from secpe_vs_augpe import NEWSGROUPS_PROMPTS
+
     started = time.perf_counter()
     with gzip.open(Path(args.bundle) / "bundle.json.gz", "rt", encoding="utf-8") as f:
         bundle = json.load(f)
     if args.rounds != bundle["rounds"]:
-        raise SystemExit(f"--rounds {args.rounds} must equal the bundle's {bundle['rounds']} (its noise is for T rounds)")
+        raise SystemExit(f"--rounds {args.rounds} must equal the bundle's {bundle['rounds']} "
+                         "(its noise is for T rounds)")
     print(f"device: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'}", flush=True)
     embed_settings = EmbedSettings(model=args.encoder, device="auto", batch_size=256)
     embed = lambda texts: encode_texts(list(texts), embed_settings)  # noqa: E731
@@ -195,7 +199,8 @@ def run(args) -> None:
             vote = secpe_vote(stats, clusters, sigma, rng, 1.0)
         else:
             sigma = noise["augpe_sigma"]
-            vote = augpe_vote(lambda t, cand, cand_codes: private_votes(emb_all[train], cand, 1.0, codes[train], cand_codes),
+            vote = augpe_vote(lambda t, cand,
+                              cand_codes: private_votes(emb_all[train], cand, 1.0, codes[train], cand_codes),
                               sigma, rng)
         generator = RecordingGenerator(get_generator(settings.model_copy(update={"seed": seed}), "newsgroups"))
         t0 = time.perf_counter()
@@ -212,7 +217,8 @@ def run(args) -> None:
         results[f"round0_seed{seed}"] = score(f"round0_seed{seed}", embed([t for t, _ in pool]), [l for _, l in pool],
                                              test_emb, test_labels, judge)
         pick = np.random.default_rng(seed).choice(np.flatnonzero(train), size=args.n_syn, replace=False)
-        results[f"real_n_syn_seed{seed}"] = score(f"real_n_syn_seed{seed}", emb_all[pick], [names[c] for c in codes[pick]],
+        results[f"real_n_syn_seed{seed}"] = score(f"real_n_syn_seed{seed}", emb_all[pick],
+                                                  [names[c] for c in codes[pick]],
                                                  test_emb, test_labels, judge)
     print(f"total_seconds: {time.perf_counter() - started:.1f}")
     if args.out:
@@ -242,7 +248,8 @@ def main() -> None:
     go.add_argument("--generate-batch", type=int, default=512)
     go.add_argument("--runs", nargs="+", default=["secpe:10:0", "secpe:2:0", "aug_pe:2:0"],
                     help="method:r_over_p:seed, in order (r/p inf: secpe without noise)")
-    go.add_argument("--deadline", type=float, default=420, help="seconds by which the runs must end (none starts that would not)")
+    go.add_argument("--deadline", type=float, default=420,
+                    help="seconds by which the runs must end (none starts that would not)")
     go.add_argument("--out", help="write every figure as JSON here")
     args = ap.parse_args()
     prepare(args) if args.step == "prepare" else run(args)

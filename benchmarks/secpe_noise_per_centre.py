@@ -1,14 +1,15 @@
 """SecPE's noise per public centre on 20 Newsgroups, without generation: how private the corpus gets with
 random-word secrets, the sigma SecretNoise (and Aug-PE) calibrate, and the K that keeps centres above noise.
 
-Data: ``corpus/20newsgroups-train.tab`` of ``benchmarks/public_data.py`` (11,293 posts; ``--data movie_reviews``: the 10,605
-review sentences), the training split of
-``secpe.holdout_fraction`` 0.2 (the stage's hash rule, recomputed here). Secrets: SecPE Sec. 4.2's random
+Data: ``corpus/20newsgroups-train.tab`` of ``benchmarks/public_data.py`` (11,293 posts; ``--data movie_reviews``:
+the 10,605 review sentences), the training split of ``secpe.holdout_fraction`` 0.2 (the stage's hash rule, recomputed
+here). Secrets: SecPE Sec. 4.2's random
 words (``privtext.pii.secrets.select_random_words`` at the 0.2 quantile, ``--n-words`` of them): a post is
 private when it holds one. ``--all-private``: every post left without one gets its rarest word as a secret
 too (``cover_words``; what ``secpe_vs_augpe.py --all-private`` does), so no post is public and D_pub is the
-generator's round-0 pool of ``--pool`` (N_syn L) samples: n_k ~ pool / K in place of N_pub / K below. Per ``--n-words``: the private share, the secret groups, then per r/p (p 1e-4,
-T ``--rounds``, 2 releases per round) SecPE's sigma and expected sampled records
+generator's round-0 pool of ``--pool`` (N_syn L) samples: n_k ~ pool / K in place of N_pub / K below. Per
+``--n-words``: the private share, the secret groups, then per r/p (p 1e-4, T ``--rounds``, 2 releases per round) SecPE's
+sigma and expected sampled records
 (``secret_clustering.group_secret_noise``) and Aug-PE's sigma (``aug_pe.augpe_secret_sigma``: largest
 records per secret). A centre of n_k public posts is released with noise (2R / n_k) N(0, sigma^2 I_d)
 (Eq. 7): its norm is about 2 R sigma sqrt(d) / n_k (how far the released centre lies from the true one),

@@ -28,10 +28,10 @@ def unit(rng, n, d):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def timed(fn):
+def timed(fn, *args):
     tracemalloc.start()
     t0 = time.perf_counter()
-    out = fn()
+    out = fn(*args)
     seconds = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -49,15 +49,16 @@ def main() -> None:
     cand = unit(rng, args.n, args.d)
     for m in args.m:
         private = unit(rng, m, args.d)
-        _, t_aug, mem_aug = timed(lambda: private_votes(private, cand, 1.0))
+        _, t_aug, mem_aug = timed(private_votes, private, cand, 1.0)
         print(f"augpe_vote_seconds[m={m} n={args.n}]: {t_aug:.3f}")
         print(f"augpe_state_bytes[m={m} n={args.n}]: {args.n * 8}")
         print(f"augpe_peak_traced_bytes[m={m} n={args.n}]: {mem_aug}")
         for k in args.k:
             clusters = PublicClusters.create(unit(rng, k, args.d), np.full(k, 50))
-            (counts, sums), t_assign, mem_assign = timed(lambda: private_cluster_stats(private, clusters, 1.0))
+            (counts, sums), t_assign, mem_assign = timed(private_cluster_stats, private, clusters, 1.0)
             noisy = release(counts, sums, clusters, 1.0, rng, 1.0)
-            _, t_vote, mem_vote = timed(lambda: center_votes(noisy, cand, np.zeros(args.n, dtype=np.int64)))
+            _, t_vote, mem_vote = timed(
+                lambda centres: center_votes(centres, cand, np.zeros(args.n, dtype=np.int64)), noisy)
             tag = f"m={m} k={k} n={args.n}"
             print(f"secpe_assign_seconds[{tag}]: {t_assign:.3f}")
             print(f"secpe_center_vote_seconds[{tag}]: {t_vote:.4f}")

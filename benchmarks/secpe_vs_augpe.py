@@ -107,11 +107,12 @@ def cover_every_document(ctx) -> tuple[int, int]:
     date's spans. Returns (words added, documents still without a secret: no word of 3+ letters)."""
     import pandas as pd
     from pyspark.sql.pandas.types import from_arrow_schema
-    from secpe_noise_per_centre import cover_words
 
     from privtext.pii.hashing import load_hmac_key
     from privtext.pii.secrets import WordMatcher, doc_frequencies, match_frame, select_random_words, word_set
     from privtext.platform.tables import DOCUMENTS, PII_SPANS
+
+    from secpe_noise_per_centre import cover_words
 
     run, rw = ctx.settings.run, ctx.settings.pii.secrets.random_words
     docs = ctx.lakehouse.read(DOCUMENTS, upto=ctx.date).select("doc_id", "text").toPandas()
@@ -150,7 +151,8 @@ def stage_baseline(ctx, name: str, texts=None, labels=None, private=None, sample
             corpus = corpus.orderBy(F.xxhash64("doc_id", F.lit(ctx.settings.run.seed))).limit(sample)
         df = (corpus.select("doc_id").join(ctx.lakehouse.read(DOCUMENTS).select("doc_id", "text", "label"), "doc_id")
               .select(F.col("doc_id").alias("synthetic_id"), "text", "label", F.lit(name).alias("method"),
-                      F.lit(0).alias("round"), F.lit(ctx.run_id).alias("run_id"), F.lit(ctx.date).cast("date").alias("date")))
+                      F.lit(0).alias("round"), F.lit(ctx.run_id).alias("run_id"),
+                      F.lit(ctx.date).cast("date").alias("date")))
     ctx.lakehouse.replace_partitions(STAGED_SYNTHETIC_DOCUMENTS, df.select(*schema.names), {"date": [ctx.date]})
 
 
@@ -234,11 +236,13 @@ def summarize(logs: list[str]) -> None:
             cells.append(f"{mean:.3f}" + (f" ± {half:.3f}" if len(by_seed) > 1 else ""))
         print(f"| {name} | {','.join(map(str, sorted(by_seed)))} | " + " | ".join(cells) + " |")
     pairs = [(n, "round0") for n in rows if "[" in n] + [
-        (n, n.replace("secpe", "aug_pe")) for n in rows if n.startswith("secpe") and n.replace("secpe", "aug_pe") in rows]
+        (n, n.replace("secpe", "aug_pe")) for n in rows if n.startswith("secpe")
+        and n.replace("secpe", "aug_pe") in rows]
     for a, b in pairs:  # paired by seed: the same seed's round-0 pool and private sample
         seeds = sorted(set(rows[a]) & set(rows.get(b, {})))
         if seeds:
-            mean, half = interval([rows[a][s]["downstream_accuracy"] - rows[b][s]["downstream_accuracy"] for s in seeds])
+            mean, half = interval([rows[a][s]["downstream_accuracy"] - rows[b][s]["downstream_accuracy"]
+                                   for s in seeds])
             print(f"accuracy_difference[{a} - {b}]: {mean:+.4f} +- {half:.4f} (paired, n={len(seeds)})")
 
 
@@ -256,7 +260,8 @@ def main() -> None:
                     help="skip round0 and real_n_syn (the per-seed baselines), e.g. when rerunning one method")
     ap.add_argument("--secrets", choices=["random_words", "pii"], default="random_words")
     ap.add_argument("--secret-words", type=int, default=700,
-                    help="random_words: words near the 20%% quantile (700: ~30%% of the reviews hold one, >= 2,000 private)")
+                    help="random_words: words near the 20%% quantile "
+                         "(700: ~30%% of the reviews hold one, >= 2,000 private)")
     ap.add_argument("--data", choices=["movie_reviews", "newsgroups"], default="movie_reviews",
                     help="newsgroups: corpus/20newsgroups-train.tab of benchmarks/public_data.py (20 topics)")
     ap.add_argument("--temperature", type=float, default=1.0, help="generate.temperature (SecPE Table 1: 1.2)")
@@ -281,14 +286,14 @@ def main() -> None:
     results: dict[str, list[dict]] = defaultdict(list)
     seconds: dict[str, list[float]] = defaultdict(list)
 
-    def timed(name, call):
+    def timed(name, call, *args, **kwargs):
         t0 = time.perf_counter()
-        out = call()
+        out = call(*args, **kwargs)
         seconds[name].append(time.perf_counter() - t0)
         return out
 
     def evaluate(settings, name):
-        r = timed(f"evaluate[{name}]", lambda: run_stage("evaluate", settings, date=DATE))
+        r = timed(f"evaluate[{name}]", run_stage, "evaluate", settings, date=DATE)
         assert r.split == "held_out"
         row = {m: getattr(r, m) for m in EVALUATED} | {
             "label_agreement": label_agreement(RunContext.create(settings, date=DATE), judge)}
@@ -305,10 +310,10 @@ def main() -> None:
         settings = load(root, args, args.seeds[0])
         for stage in ("ingest", "detect_pii", "embed"):
             options = {"input_path": str(root / "reviews.jsonl")} if stage == "ingest" else {}
-            timed(stage, lambda: run_stage(stage, settings, date=DATE, **options))
+            timed(stage, run_stage, stage, settings, date=DATE, **options)
         ctx = RunContext.create(settings, date=DATE)
         if args.all_private:
-            added, uncovered = timed("cover_every_document", lambda: cover_every_document(ctx))
+            added, uncovered = timed("cover_every_document", cover_every_document, ctx)
             print(f"all_private_cover_words: {added}\nall_private_documents_without_secret: {uncovered}")
         corpus, labels = load_corpus(ctx, use_labels=True)
         counts = {r["is_private"]: r["count"] for r in corpus.groupBy("is_private").count().collect()}
@@ -327,7 +332,7 @@ def main() -> None:
         for seed in [] if args.no_seed_baselines else args.seeds:
             settings = load(root, args, seed)
             ctx = RunContext.create(settings, date=DATE)
-            texts, names = timed("round0_generate", lambda: round0(ctx, args.n_syn, labels))
+            texts, names = timed("round0_generate", round0, ctx, args.n_syn, labels)
             stage_baseline(ctx, "round0", texts, names)
             evaluate(settings, "round0")
             stage_baseline(ctx, "real_n_syn", sample=args.n_syn)
@@ -339,8 +344,8 @@ def main() -> None:
                     for seed in args.seeds:
                         settings = load(root, args, seed)
                         try:
-                            r = timed(f"synthesize[{name}]", lambda: run_stage(
-                                "synthesize", settings, date=DATE, method=method, r_over_p=ratio))
+                            r = timed(f"synthesize[{name}]", run_stage, "synthesize", settings, date=DATE,
+                                      method=method, r_over_p=ratio)
                         except (Refused, ValueError) as refused:  # Aug-PE without noise: no guarantee, refused
                             print(f"refused[{name}]: {type(refused).__name__}: {str(refused)[:120]}")
                             break

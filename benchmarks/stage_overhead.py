@@ -56,7 +56,8 @@ def spark_rates(texts: list[str], cores: int, root: Path) -> dict[str, float]:
     from privtext.stages.runner import run_stage
 
     settings = load_settings(None, environ={}, overrides={
-        "spark": {"master": f"local[{cores}]", "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": str(cores),
+        "spark": {"master": f"local[{cores}]",
+                  "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": str(cores),
                                                        "spark.default.parallelism": str(cores)}},
         "lakehouse": {"root": str(root / f"lake{cores}")}, "tracking": {"enabled": False},
         "run": {"deterministic": True}})
