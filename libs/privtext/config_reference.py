@@ -108,7 +108,7 @@ def render(base: Path = BASE) -> str:
     text = base.read_text()
     values = Settings.model_validate(yaml.safe_load(text)).model_dump(mode="json")
     lines = [MARKER, "", "## Every key", "",
-             f"Generated from the settings models (`libs/privtext/**/settings.py`, `platform/config.py`) and "
+             "Generated from the settings models (`libs/privtext/**/settings.py`, `platform/config.py`) and "
              "`conf/base.yaml`: each key, its type, its default there and the comment on its line (else the "
              "comment on the field's line in its model). Long defaults are cut; `conf/base.yaml` has them whole.", "",
              "| key | type | default | note |", "|---|---|---|---|"]

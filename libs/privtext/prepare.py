@@ -20,7 +20,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from privtext.settings import Settings
 

@@ -24,7 +24,8 @@ LABELS = ("billing", "delivery", "account", "product")
 
 TEMPLATES = {
     "billing": [
-        "Hi, I was charged twice for order {order}. My card {card} shows two payments on {date}. Please refund one. {name}",
+        "Hi, I was charged twice for order {order}. My card {card} shows two payments on {date}. "
+        "Please refund one. {name}",
         "Please update my billing details: IBAN {iban}, account holder {name}. Thanks!",
         "The invoice from {company} is wrong, the total should be lower. Contact me at {email}.",
         "Why did my subscription price go up this month? I never agreed to that.",

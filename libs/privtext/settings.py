@@ -24,8 +24,22 @@ from privtext.embed.settings import EmbedSettings
 from privtext.generate.settings import GenerateSettings
 from privtext.pii.settings import PiiSettings
 from privtext.platform.config import (  # noqa: F401  re-exported: the one place commands and stages import from
-    ENV_PREFIX, PROJECT_ROOT, ZONES, ConfigError, DatasetBudget, IngestSettings, LakehouseSettings, PrivacySettings,
-    PublishSettings, RetentionSettings, RunSettings, SparkSettings, SqlSettings, TrackingSettings, resolve_uri)
+    ENV_PREFIX,
+    PROJECT_ROOT,
+    ZONES,
+    ConfigError,
+    DatasetBudget,
+    IngestSettings,
+    LakehouseSettings,
+    PrivacySettings,
+    PublishSettings,
+    RetentionSettings,
+    RunSettings,
+    SparkSettings,
+    SqlSettings,
+    TrackingSettings,
+    resolve_uri,
+)
 from privtext.secpe.settings import SecpeSettings
 from privtext.strict import StrictModel
 
@@ -53,7 +67,8 @@ class Settings(StrictModel):
         if dataset not in self.privacy.budgets:
             known = ", ".join(sorted(self.privacy.budgets)) or "none"
             raise ConfigError(f"dataset {dataset!r} has no privacy budget: add privacy.budgets.{dataset} "
-                              f"(r_over_p_max, eps_max, delta_max, mldp_eps_max) to the config; budgets defined: {known}")
+                              "(r_over_p_max, eps_max, delta_max, mldp_eps_max) to the config; "
+                              f"budgets defined: {known}")
         return self.privacy.budgets[dataset]
 
 

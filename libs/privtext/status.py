@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime as dt
 
 from privtext.clusant import masking
-from privtext.settings import Settings
-from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.ledger import Ledger
+from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.platform.tables import ALL_TABLES, PRIVACY_LEDGER, STAGED_SANITIZED_DOCUMENTS
 from privtext.privacy.budget import usage
+from privtext.settings import Settings
 
 # publish's ``publish.gate`` param -> the verdict in words
 GATE_WORDS = {"passed": "passed", "override": "overridden by an operator (on the ledger)",

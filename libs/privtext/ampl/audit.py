@@ -21,8 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privtext.ampl.adversary import (TrainedAdversary, mean_baseline_mse, posterior_of, shared_scale, train_adversary,
-                                    train_shared)
+from privtext.ampl.adversary import (
+    TrainedAdversary,
+    mean_baseline_mse,
+    posterior_of,
+    shared_scale,
+    train_adversary,
+    train_shared,
+)
 from privtext.ampl.mpl import Distance, log10_p_fail, mpl, true_secret_triplets, violation_ratio
 from privtext.ampl.sequences import ReleasedSequences, SecretSequences, split_rows
 from privtext.ampl.settings import AmplSettings

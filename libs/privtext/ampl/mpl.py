@@ -7,8 +7,8 @@
   joint-probability attacker of Sec. 2.4 and App. C.1).
 * ``violation_ratio``: Eq. 12, the share of sampled triplets (x_i, x_j, y) with mPL > eps.
   ``true_secret_triplets``: the audit's triplets, x_i = the true secret of y, x_j another value of
-  its type (Eq. 12 samples them uniformly; uniform triplets involve y's true secret with probability ~2/K, so with K in the hundreds an
-  identity release (no sanitization) shows almost no violations; restricted to the true secret, the
+  its type (Eq. 12 samples them uniformly; uniform triplets involve y's true secret with probability ~2/K, so with K in
+  the hundreds an identity release (no sanitization) shows almost no violations; restricted to the true secret, the
   ratio separates identity (~all), sanitizers (a share) and a uniform replacement (~none)).
 * ``log10_p_fail``: Prop. 4. Read correctly, the bound is a significance level, not a probability of
   the fixed number p: if the true violation probability were p >= delta, the chance that S i.i.d.

@@ -6,8 +6,8 @@ public vocabulary and clustering. A release draws a replacement phrase per sensi
 mechanism given the sanitizer's embedding of the value, as the stage does, and shows the adversary the
 audit encoder's vector of the phrase as written; the expected utility loss (Eq. 14) is exact, from the
 mechanism's probabilities over the whole vocabulary in the sanitizer's space, with pi the sample's secret
-frequencies, and the Eq. 15 remap is computed per type over the vocabulary (a post-processing, Prop. 1). Spans of types the
-sanitizer does not cover are released as the zero vector (masked) at every alphas.
+frequencies, and the Eq. 15 remap is computed per type over the vocabulary (a post-processing, Prop. 1). Spans of types
+the sanitizer does not cover are released as the zero vector (masked) at every alphas.
 """
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ class AmplSettings(StrictModel):
     prior_model: Literal["shared", "separate"] = "shared"
     # posterior approximation (Sec. 2.4): softmax(-||x_hat - x_i||^2 / (tau_base * temperature)),
     # tau_base = 2 * the adversary's validation MSE per dimension (Gaussian residual model);
-    # "calibrated": temperature scaling on the validation split (adversary.shared_scale: one scale for the posterior and the prior)
+    # "calibrated": temperature scaling on the validation split (adversary.shared_scale: one scale for the posterior and
+    # the prior)
     temperature: float | Literal["calibrated"] = "calibrated"
     posterior_floor: float = Field(1e-6, ge=0, lt=1)  # mix with uniform (Prop. 5, A1: clipped posteriors)
     # PBmPL check (Def. 4, Eq. 12, Prop. 4)

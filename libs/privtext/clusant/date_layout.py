@@ -194,7 +194,8 @@ def _pattern(flag: str, c: str) -> str:
         return "(?:" + "|".join(n.upper() if flag == "^" else n.lower() if flag == "_" else n for n in names) + ")"
     day = r"(?:[1-9]|[12]\d|3[01])"
     return {"d": day if flag == "-" else r"(?:0[1-9]|[12]\d|3[01])", "o": day + "(?:st|nd|rd|th)",
-            "m": r"(?:0[1-9]|1[0-2])", "Y": r"\d{4}", "y": r"\d{2}", "H": r"(?:[01]\d|2[0-3])", "I": r"(?:[1-9]|1[0-2])",
+            "m": r"(?:0[1-9]|1[0-2])", "Y": r"\d{4}", "y": r"\d{2}", "H": r"(?:[01]\d|2[0-3])",
+            "I": r"(?:[1-9]|1[0-2])",
             "M": r"[0-5]\d", "S": r"[0-5]\d", "p": "(?:am|pm)" if flag == "_" else "(?:AM|PM)", "%": "%"}[c]
 
 

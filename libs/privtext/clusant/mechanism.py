@@ -117,7 +117,8 @@ class CluSanT:
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
         self.members = np.full((self.n_clusters, counts.max()), -1, dtype=np.int64)
         self.members[self.labels[order], np.arange(len(order)) - offsets[self.labels[order]]] = order
-        self.token_sensitivity = np.broadcast_to(np.asarray(token_sensitivity, dtype=np.float64), (self.n_clusters,)).copy()
+        self.token_sensitivity = np.broadcast_to(np.asarray(token_sensitivity, dtype=np.float64),
+                                                 (self.n_clusters,)).copy()
         if (self.token_sensitivity <= 0).any():
             raise ValueError("token sensitivity must be positive")
         self.step1_random = self.n_clusters > 1 and math.isfinite(self.k)

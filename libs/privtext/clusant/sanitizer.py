@@ -34,7 +34,6 @@ from .surface_format import format_kept, render, surface_format
 from .surrogates import value_rng
 from .vocabulary import Encode, Generate, NoVocabulary, cached_vocabulary, embed_vocabulary, normalize
 
-
 ADJACENCY = ("any two values of one occurrence of the same entity type and surface format (local model; the type "
              "and the format class, e.g. a date layout or a card's length and grouping, are published); a value "
              "in n documents: n * eps")
@@ -84,8 +83,8 @@ _QUOTES = "\"'`"
 
 
 def replaced_region(text: str, start: int, end: int) -> tuple[int, int]:
-    """The part of span [start, end) that is replaced: without the spaces, separators (``,;``, a final ``:``), quotes and
-    brackets at its edges that belong to the text around the value (an opening bracket whose closing one is
+    """The part of span [start, end) that is replaced: without the spaces, separators (``,;``, a final ``:``), quotes
+    and brackets at its edges that belong to the text around the value (an opening bracket whose closing one is
     not in the span, a closing one whose opening one is not, a pair or quotes enclosing the whole span), so
     "(EDT)" or "<a@b.org>" keep their brackets. Empty (start == end) when the span holds no letter or digit
     (a dash run, an ellipsis): nothing personal there, it is left as written."""
@@ -161,7 +160,8 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
             picks = sanitizer.replace(rng, [t for _, t, _ in groups], emb[[row[(t, k)] for _, t, k in groups]])
             chosen = dict(zip(groups, picks))
         else:
-            by_value = {tk: sanitizer.replace(value_rng(draw_key, *tk), [tk[0]], emb[j : j + 1])[0] for tk, j in row.items()}
+            by_value = {tk: sanitizer.replace(value_rng(draw_key, *tk), [tk[0]], emb[j : j + 1])[0]
+                        for tk, j in row.items()}
             chosen = {g: by_value[g[1:]] for g in groups}
     out = SanitizedDocuments([], [], [], [], [], [], [])
     counted: set = set()
@@ -169,7 +169,8 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         text, region = texts[i], regions[i]
         picks = [render(t, chosen[(i, t, k)], surface_format(t, text[a:b])) if d else None
                  for (a, b), (t, k), d in zip(region, keys[i], drawn_spans[i])]
-        reps = [r if r is not None else placeholder(t) if a < b else "" for r, (a, b), (_, _, t, _) in zip(picks, region, spans)]
+        reps = [r if r is not None else placeholder(t) if a < b else ""
+                for r, (a, b), (_, _, t, _) in zip(picks, region, spans)]
         out.texts.append(splice(text, region, reps))
         out.replacements.append([text[s:a] + r + text[b:e] for r, (a, b), (s, e, _, _) in zip(reps, region, spans)])
         replaced, masked = {}, {}
@@ -227,7 +228,8 @@ class ClusantSanitizer:
         generate: Generate | None = None,
         cache_dir: str | None = None,
     ) -> "ClusantSanitizer":
-        """Vocabulary, embeddings (cached in ``cache_dir``, default ``settings.cache_dir``), clusters, mechanism per type."""
+        """Vocabulary, embeddings (cached in ``cache_dir``, default ``settings.cache_dir``), clusters, mechanism per
+        type."""
         vocabularies = build_vocabularies(settings, encode, model_name, generate, cache_dir)
         return cls.from_vocabularies(settings, vocabularies, tier_of)
 
@@ -259,7 +261,8 @@ class ClusantSanitizer:
             per_type[entity_type] = TypeSanitizer(entity_type, tier, tuple(phrases), mech)
         return cls(settings, per_type, missing)
 
-    def replace(self, rng: np.random.Generator, entity_types: Sequence[str], embeddings: np.ndarray) -> list[str | None]:
+    def replace(self, rng: np.random.Generator, entity_types: Sequence[str],
+                embeddings: np.ndarray) -> list[str | None]:
         """A public replacement for every span (row i: type ``entity_types[i]``, embedding row i).
 
         None for a type without a configured vocabulary (the caller masks those spans)."""

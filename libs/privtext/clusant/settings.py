@@ -42,7 +42,8 @@ class SanitizeMetricsSettings(StrictModel):
     max_documents: int = Field(64, ge=0)  # documents with spans measured (first by doc_id hash); 0: no metrics
     perplexity_tokens: int = Field(512, gt=0)  # tokens scored from each document's start: a long digest costs no more
     # labelled documents (first by doc_id hash) on which a classifier trained on the sanitized vs the original
-    # text is compared (metrics.export_utility), with the similarity and the format-kept share, in utility_reports; 0: off
+    # text is compared (metrics.export_utility), with the similarity and the format-kept share, in
+    # utility_reports; 0: off
     utility_documents: int = Field(2000, ge=0)
 
 

@@ -129,11 +129,13 @@ def _streams(candidate: str):
             yield from (alphabet[b % len(alphabet)] for b in block)
 
     digits = chain((str(unicodedata.digit(c)) for c in candidate if c.isdigit() and c.isascii()), derived("0123456789"))
-    letters = chain((c.lower() for c in candidate if c.isascii() and c.isalpha()), derived("abcdefghijklmnopqrstuvwxyz"))
+    letters = chain((c.lower() for c in candidate if c.isascii() and c.isalpha()),
+                    derived("abcdefghijklmnopqrstuvwxyz"))
     return digits, letters
 
 
-_IP_PORT = re.compile(r"(?P<ip>[0-9.]+)(?P<port>:\d{1,5})?|\[(?P<ip6>[0-9A-Fa-f:.]+)\](?P<port6>:\d{1,5})?|(?P<bare6>[0-9A-Fa-f:.]+)")
+_IP_PORT = re.compile(r"(?P<ip>[0-9.]+)(?P<port>:\d{1,5})?|\[(?P<ip6>[0-9A-Fa-f:.]+)\](?P<port6>:\d{1,5})?"
+                      r"|(?P<bare6>[0-9A-Fa-f:.]+)")
 
 
 def _ip_class(value: str) -> str | None:
@@ -176,7 +178,8 @@ def _url_class(value: str) -> str | None:
     m = _URL.fullmatch(value)
     if m is None:
         return None
-    return f"url:{(m.group('scheme') or '').lower()};{'www.' if m.group('www') else ''};{'/' if m.group('rest') else ''}"
+    return (f"url:{(m.group('scheme') or '').lower()};{'www.' if m.group('www') else ''};"
+            f"{'/' if m.group('rest') else ''}")
 
 
 def _render_url(candidate: str, fmt: str) -> str:
@@ -198,7 +201,8 @@ def _name_class(value: str) -> str | None:
     comma = re.fullmatch(r"[^,]*[^\W\d_][^,]*, ?[^,]*[^\W\d_][^,]*", value) is not None
     layout = "L, F" if comma else "F" if len(value.split()) == 1 else "F L"
     letters = [c for c in value if c.isalpha()]
-    case = "^" if len(letters) > 1 and all(c.isupper() for c in letters) else "_" if letters and all(c.islower() for c in letters) else ""
+    case = ("^" if len(letters) > 1 and all(c.isupper() for c in letters)
+            else "_" if letters and all(c.islower() for c in letters) else "")
     return None if layout == "F L" and not case else f"name:{layout}{case}"
 
 
@@ -207,7 +211,8 @@ def _render_name(candidate: str, fmt: str) -> str:
     in the class's case."""
     tokens = [t for t in candidate.split() if t.strip(".,").lower() not in _AFFIXES] or candidate.split() or ["Alex"]
     layout = fmt[len("name:"):].rstrip("^_")
-    name = (tokens[0] if layout == "F" else f"{tokens[-1]}, {' '.join(tokens[:-1])}" if layout == "L, F" and len(tokens) > 1
+    name = (tokens[0] if layout == "F"
+            else f"{tokens[-1]}, {' '.join(tokens[:-1])}" if layout == "L, F" and len(tokens) > 1
             else " ".join(tokens))
     return name.upper() if fmt.endswith("^") else name.lower() if fmt.endswith("_") else name
 

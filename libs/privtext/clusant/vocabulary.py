@@ -99,7 +99,8 @@ def _names_candidates(entity_type: str, n: int, rng: np.random.Generator) -> lis
 
     first = read("dist.male.first") + read("dist.female.first")
     last = read("dist.all.last")[:5000]  # the most frequent surnames
-    return [f"{first[i]} {last[j]}" for i, j in zip(rng.integers(len(first), size=2 * n), rng.integers(len(last), size=2 * n))]
+    return [f"{first[i]} {last[j]}"
+            for i, j in zip(rng.integers(len(first), size=2 * n), rng.integers(len(last), size=2 * n))]
 
 
 def _geonames_candidates(entity_type: str, n: int, rng: np.random.Generator) -> list[str]:
@@ -155,7 +156,8 @@ def build_vocabulary(
         stalled = 0
         while len(taken) < size and stalled < 3:
             public = list(taken.values())
-            examples = [public[i] for i in rng.choice(len(public), min(len(public), settings.augment_examples), replace=False)]
+            examples = [public[i]
+                        for i in rng.choice(len(public), min(len(public), settings.augment_examples), replace=False)]
             before = len(taken)
             _interleave([generate(entity_type, examples, settings.augment_count)], size, taken, banned)
             stalled = stalled + 1 if len(taken) == before else 0
@@ -187,8 +189,8 @@ def cached_vocabulary_path(entity_type: str, settings: VocabularySettings, cache
 def cached_vocabulary(entity_type: str, settings: VocabularySettings, cache_dir: str | Path | None,
                       generate: Generate | None = None) -> list[str]:
     """``build_vocabulary``, its phrases kept as JSON in ``cache_dir`` under a key of (type,
-    ``VOCABULARY_VERSION``, settings, versions of the source packages), so a process builds each vocabulary once (Faker alone costs ~1 s a
-    type). Not cached when the generator augments it: its output is not a function of that key."""
+    ``VOCABULARY_VERSION``, settings, versions of the source packages), so a process builds each vocabulary once (Faker
+    alone costs ~1 s a type). Not cached when the generator augments it: its output is not a function of that key."""
     if cache_dir is None or ("generator" in settings.sources and generate is not None):
         return build_vocabulary(entity_type, settings, generate=generate)
     path = cached_vocabulary_path(entity_type, settings, cache_dir)

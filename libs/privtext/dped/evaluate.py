@@ -100,6 +100,7 @@ def classification_accuracy(
         ids = [index[t] for t in tokenize(text) if t in index and ok[index[t]]]
         if ids:
             feats[j] = unit[ids].mean(0)
-    xtr, xte, ytr, yte = train_test_split(feats, np.asarray(labels), test_size=test_size, random_state=seed, stratify=labels)
+    xtr, xte, ytr, yte = train_test_split(feats, np.asarray(labels), test_size=test_size, random_state=seed,
+                                          stratify=labels)
     clf = LogisticRegression(max_iter=2000, C=10.0).fit(xtr, ytr)
     return float((clf.predict(xte) == yte).mean())

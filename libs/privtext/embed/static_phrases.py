@@ -29,7 +29,8 @@ _CHUNK = 512
 def table_path(settings: EmbedSettings, cache_dir: str | Path) -> Path:
     """Where ``piece_table`` caches the table: keyed by the model's name and its files' names and sizes."""
     model = Path(resolve_model(settings.model))
-    files = sorted(p for p in model.rglob("*") if p.is_file() and p.suffix in {".json", ".safetensors", ".bin", ".txt"}) \
+    files = sorted(p for p in model.rglob("*") if p.is_file()
+                   and p.suffix in {".json", ".safetensors", ".bin", ".txt"}) \
         if model.is_dir() else []
     digest = hashlib.sha256(settings.model.encode())
     for path in files:
@@ -86,7 +87,8 @@ def encode_static(phrases: Sequence[str], table: np.ndarray, tokenizer) -> np.nd
     without pieces, e.g. empty, gets the [UNK] vector)."""
     if not len(phrases):
         return np.zeros((0, table.shape[1]))
-    ids = [e.ids for e in tokenizer.encode_batch([p if isinstance(p, str) else "" for p in phrases], add_special_tokens=False)]
+    ids = [e.ids for e in tokenizer.encode_batch([p if isinstance(p, str) else "" for p in phrases],
+                                                 add_special_tokens=False)]
     unk = tokenizer.token_to_id(tokenizer.model.unk_token)
     out = np.stack([table[i or [unk]].mean(axis=0) for i in ids]).astype(np.float64)
     return out / np.linalg.norm(out, axis=1, keepdims=True).clip(min=1e-12)

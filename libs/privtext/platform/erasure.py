@@ -17,8 +17,7 @@ from __future__ import annotations
 import json
 
 from deltalake.exceptions import CommitFailedError
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import Column, functions as F
 
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.table_spec import LakehouseError, TableSpec, partition_filters
@@ -29,7 +28,8 @@ ERASE_RETRIES = 5  # a partition rewritten concurrently (another run's replace) 
 
 def replace_guard(spec: TableSpec, partition_values: dict[str, list]) -> str:
     """The application transaction every replace of these partitions claims (``Lakehouse.replace_partitions``)."""
-    return f"privtext.replace.{spec.qualified_name}.{json.dumps(partition_filters(spec, partition_values), default=str)}"
+    filters = json.dumps(partition_filters(spec, partition_values), default=str)
+    return f"privtext.replace.{spec.qualified_name}.{filters}"
 
 
 def _selected(condition: Column) -> Column:

@@ -38,10 +38,21 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from privtext.platform import delta_commit, storage
 from privtext.platform.config import LakehouseSettings
 from privtext.platform.leases import LeaseLost, check_held, stage_lease
-from privtext.platform.table_files import (FILE_META_SCHEMA, READ_SCHEMA, SnapshotFiles, file_reader_task,
-                                          file_writer_task)
-from privtext.platform.table_spec import (LakehouseError, TableSpec, WriteResult, check_files_inside,
-                                          partition_filters, schema_diff)
+from privtext.platform.table_files import (
+    FILE_META_SCHEMA,
+    READ_SCHEMA,
+    SnapshotFiles,
+    file_reader_task,
+    file_writer_task,
+)
+from privtext.platform.table_spec import (
+    LakehouseError,
+    TableSpec,
+    WriteResult,
+    check_files_inside,
+    partition_filters,
+    schema_diff,
+)
 
 __all__ = ["CREATE_WAIT_S", "ORPHAN_MIN_HOURS", "Lakehouse", "LakehouseError", "TableSpec", "WriteResult"]
 
@@ -144,7 +155,8 @@ class Lakehouse:
         partitions from/up to a date (inclusive), on the spec's ``date_column``. Only those partitions'
         files are read (chosen from the log), so a read of a few dates costs the same however many
         dates the table holds, on a local zone and on an object store alike."""
-        bounds = [(op, d) for op, d in ((operator.eq, date), (operator.ge, since), (operator.le, upto)) if d is not None]
+        bounds = [(op, d) for op, d in ((operator.eq, date), (operator.ge, since), (operator.le, upto))
+                  if d is not None]
         if bounds and spec.date_column is None:
             raise LakehouseError(f"{spec.qualified_name} has no date partition column to read by date")
         for _, day in bounds:
@@ -153,7 +165,8 @@ class Lakehouse:
         actions = delta_commit.files_matching(self.delta_table(spec, version), None)
         if bounds:
             column = f"partition.{spec.date_column}"
-            actions = [a for a in actions if a.get(column) is not None and all(op(a[column], day) for op, day in bounds)]
+            actions = [a for a in actions if a.get(column) is not None
+                       and all(op(a[column], day) for op, day in bounds)]
         return self._read_files(spec, actions)
 
     def _read_files(self, spec: TableSpec, actions: list[dict]) -> DataFrame:
@@ -165,7 +178,8 @@ class Lakehouse:
         root = self.table_uri(spec)
         if storage.is_local(root):
             uris = [f"{root}/{a['path']}" for a in actions]
-            return self.spark.read.schema(spark_schema).option("basePath", root).parquet(*uris).select(*spec.schema.names)
+            return (self.spark.read.schema(spark_schema).option("basePath", root).parquet(*uris)
+                    .select(*spec.schema.names))
         files = self._file_list(spec, actions)
         slices = min(len(files), 4 * self.spark.sparkContext.defaultParallelism)
         listing = self.spark.sparkContext.parallelize(files, slices).toDF(from_arrow_schema(READ_SCHEMA))
@@ -303,7 +317,8 @@ class Lakehouse:
             return
         files = self._write_rows(spec, self.read_rows(spec, table))
         try:
-            self._commit(spec, table, files, "overwrite", operation="COMPACT", guard=f"privtext.compact.{spec.qualified_name}")
+            self._commit(spec, table, files, "overwrite", operation="COMPACT",
+                         guard=f"privtext.compact.{spec.qualified_name}")
         except CommitFailedError:
             return
         table.create_checkpoint()  # at the compaction's version: the log is read from here, not from version 0
@@ -337,12 +352,14 @@ class Lakehouse:
     def _file_list(self, spec: TableSpec, actions: list[dict]) -> list[tuple[str, str]]:
         """(uri, partition values as JSON) of each file (add action)."""
         root = self.table_uri(spec)
-        return [(f"{root}/{a['path']}", json.dumps({c: a.get(f"partition.{c}") for c in spec.partition_by}, default=str))
+        return [(f"{root}/{a['path']}",
+                 json.dumps({c: a.get(f"partition.{c}") for c in spec.partition_by}, default=str))
                 for a in actions]
 
     def _register_files_table(self, spec: TableSpec) -> None:
-        source = SnapshotFiles.for_snapshot(spec, self._file_list(spec, delta_commit.files_matching(self.delta_table(spec), None)),
-                                           self.settings.zone_store(spec.zone))
+        source = SnapshotFiles.for_snapshot(
+            spec, self._file_list(spec, delta_commit.files_matching(self.delta_table(spec), None)),
+            self.settings.zone_store(spec.zone))
         self.spark.dataSource.register(source)
         self.spark.sql(f"DROP TABLE IF EXISTS {spec.zone}.{spec.name}")
         self.spark.sql(f"CREATE TABLE {spec.zone}.{spec.name} USING {source.name()}")
@@ -353,7 +370,8 @@ class Lakehouse:
         cols = ", ".join(f"CAST(`{f.name}` AS {f.dataType.simpleString()}) AS `{f.name}`" for f in spark_schema.fields)
         live = [os.path.basename(a["path"]) for a in delta_commit.files_matching(self.delta_table(spec), None)]
         if not live:
-            return f"SELECT {', '.join(f'CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`' for f in spark_schema.fields)} WHERE 1 = 0"
+            nulls = ", ".join(f"CAST(NULL AS {f.dataType.simpleString()}) AS `{f.name}`" for f in spark_schema.fields)
+            return f"SELECT {nulls} WHERE 1 = 0"
         names = ", ".join(f"'{name}'" for name in live)
         return f"SELECT {cols} FROM parquet.`{self.table_uri(spec)}` WHERE _metadata.file_name IN ({names})"
 

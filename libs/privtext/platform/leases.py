@@ -32,8 +32,8 @@ import threading
 import time
 import uuid
 
-from privtext.platform.config import ConfigError, LakehouseSettings, resolve_uri
 from privtext.errors import Refused
+from privtext.platform.config import ConfigError, LakehouseSettings, resolve_uri
 
 TAKEOVER_GRACE_S = 60  # a takeover marker older than this was left by a taker that died
 log = logging.getLogger("privtext")

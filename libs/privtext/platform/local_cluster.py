@@ -35,9 +35,9 @@ import yaml
 
 from privtext.platform.config import PROJECT_ROOT
 from privtext.platform.local_s3 import S3Store, s3_conf, seaweedfs
+from privtext.platform.processes import free_port, stop
 from privtext.platform.storage import delta_options
 from privtext.platform.store_access import STORE_KEYS
-from privtext.platform.processes import free_port, stop
 
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
@@ -83,7 +83,8 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", tim
 
         def start(name: str, args: list[str]) -> None:
             log = open(folder / "logs" / f"{name}.log", "wb")
-            processes.append(subprocess.Popen([str(spark_class()), *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+            processes.append(subprocess.Popen([str(spark_class()), *args], env=env, stdout=log,
+                                              stderr=subprocess.STDOUT,
                                               start_new_session=True))
             cluster.pids[name] = processes[-1].pid
 
@@ -95,7 +96,8 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g", tim
                 work.mkdir(parents=True)
                 start(f"worker-{i}", [WORKER, "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
                                       "--work-dir", str(work), "--webui-port", str(free_port()), cluster.url])
-            _wait(lambda: (_alive_workers(cluster) or 0) >= workers, timeout, f"{workers} registered workers", processes)
+            _wait(lambda: (_alive_workers(cluster) or 0) >= workers, timeout, f"{workers} registered workers",
+                  processes)
             yield cluster
         finally:
             for process in reversed(processes):

@@ -134,8 +134,8 @@ def _certificates(folder: Path) -> None:
                    .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=7))
                    .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
         if not ca:
-            builder = (builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                                                                          x509.DNSName("localhost")]), critical=False)
+            builder = (builder.add_extension(x509.SubjectAlternativeName([
+                x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), critical=False)
                        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
                                                              ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
         return builder.sign(signer, hashes.SHA256())
@@ -165,7 +165,8 @@ def security_config(folder: Path) -> str:
               for service in GRPC_SERVICES]
     lines += [f'[grpc.client]\ncert = "{cert}"\nkey = "{key}"',
               f'[https.client]\nenabled = true\ncert = "{cert}"\nkey = "{key}"\nca = "{ca}"']
-    lines += [f'[https.{service}]\ncert = "{cert}"\nkey = "{key}"\nca = "{ca}"' for service in ("master", "volume", "filer")]
+    lines += [f'[https.{service}]\ncert = "{cert}"\nkey = "{key}"\nca = "{ca}"'
+              for service in ("master", "volume", "filer")]
     return "\n".join(lines) + "\n"
 
 

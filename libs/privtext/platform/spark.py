@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 from pyspark import SparkConf, SparkContext
-from pyspark.sql import DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession, Window, functions as F
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from privtext.platform.leases import pid_alive

@@ -123,7 +123,8 @@ def file_writer_task(table_root: str, store: ObjectStoreSettings, spec: TableSpe
                 part = table
                 for col, value in key_values.items():
                     part = part.filter(pc.is_null(part[col]) if value is None else pc.equal(part[col], value))
-                partition_values = {c: (None if key_values[c] is None else str(json_scalar(key_values[c]))) for c in partition_by}
+                partition_values = {c: (None if key_values[c] is None else str(json_scalar(key_values[c])))
+                                    for c in partition_by}
                 key = tuple(partition_values.values())
                 data = part.select(data_schema.names).cast(data_schema)
                 for chunk in data.to_batches(max_chunksize=max(1, min(max_rows, 65536))):

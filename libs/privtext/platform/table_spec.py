@@ -86,7 +86,8 @@ def partition_filters(spec: TableSpec, partition_values: dict[str, list]) -> lis
     for column, values in partition_values.items():
         if column not in spec.partition_by:
             raise LakehouseError(
-                f"{spec.qualified_name}: {column!r} is not a partition column; partition columns: {list(spec.partition_by)}"
+                f"{spec.qualified_name}: {column!r} is not a partition column; "
+                f"partition columns: {list(spec.partition_by)}"
             )
         values = [str(json_scalar(v)) for v in values]
         if not values:

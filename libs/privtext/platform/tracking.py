@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import socket
-import tempfile
 import uuid
 from typing import TYPE_CHECKING
 

@@ -259,8 +259,13 @@ def group_secret_noise(group_secrets: list, group_sizes, n_secrets: int, p: floa
     resulting rho (T rounds, 2 releases per round), so one rho per group is what the executors apply.
     ``r >= 1`` means no protection: sigma 0, every record sampled.
     """
-    from privtext.privacy.secret_protection import (calibrate_sigma, incidence_matrix, mu_from_pr,
-                                                    sampling_probabilities, secret_noise_weights)
+    from privtext.privacy.secret_protection import (
+        calibrate_sigma,
+        incidence_matrix,
+        mu_from_pr,
+        sampling_probabilities,
+        secret_noise_weights,
+    )
 
     sizes = np.asarray(group_sizes, dtype=np.int64)
     n_groups = sizes.shape[0]

@@ -50,14 +50,13 @@ from dataclasses import dataclass, field
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, Window, functions as F
 from pyspark.sql.types import BooleanType, LongType, MapType, StringType, StructField, StructType
 
-from privtext.pii.hashing import load_hmac_key, subject_key
-from privtext.platform.erasure import raw_record_ids, tombstoned_keys
-from privtext.platform.context import RunContext
 from privtext.errors import Refused
+from privtext.pii.hashing import load_hmac_key, subject_key
+from privtext.platform.context import RunContext
+from privtext.platform.erasure import raw_record_ids, tombstoned_keys
 from privtext.platform.tables import DOCUMENTS, QUARANTINE
 
 log = logging.getLogger("privtext")
@@ -386,7 +385,8 @@ def _parse_csv(content: bytes, source: str, delimiter: str) -> list[dict]:
             if file_reason is not None:
                 records.append(_record({}, source, start, raw, file_reason, has_text))
             elif len(row) != len(header):
-                records.append(_record({}, source, start, raw, f"wrong field count: {len(row)} (header has {len(header)})", has_text))
+                records.append(_record({}, source, start, raw,
+                                       f"wrong field count: {len(row)} (header has {len(header)})", has_text))
             elif any(not _is_valid_unicode(value) for value in row):
                 records.append(_record({}, source, start, raw, "invalid UTF-8", has_text))
             else:
@@ -548,7 +548,8 @@ def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
     files, skipped = _input_files(path)
     skipped = [_printable(name) for name in skipped]
     if skipped:
-        log.warning("ingest: skipped %d file(s) (unsupported or hidden names, not regular files): %s", len(skipped), ", ".join(skipped))
+        log.warning("ingest: skipped %d file(s) (unsupported or hidden names, not regular files): %s", len(skipped),
+                    ", ".join(skipped))
     problems = file_problems(files)
     for i, file in enumerate(files):  # a name Spark cannot carry: the file is one quarantine row, shown escaped
         if not _is_valid_unicode(file):
@@ -574,7 +575,8 @@ def validate(parsed: DataFrame, key: bytes) -> DataFrame:
     )
     df = df.withColumn(
         "doc_id",
-        F.when(F.col("reason").isNull() & F.col("doc_id").isNull(), doc_id_udf("source_file", "text")).otherwise(F.col("doc_id")),
+        F.when(F.col("reason").isNull() & F.col("doc_id").isNull(),
+               doc_id_udf("source_file", "text")).otherwise(F.col("doc_id")),
     )
     first = Window.partitionBy("doc_id").orderBy("source_file", "line_no")
     df = df.withColumn("_rank", F.when(F.col("reason").isNull(), F.row_number().over(first)))
@@ -635,7 +637,8 @@ def run(ctx: RunContext, input_path: str, allow_empty: bool = False, allow_small
         )
         reasons = {r["reason"]: r["count"] for r in bad.groupBy("reason").count().collect()}
         usable = good.count()
-        files_without_text = [r.source_file for r in parsed.groupBy("source_file").agg(F.max("file_has_text").alias("t")).where(~F.col("t")).collect()]
+        files_without_text = [r.source_file for r in parsed.groupBy("source_file")
+                              .agg(F.max("file_has_text").alias("t")).where(~F.col("t")).collect()]
         if files_without_text and usable == 0:
             raise IngestError(
                 f"input file(s) without a 'text' column: {', '.join(sorted(files_without_text))}; nothing was written"
