@@ -141,7 +141,8 @@ def lineage_problems(lakehouse, settings, entries: list[dict], day: dt.date, par
     if read is None or read != documents_state(lakehouse, day) or (lineage["canary_entry_id"] and detected != read):
         problems.append(rerun_detect(day, run))
     if lineage["settings_digest"] != settings_digest(settings.pii):
-        problems.append(f"the detection settings (pii entity types, recognizers) changed since the detect_pii run {run} "
+        problems.append("the detection settings (pii entity types, recognizers) changed since the detect_pii "
+                        f"run {run} "
                         "behind the staged release: rerun detect_pii, sanitize and the audit")
     entry = next((e for e in entries if e["entry_id"] == lineage["canary_entry_id"]), None)
     if entry is None:

@@ -23,20 +23,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType
 
+from privtext.ledger import Ledger
+from privtext.lineage import documents_state, partition_state, settings_digest
 from privtext.pii.canaries import make_canaries, score
 from privtext.pii.hashing import load_hmac_key
-from privtext.ledger import Ledger
-from privtext.privacy.budget import measurement
 from privtext.pii.secrets import secret_types, select_random_words, word_set
 from privtext.pii.settings import PiiSettings
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.platform.tables import DOCUMENTS, PII_SPANS
-from privtext.lineage import documents_state, partition_state, settings_digest
+from privtext.privacy.budget import measurement
 
 SPAN_SCHEMA = StructType(
     [
@@ -137,14 +136,16 @@ def run(ctx: RunContext) -> DetectResult:
     settings = ctx.settings.pii
     key = load_hmac_key(ctx.settings.run.hmac_key_env, ctx.settings.run.hmac_key_file, ctx.settings.run.deterministic)
     date = F.lit(ctx.date)
-    documents_version = ctx.lakehouse.version(DOCUMENTS)  # the documents read, and the lineage recorded, of one snapshot
+    # the documents read, and the lineage recorded, of one snapshot
+    documents_version = ctx.lakehouse.version(DOCUMENTS)
     documents = ctx.lakehouse.read(DOCUMENTS, documents_version, date=ctx.date).select("doc_id", "text")
     random_words = None
     if settings.secrets.mode == "random_words":
         random_words = choose_random_words(
             ctx.lakehouse.read(DOCUMENTS, upto=ctx.date), settings)
     det = ctx.settings.run.deterministic
-    canaries = make_canaries(settings.detected_entities(), settings.canaries.count, ctx.settings.run.seed if det else None)
+    canaries = make_canaries(settings.detected_entities(), settings.canaries.count,
+                             ctx.settings.run.seed if det else None)
     ids = [c.doc_id for c in canaries]
     batch = documents
     if canaries:
@@ -180,7 +181,8 @@ def run(ctx: RunContext) -> DetectResult:
 def _record_canaries(ctx: RunContext, canaries, found, documents_version: int) -> dict:
     """Score tonight's canaries; record the figures in the ledger (a measurement) and MLflow."""
     scores = score(canaries, found)
-    ctx.tracked.log_metrics({"canary_recall": scores["overall"]["recall"], "canary_coverage": scores["overall"]["coverage"],
+    ctx.tracked.log_metrics({"canary_recall": scores["overall"]["recall"],
+                             "canary_coverage": scores["overall"]["coverage"],
                              **{f"canary_recall_{t}": v["recall"] for t, v in scores["by_type"].items()},
                              **{f"canary_coverage_{t}": v["coverage"] for t, v in scores["by_type"].items()}})
     Ledger(ctx.lakehouse, ctx.settings).charge(measurement(
