@@ -271,12 +271,7 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
         row["valid"] = valid
     candidates = [r for r in rows if r["release"] == "candidate"]
     _write(ctx, target, rows)
-    ctx.tracked.log_params({"target": target, "eps": eps, "adversaries": ",".join(kinds),
-                            "window_days": ampl.window_days, "max_documents": ampl.max_documents,
-                            "companions": batch.companions})
-    ctx.tracked.log_dict({"rows": rows}, "audit/leakage_audits.json")
-    if ctx.tracked.enabled:  # a figure nobody stores is not drawn
-        _log_plot(ctx, curves, eps, ampl.delta_target, target)
+    _track(ctx, target, eps, kinds, batch.companions, rows, curves)
     return AuditStageResult(target=target, eps=eps, documents=batch.release.n, unaligned=unaligned,
                             sensitive_tokens=int(batch.release.mask.sum()), candidates=len(batch.candidates),
                             adversaries=len(candidates),
@@ -291,6 +286,18 @@ def _write(ctx: RunContext, target: str, rows: list[dict]) -> None:
     new = ctx.spark.createDataFrame([tuple(r[c] for c in LEAKAGE_AUDITS.schema.names) for r in rows], schema)
     kept = ctx.lakehouse.read(LEAKAGE_AUDITS, date=ctx.date).where(F.col("target") != target)
     ctx.lakehouse.replace_partitions(LEAKAGE_AUDITS, kept.unionByName(new), {"date": [ctx.date]})
+
+
+def _track(ctx: RunContext, target: str, eps: float, kinds: tuple[str, ...], companions: int, rows: list[dict],
+           curves: dict[str, np.ndarray]) -> None:
+    """The run's parameters, its rows and (when tracking stores it) the trade-off plot, to MLflow."""
+    ampl = ctx.settings.ampl
+    ctx.tracked.log_params({"target": target, "eps": eps, "adversaries": ",".join(kinds),
+                            "window_days": ampl.window_days, "max_documents": ampl.max_documents,
+                            "companions": companions})
+    ctx.tracked.log_dict({"rows": rows}, "audit/leakage_audits.json")
+    if ctx.tracked.enabled:  # a figure nobody stores is not drawn
+        _log_plot(ctx, curves, eps, ampl.delta_target, target)
 
 
 def _log_plot(ctx: RunContext, curves: dict[str, np.ndarray], eps: float, delta: float, target: str) -> None:
