@@ -99,14 +99,15 @@ def detection_lineage(lakehouse, settings, entries: list[dict], day: dt.date, ve
     if not mine:
         return {"detect_run_id": None, "canary_entry_id": None, "spans_state": state,
                 "settings_digest": settings_digest(settings.pii), "detected_documents_state": None,
-                "documents_state": documents}
+                "documents_state": documents, "entities": settings.pii.detected_entities()}
     entry = max(mine, key=lambda e: e["created_at"])
     detected = entry["params"].get("documents_state")
     if detected != documents:
         raise DocumentsChanged(rerun_detect(day, entry["run_id"]))
     return {"detect_run_id": entry["run_id"], "canary_entry_id": entry["entry_id"], "spans_state": state,
             "settings_digest": entry["params"].get("settings_digest"), "detected_documents_state": detected,
-            "documents_state": documents}
+            "documents_state": documents,  # the types detection looked for (measurements before it: today's)
+            "entities": entry["params"].get("entities", settings.pii.detected_entities())}
 
 
 def staged_lineages(params: list[str]) -> list[dict | None]:

@@ -198,4 +198,5 @@ def _lineage(ctx: RunContext, documents_version: int | None = None) -> dict:
     measurement by content, and a re-delivery of the date's documents since is seen."""
     return {"spans_state": partition_state(ctx.lakehouse, PII_SPANS, ctx.date),
             "settings_digest": settings_digest(ctx.settings.pii),
-            "documents_state": documents_state(ctx.lakehouse, ctx.date, documents_version)}
+            "documents_state": documents_state(ctx.lakehouse, ctx.date, documents_version),
+            "entities": ctx.settings.pii.detected_entities()}

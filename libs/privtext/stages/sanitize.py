@@ -70,6 +70,7 @@ from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.ledger import Ledger
 from privtext.pii.hashing import load_hmac_key, normalize_value, secret_id
+from privtext.pii.settings import DEFAULT_TIERS
 from privtext.privacy.budget import BudgetExceeded, exceeds, mldp_charge, mldp_schedule, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.lineage import detection_lineage
@@ -391,7 +392,8 @@ def run(ctx: RunContext) -> SanitizeResult:
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
         spans, replaced = int(agg["spans"] or 0), int(agg["replaced"] or 0)
         masking = masking_summary(spans, replaced, masked_by_type, spans - replaced - sum(masked_by_type.values()),
-                                  len(settings.clusant.allow_list))
+                                  len(settings.clusant.allow_list),
+                                  [t for t in DEFAULT_TIERS if t not in lineage["entities"]])
         staged = out.withColumn("params", F.lit(_row_params(sanitizer, lineage, masking)))
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, staged.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
                                                    {"date": [ctx.date]})
