@@ -59,8 +59,11 @@ cluster-demo: setup
 		--analyst-command "$(VENV)/bin/jupyter-execute --timeout=300 notebooks/analyst_queries.ipynb" -- \
 		$(VENV)/bin/privtext --conf build/cluster/cluster.yaml demo
 
+# two pytest-xdist workers, each file on one worker, the slowest files first (tests/conftest.py, SLOW_FILES): the
+# suite mostly waits on JVMs and subprocesses; TEST_WORKERS=0 runs it in this one process
+TEST_WORKERS ?= 2
 test: setup airflow
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) tests
 
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
