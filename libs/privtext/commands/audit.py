@@ -72,22 +72,27 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     history = [{"eps_pii": s.alphas[0] * eps_base, "eps_poii": s.alphas[1] * eps_base,
                 "violation_ratio": s.violation_ratio, "utility_loss": s.utility_loss,
                 "utility_loss_remapped": s.utility_loss_remapped, "objective": s.objective} for s in result.history]
-    data = {}
-    if env_file is not None:
-        path = Path(env_file)
-        data = yaml.safe_load((path if path.is_absolute() else PROJECT_ROOT / path).read_text()) or {}
-    data.setdefault("clusant", {})["eps"] = eps
     header = (f"# written by `privtext tune sanitize --date {ctx.date}` (AmPL over CluSanT tier eps, adversary "
               f"{adversary}, audited eps {audit_eps:g}, {batch.release.n} documents)\n"
               f"# objective {result.best.objective:.4f} = {ampl.lambda_1:g} * violation "
               f"{result.best.violation_ratio:.4f} + {ampl.lambda_2:g} * utility loss {result.best.utility_loss:.4f}\n")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(header + yaml.safe_dump(data, sort_keys=False))
+    write_conf(out, env_file, eps, header)
     write_frontier(ctx, "sanitized_documents", "tune", [
         {"eps_pii": h["eps_pii"], "eps_poii": h["eps_poii"], "violation_ratio": h["violation_ratio"],
          "utility_loss": h["utility_loss"], "chosen": step.alphas == result.alphas}
         for h, step in zip(history, result.history)])
     return {"eps": eps, "history": history, "documents": batch.release.n}
+
+
+def write_conf(out: Path, env_file: str | None, eps: dict[str, float], header: str) -> None:
+    """``out``: the ``env_file``'s content (none: empty) with ``clusant.eps`` replaced, under ``header``."""
+    data = {}
+    if env_file is not None:
+        path = Path(env_file)
+        data = yaml.safe_load((path if path.is_absolute() else PROJECT_ROOT / path).read_text()) or {}
+    data.setdefault("clusant", {})["eps"] = eps
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(header + yaml.safe_dump(data, sort_keys=False))
 
 
 def cmd_tune_sanitize(args) -> int:
