@@ -132,7 +132,8 @@ def pytest_collection_modifyitems(config, items):
 def pytest_sessionfinish(session, exitstatus):
     """An xdist worker that runs a DAG stays until the run's value is written (another worker may wait for it),
     unless the session was stopped (-x, Ctrl-C)."""
-    if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not (session.shouldstop or session.shouldfail):
+    if (exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+            and not (session.shouldstop or session.shouldfail)):
         for run in RUNS.values():
             if run.shared is not None:
                 run.join()

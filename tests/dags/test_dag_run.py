@@ -69,11 +69,11 @@ def test_nightly_sanitized_export_dag_runs_every_task(background):
     missing = [s for s in STAGES if importlib.util.find_spec(f"privtext.stages.{s}") is None]
     if background is None or missing:
         pytest.skip(f"stages not written yet: {', '.join(missing)}")
-    from privtext.settings import load_settings
-    from privtext.platform.lakehouse import Lakehouse
     from privtext.ledger import Ledger
+    from privtext.platform.lakehouse import Lakehouse
     from privtext.platform.tables import EPS_FRONTIER, PUBLISHED_SANITIZED_DOCUMENTS
     from privtext.platform.zones import check_lakehouse
+    from privtext.settings import load_settings
 
     assert background["migrate"].returncode == 0, background["migrate"].stderr[-4000:]
     result = background["result"]

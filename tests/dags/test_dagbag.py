@@ -4,7 +4,6 @@ import json
 
 from privtext.pipelines import PIPELINES, RETUNE
 
-
 INSPECT = r"""
 import json
 from pathlib import Path

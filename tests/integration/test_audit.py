@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from privtext.lineage import staged_state
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
-from privtext.lineage import staged_state
 from privtext.stages.runner import run_stage
 
 DATE = dt.date(2026, 1, 15)
@@ -52,7 +52,8 @@ def _write_inputs(ctx, sanitize):
     ctx.lakehouse.replace_partitions(DOCUMENTS, spark.createDataFrame(
         [(d, "u", t, "x", {}, DATE, "r") for d, t in docs], from_arrow_schema(DOCUMENTS.schema)),
         {"ingest_date": [DATE]})
-    span_rows = [(d, e, s, t, 0.9, tier, sid, "r", DATE) for (d, _), ss in zip(docs, spans) for s, t, e, tier, sid in ss]
+    span_rows = [(d, e, s, t, 0.9, tier, sid, "r", DATE) for (d, _), ss in zip(docs, spans)
+                 for s, t, e, tier, sid in ss]
     ctx.lakehouse.replace_partitions(PII_SPANS, spark.createDataFrame(span_rows, from_arrow_schema(PII_SPANS.schema)),
                                      {"date": [DATE]})
     sanitized = []
@@ -189,7 +190,8 @@ def _many_secrets_corpus(n=400, seed=1):
         head = "Please call back "
         text = f"{head}{name} about the refund."
         docs.append((f"d{i}", text))
-        spans.append([(len(head), len(head) + len(name), "PERSON", "PII", hashlib.sha256(name.encode()).hexdigest()[:16])])
+        spans.append([(len(head), len(head) + len(name), "PERSON", "PII",
+                       hashlib.sha256(name.encode()).hexdigest()[:16])])
     return docs, spans, people
 
 
@@ -215,7 +217,8 @@ def _write_one_span_each(ctx, docs, spans, replace):
     """Documents, their one span each, and the staged release with each span's value replaced by ``replace``."""
     spark_ = ctx.spark
     ctx.lakehouse.replace_partitions(DOCUMENTS, spark_.createDataFrame(
-        [(d, "u", t, "x", {}, DATE, "r") for d, t in docs], from_arrow_schema(DOCUMENTS.schema)), {"ingest_date": [DATE]})
+        [(d, "u", t, "x", {}, DATE, "r") for d, t in docs], from_arrow_schema(DOCUMENTS.schema)),
+        {"ingest_date": [DATE]})
     ctx.lakehouse.replace_partitions(PII_SPANS, spark_.createDataFrame(
         [(d, e, s, t, 0.9, tier, sid, "r", DATE) for (d, _), ss in zip(docs, spans) for s, t, e, tier, sid in ss],
         from_arrow_schema(PII_SPANS.schema)), {"date": [DATE]})
@@ -260,7 +263,8 @@ def test_a_redelivered_documents_spans_index_the_text_of_their_own_delivery(tmp_
     settings = make_settings(tmp_path / "lake")
     ctx = RunContext.create(settings, date=DATE.isoformat())
     before = DATE - dt.timedelta(days=1)
-    deliveries = {before: ("Call Ann Lee now.", "Ann Lee"), DATE: ("Hi, please call Bob Stone about the parcel.", "Bob Stone")}
+    deliveries = {before: ("Call Ann Lee now.", "Ann Lee"),
+                  DATE: ("Hi, please call Bob Stone about the parcel.", "Bob Stone")}
     for day, (text, value) in deliveries.items():
         ctx.lakehouse.replace_partitions(DOCUMENTS, spark.createDataFrame(
             [("d0", "u", text, "x", {}, day, "r")], from_arrow_schema(DOCUMENTS.schema)), {"ingest_date": [day]})

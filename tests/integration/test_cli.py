@@ -18,7 +18,8 @@ def test_sample_data_ingest_and_sql(spark, tmp_path, capsys):
     assert len(rows) == 120 and len({r["user_id"] for r in rows}) < 120  # several messages per user
     assert main(["--conf", str(conf), "run", "ingest", "--input", str(sample), "--date", "2026-02-01"]) == 0
     capsys.readouterr()
-    assert main(["--conf", str(conf), "sql", "SELECT label, count(*) AS n FROM restricted.documents GROUP BY label ORDER BY label",
+    assert main(["--conf", str(conf), "sql",
+                 "SELECT label, count(*) AS n FROM restricted.documents GROUP BY label ORDER BY label",
                  "--format", "json"]) == 0
     out = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     assert sum(r["n"] for r in out) == 120

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
-from tests_support import document, write_rows
 
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, PII_SPANS
 from privtext.stages import detect_pii
 from privtext.stages.runner import run_stage
+from tests_support import document, write_rows
 
 NIGHT1, NIGHT2 = "2026-03-01", "2026-03-02"
 EMAIL = "zoë.müller@example.org"
@@ -65,8 +65,8 @@ def test_offsets_unicode_and_multichunk(night_settings):
     (record,) = [e for e in Ledger(ctx.lakehouse, ctx.settings).entries() if e["guarantee"] == "detection_recall"]
     assert record["spend"]["overall"]["recall"] == result.canary_recall and record["params"]["date"] == NIGHT1
     assert record["spend"]["overall"]["values"] == 3 * night_settings.pii.canaries.count
-    from privtext.platform.tables import PII_SPANS
     from privtext.lineage import partition_state, settings_digest
+    from privtext.platform.tables import PII_SPANS
 
     day = __import__("datetime").date.fromisoformat(NIGHT1)  # the measurement names the spans it measured
     assert record["params"]["spans_state"] == partition_state(ctx.lakehouse, PII_SPANS, day)
@@ -78,12 +78,14 @@ def test_registry_counts_across_two_nights_and_rerun(night_settings):
     write_rows(ctx, DOCUMENTS, _docs(NIGHT1, [("a", f"Mail {EMAIL} please.", "u1"),
                                               ("b", f"My address is {EMAIL}.", "u2")]), {"ingest_date": [NIGHT1]})
     write_rows(ctx, DOCUMENTS, _docs(NIGHT2, [("c", f"Again: {EMAIL}", "u1"),
-                                              ("d", "Refund jane.roe@example.net today", "u3")]), {"ingest_date": [NIGHT2]})
+                                              ("d", "Refund jane.roe@example.net today", "u3")]),
+               {"ingest_date": [NIGHT2]})
     run_stage("detect_pii", night_settings, date=NIGHT1)
     run_stage("detect_pii", night_settings, date=NIGHT2)
     run_stage("detect_pii", night_settings, date=NIGHT2)  # a rerun must not double count
 
-    email_id = next(sid for (doc, etype, *_), sid in _spans(ctx, NIGHT2).items() if doc == "c" and etype == "EMAIL_ADDRESS")
+    email_id = next(sid for (doc, etype, *_), sid in _spans(ctx, NIGHT2).items()
+                    if doc == "c" and etype == "EMAIL_ADDRESS")
     spans_version = ctx.lakehouse.version(PII_SPANS)
     registry = {r["secret_id"]: r for r in ctx.spark.table(detect_pii.register_registry_view(ctx.lakehouse)).collect()}
     row = registry[email_id]
@@ -125,6 +127,7 @@ def test_missing_hmac_key_refused_outside_deterministic(tmp_path):
     from conftest import make_settings
     from privtext.pii.hashing import MissingKeyError
 
-    settings = make_settings(tmp_path / "lake", run={"deterministic": False, "hmac_key_env": "PRIVTEXT_TEST_NO_SUCH_KEY"})
+    settings = make_settings(tmp_path / "lake",
+                             run={"deterministic": False, "hmac_key_env": "PRIVTEXT_TEST_NO_SUCH_KEY"})
     with pytest.raises(MissingKeyError, match="PRIVTEXT_TEST_NO_SUCH_KEY"):
         run_stage("detect_pii", settings, date=NIGHT1)

@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import numpy as np
 from pyspark.sql import functions as F
-from tests_support import document, write_rows
 
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS
 from privtext.stages.runner import run_stage
+from tests_support import document, write_rows
 
 NIGHT1, NIGHT2 = "2026-04-01", "2026-04-02"
 
 
 def _rows(ctx):
-    return ctx.lakehouse.read(DOC_EMBEDDINGS).select("doc_id", "model", "dim", F.col("date").cast("string").alias("date"),
+    return ctx.lakehouse.read(DOC_EMBEDDINGS).select("doc_id", "model", "dim",
+                                                     F.col("date").cast("string").alias("date"),
                                                      "embedding").collect()
 
 
@@ -83,8 +84,10 @@ def _two_nights_at_once(settings, monkeypatch):
     from privtext.platform.lakehouse import Lakehouse
 
     ctx = RunContext.create(settings, date=NIGHT1)
-    write_rows(ctx, DOCUMENTS, [document(f"a{i}", f"first night {i}", NIGHT1) for i in range(6)], {"ingest_date": [NIGHT1]})
-    write_rows(ctx, DOCUMENTS, [document(f"b{i}", f"second night {i}", NIGHT2) for i in range(4)], {"ingest_date": [NIGHT2]})
+    write_rows(ctx, DOCUMENTS, [document(f"a{i}", f"first night {i}", NIGHT1) for i in range(6)],
+               {"ingest_date": [NIGHT1]})
+    write_rows(ctx, DOCUMENTS, [document(f"b{i}", f"second night {i}", NIGHT2) for i in range(4)],
+               {"ingest_date": [NIGHT2]})
     both = threading.Barrier(2, timeout=300)
     original, first_write = Lakehouse.replace_partitions, threading.local()
 

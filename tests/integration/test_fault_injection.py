@@ -25,7 +25,8 @@ from privtext.stages import publish
 
 DAY = "2026-04-01"
 KILL_POINTS = {
-    "after the quarantine commit": lambda lake: (lake / "restricted/quarantine/_delta_log/00000000000000000001.json").exists(),
+    "after the quarantine commit":
+        lambda lake: (lake / "restricted/quarantine/_delta_log/00000000000000000001.json").exists(),
     "during the documents write": lambda lake: any((lake / "restricted/documents").rglob("*.parquet")),
 }
 
@@ -118,7 +119,8 @@ def test_publish_killed_keeps_the_old_export_whole_and_the_rerun_equals_a_clean_
     conf = tmp_path / "publish.yaml"
     conf.write_text(yaml.safe_dump({
         "lakehouse": {"root": ctx.settings.lakehouse.root}, "tracking": {"enabled": False},
-        "publish": ctx.settings.publish.model_dump(mode="json"), "run": {"hmac_key_file": ctx.settings.run.hmac_key_file},
+        "publish": ctx.settings.publish.model_dump(mode="json"),
+        "run": {"hmac_key_file": ctx.settings.run.hmac_key_file},
         "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}}}))
     date_dir = Path(ctx.settings.publish.export_path) / TARGET / DATE.isoformat()
     _kill_at(["--conf", str(conf), "run", "publish", "--target", TARGET, "--date", DATE.isoformat()], _env(tmp_path),

@@ -13,11 +13,18 @@ import pytest
 import yaml
 
 from privtext.cli import main
-from privtext.commands.forget import Subjects, forget, parse_subjects, retention
+from privtext.commands.forget import forget, parse_subjects, retention
 from privtext.errors import UsageError
 from privtext.pii.hashing import DETERMINISTIC_TEST_KEY, doc_pseudonym, subject_key
-from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, ERASURES, PII_SPANS, PUBLISHED_SANITIZED_DOCUMENTS,
-                                      QUARANTINE, STAGED_SANITIZED_DOCUMENTS)
+from privtext.platform.tables import (
+    DOC_EMBEDDINGS,
+    DOCUMENTS,
+    ERASURES,
+    PII_SPANS,
+    PUBLISHED_SANITIZED_DOCUMENTS,
+    QUARANTINE,
+    STAGED_SANITIZED_DOCUMENTS,
+)
 from privtext.stages.runner import run_stage
 from tests_support import write_rows
 
@@ -47,7 +54,8 @@ def _derived_rows(ctx, day):
     """Spans, embeddings, staged and published sanitized rows of the date's documents, and its export."""
     docs = [r for r in _rows(ctx, DOCUMENTS) if r["ingest_date"] == day]
     write_rows(ctx, PII_SPANS, [{"doc_id": d["doc_id"], "entity_type": "PERSON", "start": 12, "end": 17, "score": 0.9,
-                                 "tier": "PII", "secret_id": "s", "run_id": "r", "date": day} for d in docs], {"date": [day]})
+                                 "tier": "PII", "secret_id": "s", "run_id": "r", "date": day} for d in docs],
+               {"date": [day]})
     write_rows(ctx, DOC_EMBEDDINGS, [{"doc_id": d["doc_id"], "embedding": [0.6, 0.8], "model": "m", "dim": 2,
                                       "run_id": "r", "date": day} for d in docs], {"date": [day]})
     sanitized = [{"doc_id": d["doc_id"], "sanitized_text": d["text"].replace("Hi", "Hello"), "n_spans": 1,
@@ -124,7 +132,8 @@ def test_forget_erases_a_user_everywhere_and_a_reingest_quarantines_them(ctx, se
     # a malformed list and an unknown id: clear messages, nothing written
     conf = tmp_path / "forget.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": settings.lakehouse.root}, "tracking": {"enabled": False},
-                                    "run": {"deterministic": True}, "publish": {"export_path": settings.publish.export_path}}))
+                                    "run": {"deterministic": True},
+                                    "publish": {"export_path": settings.publish.export_path}}))
     (tmp_path / "ids.txt").write_text(f"user:{ALICE}\nsomeone\n")
     with pytest.raises(UsageError, match="line 2: expected 'user:ID' or 'doc:ID'"):
         parse_subjects([], [], str(tmp_path / "ids.txt"))
@@ -157,7 +166,8 @@ def test_forget_erases_a_user_everywhere_and_a_reingest_quarantines_them(ctx, se
         manifest = json.load(open(os.path.join(folder, "manifest.json")))
         assert manifest["rows"] == 3 and [r["rows_removed"] for r in manifest["reissued"]] == [5]
         assert sorted(os.listdir(folder)) == sorted(["manifest.json", manifest["files"][0]["path"].split("/")[0]])
-        exported = pq.read_table(os.path.join(folder, next(f["path"] for f in manifest["files"] if f["format"] == "parquet")))
+        exported = pq.read_table(os.path.join(folder,
+                                              next(f["path"] for f in manifest["files"] if f["format"] == "parquet")))
         gone = {doc_pseudonym(KEY, f"{day}-{u}-{i}") for u in ("alice", "carol") for i in range(2)}
         assert exported.num_rows == 3 and not (gone | {doc_pseudonym(KEY, f"{day}-dave.-0")}) & set(
             exported.column("doc_id").to_pylist())

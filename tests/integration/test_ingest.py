@@ -15,7 +15,8 @@ def read(ctx, spec):
 
 def test_jsonl_good_and_every_bad_kind_is_quarantined_with_its_reason(ctx, tmp_path):
     lines = [
-        json.dumps({"doc_id": "1", "user_id": "u1", "text": "Order arrived late.", "label": "delivery", "channel": "chat"}),
+        json.dumps({"doc_id": "1", "user_id": "u1", "text": "Order arrived late.", "label": "delivery",
+                    "channel": "chat"}),
         json.dumps({"text": "No id here, a hash is made.", "stars": 4}),
         "{not json",
         json.dumps({"doc_id": "3", "text": "   \t "}),
@@ -48,8 +49,10 @@ def test_jsonl_good_and_every_bad_kind_is_quarantined_with_its_reason(ctx, tmp_p
 def test_csv_wrong_field_count_and_parquet(ctx, tmp_path):
     folder = tmp_path / "drop"
     folder.mkdir()
-    (folder / "a.csv").write_text('doc_id,text,label\nc1,"Hello, the invoice is wrong",billing\nc2,too,many,fields\nc3,"multi\nline text",account\n')
-    pd.DataFrame({"doc_id": ["p1", "p2"], "text": ["from parquet", ""], "user_id": ["u", "v"], "score": [1.5, 2.0]}).to_parquet(folder / "b.parquet")
+    (folder / "a.csv").write_text('doc_id,text,label\nc1,"Hello, the invoice is wrong",billing\nc2,too,many,fields\n'
+                                  'c3,"multi\nline text",account\n')
+    pd.DataFrame({"doc_id": ["p1", "p2"], "text": ["from parquet", ""], "user_id": ["u", "v"],
+                  "score": [1.5, 2.0]}).to_parquet(folder / "b.parquet")
     result = ingest.run(ctx, str(folder))
     docs = read(ctx, DOCUMENTS).set_index("doc_id")
     assert sorted(docs.index) == ["c1", "c3", "p1"]
@@ -139,7 +142,8 @@ def test_one_bad_file_does_not_fail_the_night(ctx, tmp_path):
 
 
 def _jsonl(path, n: int, start: int = 0):
-    path.write_text("".join(json.dumps({"doc_id": str(i), "text": f"message {i}"}) + "\n" for i in range(start, start + n)))
+    path.write_text("".join(json.dumps({"doc_id": str(i), "text": f"message {i}"}) + "\n"
+                            for i in range(start, start + n)))
     return str(path)
 
 
@@ -162,7 +166,8 @@ def test_an_empty_or_much_smaller_load_is_refused_unless_allowed(ctx, tmp_path):
 
 def test_csv_parse_errors_quarantine_their_record_and_the_rest_of_the_file_lands(ctx, tmp_path):
     """Issue 47: a 200 KB field in row 51 of 100 quarantined rows 1-51 as 'whole file' and lost 52-100."""
-    ctx.settings = ctx.settings.model_copy(update={"ingest": ctx.settings.ingest.model_copy(update={"max_chars": 100_000})})
+    ctx.settings = ctx.settings.model_copy(
+        update={"ingest": ctx.settings.ingest.model_copy(update={"max_chars": 100_000})})
     drop = tmp_path / "drop"
     drop.mkdir()
     (drop / "quote.csv").write_text('text,label\nfine row,a\n"never closed,b\nswallowed,c\nalso swallowed,d\n')
@@ -183,7 +188,8 @@ def test_csv_parse_errors_quarantine_their_record_and_the_rest_of_the_file_lands
 def test_a_text_over_max_chars_is_quarantined_before_it_becomes_a_spark_row(ctx, tmp_path):
     """A text a few times ``ingest.max_chars`` (in JSONL, CSV and Parquet) is quarantined by size with its
     file and line/record number and no raw text; no Spark row of the parsed input ever holds it."""
-    ctx.settings = ctx.settings.model_copy(update={"ingest": ctx.settings.ingest.model_copy(update={"max_chars": 1000})})
+    ctx.settings = ctx.settings.model_copy(
+        update={"ingest": ctx.settings.ingest.model_copy(update={"max_chars": 1000})})
     drop = tmp_path / "drop"
     drop.mkdir()
     long = "secret words " * 400  # 5,200 characters
@@ -238,10 +244,12 @@ def _six_crash_cases(drop):
     (drop / "latin1_header.csv").write_bytes(b"doc_id,t\xe9xt\n1,hello\n")
     (drop / "deep.json").write_bytes(b"[" * 200_000 + b"]" * 200_000)
     pq.write_table(pa.table({"text": ["struct row"], "extra": [{"amount": decimal.Decimal("1.5"),
-                                                               "at": dt.datetime(2026, 1, 2)}]}), drop / "struct.parquet")
+                                                               "at": dt.datetime(2026, 1, 2)}]}),
+                   drop / "struct.parquet")
     with open(drop.as_posix().encode() + b"/caf\xe9.jsonl", "wb") as f:
         f.write(b'{"text": "in a file with a latin-1 name"}\n')
-    (drop / "first_array.jsonl").write_text("[1,2,3]\n" + "".join(json.dumps({"text": f"after {i}"}) + "\n" for i in range(4)))
+    (drop / "first_array.jsonl").write_text("[1,2,3]\n"
+                                            + "".join(json.dumps({"text": f"after {i}"}) + "\n" for i in range(4)))
 
 
 def _issue_47_cases(drop):
@@ -267,7 +275,8 @@ def test_issue_32_and_47_cases_are_quarantined_beside_a_good_file(ctx, tmp_path,
 
     drop = tmp_path / "drop"
     drop.mkdir()
-    (drop / "good.jsonl").write_text("".join(json.dumps({"doc_id": f"g{i}", "text": f"good {i}"}) + "\n" for i in range(5)))
+    (drop / "good.jsonl").write_text("".join(json.dumps({"doc_id": f"g{i}", "text": f"good {i}"}) + "\n"
+                                             for i in range(5)))
     _six_crash_cases(drop)
     _issue_47_cases(drop)
     conf = tmp_path / "conf.yaml"
@@ -302,9 +311,11 @@ def test_a_generated_corpus_beside_a_good_file_never_loses_the_good_rows(ctx, tm
 
     encodings = st.sampled_from(["utf-8", "utf-16", "utf-32", "latin-1", "utf-8-sig"])
     values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text()),
-                          lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+                          lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                  st.dictionaries(st.text(max_size=5), inner, max_size=3)),
                           max_leaves=6)
-    records = st.dictionaries(st.sampled_from(["doc_id", "text", "label", "user_id", "x", "\ud800"]), values, max_size=4)
+    records = st.dictionaries(st.sampled_from(["doc_id", "text", "label", "user_id", "x", "\ud800"]), values,
+                              max_size=4)
     blank = st.text(alphabet="\u00a0\u2003\u3000\u200b\x00\ufeff \t", max_size=5)
     line = st.one_of(records.map(lambda r: json.dumps(r)), st.text(max_size=40), st.just("[" * 5000),
                      blank.map(lambda t: json.dumps({"text": t})), st.just('{"text": "a", "text": "b"}'),

@@ -14,7 +14,8 @@ from privtext.platform.lakehouse import Lakehouse, LakehouseError, TableSpec
 
 SPEC = TableSpec(
     "restricted", "events",
-    pa.schema([("id", pa.string()), ("n", pa.int64()), ("tags", pa.map_(pa.string(), pa.string())), ("day", pa.date32())]),
+    pa.schema([("id", pa.string()), ("n", pa.int64()), ("tags", pa.map_(pa.string(), pa.string())),
+               ("day", pa.date32())]),
     ("day",),
 )
 D1, D2 = dt.date(2026, 1, 1), dt.date(2026, 1, 2)
@@ -40,7 +41,8 @@ def test_empty_table_reads_with_schema(lake):
 
 
 def test_append_is_one_commit_with_stats_and_readable_by_duckdb(spark, lake):
-    result = lake.append(SPEC, spark.createDataFrame([("a", 1, {}, D1), ("b", 2, {"k": "v"}, D2), ("c", 3, {}, D2)], DDL))
+    result = lake.append(SPEC,
+                         spark.createDataFrame([("a", 1, {}, D1), ("b", 2, {"k": "v"}, D2), ("c", 3, {}, D2)], DDL))
     assert (result.version, result.rows, result.files) == (1, 3, 2)
     table = DeltaTable(lake.table_uri(SPEC))
     assert [h["operation"] for h in table.history()][:2] == ["WRITE", "CREATE TABLE"]
@@ -63,7 +65,7 @@ def _duckdb_has_delta():
 
 def _deltalake_rows(lake):
     """delta-rs's own reader (a second, independent implementation of the Delta protocol)."""
-    dataset = DeltaTable(lake.table_uri(SPEC)).to_pyarrow_dataset()
+    dataset = DeltaTable(lake.table_uri(SPEC)).to_pyarrow_dataset()  # read by name in the SQL  # noqa: F841
     table = duckdb.sql("SELECT id, n, day FROM dataset").arrow()
     return [tuple(r.values()) for r in pa.table(table).to_pylist()]
 
@@ -80,7 +82,8 @@ def test_read_by_date_keeps_the_date_partitions(spark, lake):
     assert ids(lake.read(SPEC, version=0, date=D2)) == []
     # only the bounded partitions' files are read (chosen from the log), not every file then filtered
     assert [f.split("/")[-2] for f in lake.read(SPEC, date=D2).inputFiles()] == ["day=2026-01-02"]
-    assert sorted(f.split("/")[-2] for f in lake.read(SPEC, since=D2).inputFiles()) == ["day=2026-01-02", "day=2026-01-03"]
+    assert sorted(f.split("/")[-2] for f in lake.read(SPEC, since=D2).inputFiles()) == ["day=2026-01-02",
+                                                                                        "day=2026-01-03"]
     assert len(lake.read(SPEC).inputFiles()) == 3
     with pytest.raises(LakehouseError, match="needs a datetime.date, got '2026-01-02'"):
         lake.read(SPEC, date="2026-01-02")
@@ -129,7 +132,8 @@ def test_file_outside_partition_filter_is_refused_and_cleaned_up(spark, lake):
 
 def test_schema_mismatch_is_refused_with_the_column(spark, lake):
     with pytest.raises(LakehouseError, match="column 'n' is string"):
-        lake.append(SPEC, spark.createDataFrame([("a", "1", {}, D1)], "id string, n string, tags map<string,string>, day date"))
+        lake.append(SPEC, spark.createDataFrame([("a", "1", {}, D1)],
+                                                "id string, n string, tags map<string,string>, day date"))
     with pytest.raises(LakehouseError, match="missing column 'tags'"):
         lake.append(SPEC, spark.createDataFrame([("a", 1, D1)], "id string, n long, day date"))
     assert DeltaTable(lake.table_uri(SPEC)).version() == 0

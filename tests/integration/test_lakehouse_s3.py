@@ -3,8 +3,8 @@ files through pyarrow.fs. Two writers committing from the same snapshot must not
 ``_delta_log`` entry (what ``aws_conditional_put: etag`` buys over unsafe rename)."""
 import pyarrow as pa
 import pytest
-from pyarrow.fs import FileSelector
 from deltalake.exceptions import CommitFailedError
+from pyarrow.fs import FileSelector
 
 from privtext.platform.lakehouse import Lakehouse, TableSpec
 from privtext.platform.storage import filesystem
@@ -44,4 +44,5 @@ def test_guarded_commits_from_one_snapshot_conflict_and_the_loser_leaves_no_file
     assert len(lake.delta_table(SPEC).file_uris()) == 1
     fs, root = filesystem(lake.table_uri(SPEC), lake.settings.zone_store("protected"))
     stored = [i.path for i in fs.get_file_info(FileSelector(root, recursive=True)) if i.path.endswith(".parquet")]
-    assert stored == [f"{root}/{pa.table(lake.delta_table(SPEC).get_add_actions()).column('path')[0]}"]  # loser's deleted
+    # loser's deleted
+    assert stored == [f"{root}/{pa.table(lake.delta_table(SPEC).get_add_actions()).column('path')[0]}"]

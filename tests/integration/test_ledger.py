@@ -7,13 +7,13 @@ import textwrap
 import pytest
 from deltalake import DeltaTable
 
-from privtext.settings import ConfigError
 from privtext.ledger import BudgetExceeded, Ledger
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import PRIVACY_LEDGER
 from privtext.privacy.accounting import epsilon_of, gaussian_event
 from privtext.privacy.budget import dp_charge, mldp_charge, secret_charge
 from privtext.privacy.secret_protection import r_from_mu
+from privtext.settings import ConfigError
 from tests_support import make_budget_settings
 
 

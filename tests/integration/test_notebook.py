@@ -14,14 +14,19 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from privtext.platform.config import ObjectStoreSettings
-from privtext.settings import PROJECT_ROOT
-from privtext.platform.lakehouse import Lakehouse
 from privtext.ledger import Ledger
+from privtext.platform.config import ObjectStoreSettings
+from privtext.platform.lakehouse import Lakehouse
+from privtext.platform.tables import (
+    ALL_TABLES,
+    LEAKAGE_AUDITS,
+    PUBLISHED_SANITIZED_DOCUMENTS,
+    PUBLISHED_SYNTHETIC_DOCUMENTS,
+    WORD_VECTORS,
+)
 from privtext.privacy.budget import mldp_charge
-from privtext.platform.tables import (ALL_TABLES, LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS,
-                                      PUBLISHED_SYNTHETIC_DOCUMENTS, WORD_VECTORS)
 from privtext.report import write_report
+from privtext.settings import PROJECT_ROOT
 from tests_support import make_budget_settings
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "analyst_queries.ipynb"
@@ -89,7 +94,8 @@ def test_analyst_notebook_executes_on_demo_like_output(tmp_path, monkeypatch, re
     monkeypatch.setenv("PRIVTEXT_STORAGE_OPTIONS", json.dumps(lake.storage_options(PUBLISHED_SANITIZED_DOCUMENTS)))
     monkeypatch.setenv("PRIVTEXT_REPORT", str(report))
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
 
     outputs = {i: cell.get("outputs", []) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"}
     assert not [o for outs in outputs.values() for o in outs if o.output_type == "error"]

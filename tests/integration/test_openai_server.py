@@ -2,9 +2,10 @@
 ``xllamacpp``) serving the bundled SmolLM2 GGUF on a free local port, started and killed by PID
 (tests_support.LlamaServer).
 
-Concurrency (requests in flight at once), ``n > 1`` (the client asks again for any choices missing), retries across a crash (SIGKILL mid-run, restarted on the same port), and a
-synthetic refresh whose server dies for good: it fails closed (the one charge made before any private
-statistic stays, charged once; nothing staged, nothing published). Replies are capped at a few tokens."""
+Concurrency (requests in flight at once), ``n > 1`` (the client asks again for any choices missing), retries
+across a crash (SIGKILL mid-run, restarted on the same port), and a synthetic refresh whose server dies for good:
+it fails closed (the one charge made before any private statistic stays, charged once; nothing staged, nothing
+published). Replies are capped at a few tokens."""
 from __future__ import annotations
 
 import threading
@@ -83,11 +84,11 @@ def test_refresh_whose_server_dies_fails_closed(server, tmp_path, spark):
     """synthesize on the openai backend, the server killed for good: the stage raises, the ledger holds
     exactly the one charge made before generation, and no synthetic or noisy-centre row is written."""
     from conftest import make_settings
+    from integration.test_synthesize import _write_corpus
     from privtext.ledger import Ledger
     from privtext.platform.context import RunContext
     from privtext.platform.tables import NOISY_CENTERS, PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
     from privtext.stages import synthesize
-    from integration.test_synthesize import _write_corpus
 
     settings = make_settings(tmp_path / "lake", generate=_settings(server, max_retries=1, backoff_s=0.05).model_dump())
     ctx = RunContext.create(settings, date="2026-01-15")

@@ -30,7 +30,8 @@ def test_spread_survives_a_join_on_doc_id_and_adaptive_coalescing(spark, setting
     """A sort-merge join on doc_id already hash-partitions by doc_id, so a plain repartition(n, doc_id) over
     it is dropped as redundant, and adaptive execution then coalesces the join's small shuffle into one
     task (embed's first night: its table is empty; sanitize: documents joined with their spans)."""
-    spark.createDataFrame([(f"d{i}", "x") for i in range(200)], "doc_id string, text string").write.parquet(str(tmp_path / "d"))
+    spark.createDataFrame([(f"d{i}", "x") for i in range(200)],
+                          "doc_id string, text string").write.parquet(str(tmp_path / "d"))
     docs = spark.read.parquet(str(tmp_path / "d"))
     # RDD-backed sides have no size estimate: sort-merge joins, as over a lakehouse table read by tasks
     spans = spark.createDataFrame(spark.sparkContext.parallelize([(f"d{i}", i) for i in range(0, 200, 3)]),

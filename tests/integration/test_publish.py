@@ -10,15 +10,15 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from conftest import make_settings
+from privtext.ledger import Ledger
+from privtext.lineage import staged_state
 from privtext.pii.canaries import GENERATORS
 from privtext.platform.context import RunContext
-from privtext.ledger import Ledger
-from privtext.privacy.budget import mldp_charge
 from privtext.platform.tables import LEAKAGE_AUDITS, PUBLISHED_SANITIZED_DOCUMENTS, STAGED_SANITIZED_DOCUMENTS
+from privtext.privacy.budget import mldp_charge
 from privtext.stages import publish
-from privtext.lineage import staged_state
 from privtext.stages.publish import PublishRefused
-from conftest import make_settings
 
 DATE = dt.date(2026, 1, 15)
 TARGET = "sanitized_documents"
@@ -46,7 +46,8 @@ def stage(ctx, texts, method="clusant", run_id="san-1", doc_ids=None, params='{"
 def audit(ctx, results, valid=True, staged_runs=None):
     """Audit rows of the date; by default they read the staged partition as it is now (its state)."""
     if staged_runs is None:
-        runs = {r["run_id"] for r in ctx.lakehouse.read(STAGED_SANITIZED_DOCUMENTS, date=DATE).select("run_id").collect()}
+        runs = {r["run_id"]
+                for r in ctx.lakehouse.read(STAGED_SANITIZED_DOCUMENTS, date=DATE).select("run_id").collect()}
         staged_runs = staged_state(ctx.lakehouse, STAGED_SANITIZED_DOCUMENTS, DATE, runs)
     controls = [("lstm", 0.9, False, "control_identity"), ("lstm", 0.01, valid, "control_uniform")]
     rows = [(TARGET, DATE, adv, 8.0, 1000, ratio, 0.05, -4.0, 0.1, passed, release, valid, staged_runs, "audit-run")
@@ -84,14 +85,16 @@ def test_gate_refuses_failing_or_missing_audits_then_publishes_when_passed(tmp_p
     with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*no leakage audit by lstm"):
         publish.run(ctx, target=TARGET)
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.123, False)])
-    with pytest.raises(PublishRefused, match=rf"target {TARGET} date {DATE}.*rnn found leakage: violation ratio 0.123") as refused:
+    with pytest.raises(PublishRefused,
+                       match=rf"target {TARGET} date {DATE}.*rnn found leakage: violation ratio 0.123") as refused:
         publish.run(ctx, target=TARGET)
     assert [r.split(":")[0] for r in refused.value.reasons] == ["rnn found leakage"]  # one reason per failing check
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)], valid=False)  # the uniform control failed
     with pytest.raises(PublishRefused, match=r"lstm audit is invalid: .*control_uniform"):
         publish.run(ctx, target=TARGET)
     audit(ctx, [("lstm", 0.01, True), ("rnn", 0.02, True)], staged_runs="san-0")  # audited an earlier sanitize
-    with pytest.raises(PublishRefused, match=r"lstm audit is stale: it read staged run\(s\) san-0, the partition now holds san-1"):
+    with pytest.raises(PublishRefused,
+                       match=r"lstm audit is stale: it read staged run\(s\) san-0, the partition now holds san-1"):
         publish.run(ctx, target=TARGET)
     assert published(ctx) == [] and not (tmp_path / "exports").exists()  # refusals write nothing
 
@@ -188,7 +191,8 @@ def sanitize(ctx, texts, run_id="san-1"):
     """A sanitize run as the stage stages it: its rows' params carry the detection lineage it read."""
     from privtext.lineage import detection_lineage
 
-    lineage = detection_lineage(ctx.lakehouse, ctx.settings, Ledger(ctx.lakehouse, ctx.settings).entries("default"), DATE)
+    lineage = detection_lineage(ctx.lakehouse, ctx.settings, Ledger(ctx.lakehouse, ctx.settings).entries("default"),
+                                DATE)
     stage(ctx, texts, run_id=run_id, params=json.dumps({"k": 16.0, "lineage": lineage}))
 
 
@@ -212,7 +216,8 @@ def test_gate_needs_the_staged_releases_own_detection_recall(tmp_path):
     Ledger(ctx.lakehouse, ctx.settings).charge(__import__("privtext.privacy.budget", fromlist=["x"]).measurement(
         "default", "detect_pii", "det-9", "canaries", guarantee="detection_recall",
         values={"overall": {"values": 3, "recall": 1.0, "coverage": 1.0}, "by_type": {}},
-        params={"date": DATE.isoformat(), "canaries": 1}))  # a later, better measurement of the date: not this release's
+        # a later, better measurement of the date: not this release's
+        params={"date": DATE.isoformat(), "canaries": 1}))
     with pytest.raises(PublishRefused, match=r"0.800 < publish.min_canary_recall"):
         publish.run(ctx, target=TARGET)
     detect(ctx, {"d0": "PERSON"}, recall=0.95, run_id="det-2")  # detect again, then sanitize and audit again
@@ -343,7 +348,6 @@ def test_a_redelivered_date_is_refused_until_detect_pii_reads_it_again(tmp_path,
     release sanitized before the re-delivery is refused at publish. Control: after detect_pii reads the
     re-delivered documents, the same sequence publishes."""
     from privtext.lineage import DocumentsChanged
-
     from privtext.sample_data import generate
 
     ctx = make_ctx(tmp_path, "pub-1", min_canary_recall=0.9)
@@ -354,7 +358,8 @@ def test_a_redelivered_date_is_refused_until_detect_pii_reads_it_again(tmp_path,
     deliver(ctx, first)
     detect(ctx, {"d000000": "PERSON", "d000001": "PHONE_NUMBER"})
     deliver(ctx, again)  # no detect_pii since
-    with pytest.raises(DocumentsChanged, match=r"changed since the detect_pii run det-1 .* rerun detect_pii for 2026-01-15"):
+    with pytest.raises(DocumentsChanged,
+                       match=r"changed since the detect_pii run det-1 .* rerun detect_pii for 2026-01-15"):
         sanitize(ctx, ["Hi, I am [PERSON]", "call [PHONE_NUMBER]"])
     # a release sanitized from the first delivery, re-delivered before publish: refused at the gate too
     deliver(ctx, first)

@@ -4,15 +4,15 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from conftest import make_settings
-from tests_support import write_rows
 
-from privtext.platform.context import RunContext
+from conftest import make_settings
 from privtext.ledger import Ledger
-from privtext.privacy.budget import secret_charge
+from privtext.platform.context import RunContext
 from privtext.platform.tables import PUBLISHED_SYNTHETIC_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS
+from privtext.privacy.budget import secret_charge
 from privtext.stages.publish import PublishRefused
 from privtext.stages.runner import run_stage
+from tests_support import write_rows
 
 DATE = "2026-05-01"
 

@@ -31,11 +31,13 @@ def lake(spark, tmp_path_factory):
 
 
 REFUSED = [
-    ("CREATE TABLE copy AS SELECT * FROM published.sanitized_documents", "CreateTableAsSelect is not a read-only statement"),
+    ("CREATE TABLE copy AS SELECT * FROM published.sanitized_documents",
+     "CreateTableAsSelect is not a read-only statement"),
     ("DROP TABLE published.sanitized_documents", "DropTable is not a read-only statement"),
     ("INSERT INTO published.sanitized_documents SELECT * FROM published.sanitized_documents", "InsertIntoStatement"),
     ("INSERT OVERWRITE DIRECTORY '{published}' USING parquet SELECT 1", "InsertIntoDir is not a read-only statement"),
-    ("LOAD DATA LOCAL INPATH '/etc/hosts' INTO TABLE published.sanitized_documents", "LoadData is not a read-only statement"),
+    ("LOAD DATA LOCAL INPATH '/etc/hosts' INTO TABLE published.sanitized_documents",
+     "LoadData is not a read-only statement"),
     ("DELETE FROM published.sanitized_documents", "DeleteFromTable"),
     ("SET spark.sql.runSQLOnFiles=true", "SetCommand is not a read-only statement"),
     ("CACHE TABLE published.sanitized_documents", "CacheTable is not a read-only statement"),
@@ -44,7 +46,8 @@ REFUSED = [
     ("SELECT * FROM json.`/etc/hosts`", "not a table of the zones"),
     ("SELECT * FROM read_files('/etc/hosts')", "table function read_files()"),
     ("SELECT reflect('java.lang.System', 'getenv', 'HOME')", "function reflect() calls Java methods"),
-    ("SELECT * FROM restricted.documents", "`restricted`.`documents`: the restricted zone is not readable by role 'analyst'"),
+    ("SELECT * FROM restricted.documents",
+     "`restricted`.`documents`: the restricted zone is not readable by role 'analyst'"),
     ("SELECT * FROM IDENTIFIER('restricted.documents')", "the restricted zone is not readable"),
     ("SELECT * FROM published.sanitized_documents WHERE doc_id IN (SELECT doc_id FROM restricted.documents)",
      "the restricted zone is not readable"),
@@ -113,7 +116,8 @@ def test_cli_refuses_with_exit_3_and_a_one_line_message(lake, tmp_path, capsys):
 
 
 JVM_ESCAPES = [  # issue 32: each reached the driver JVM through a path the parsed-plan check did not see
-    ("SELECT IDENTIFIER('reflect')('java.lang.System', 'getenv', 'PRIVTEXT_HMAC_KEY')", "IDENTIFIER(...) in an expression"),
+    ("SELECT IDENTIFIER('reflect')('java.lang.System', 'getenv', 'PRIVTEXT_HMAC_KEY')",
+     "IDENTIFIER(...) in an expression"),
     ("SELECT IDENTIFIER('java_method')('java.lang.System', 'getenv')", "IDENTIFIER(...) in an expression"),
     ("SELECT IDENTIFIER('java' || '_method')('java.lang.System', 'setProperty', 'privtext.x', 'y')",
      "IDENTIFIER(...) in an expression"),
@@ -123,9 +127,11 @@ JVM_ESCAPES = [  # issue 32: each reached the driver JVM through a path the pars
     ("SELECT * FROM range((SELECT length(java_method('java.lang.System', 'getenv', 'HOME'))))", "java_method"),
     ("SELECT /*+ REPARTITION(reflect('java.lang.System', 'getenv', 'HOME')) */ 1", "function reflect() calls Java"),
     ("SELECT `reflect`('java.lang.System', 'getenv', 'HOME')", "function reflect() calls Java"),
-    ("SELECT system.builtin.reflect('java.lang.System', 'getenv', 'HOME')", "function system.builtin.reflect() calls Java"),
+    ("SELECT system.builtin.reflect('java.lang.System', 'getenv', 'HOME')",
+     "function system.builtin.reflect() calls Java"),
     ("SELECT current_user()", "function current_user() is not on the allow-list of pure built-in functions"),
-    ("SELECT input_file_name() FROM published.sanitized_documents", "function input_file_name() calls Java methods or reads"),
+    ("SELECT input_file_name() FROM published.sanitized_documents",
+     "function input_file_name() calls Java methods or reads"),
     ("SELECT xpath_string('<a>x</a>', 'a')", "function xpath_string() is not on the allow-list"),
     ("SELECT aes_decrypt(unhex('00'), 'k')", "function aes_decrypt() is not on the allow-list"),
     ("SELECT assert_true(false)", "function assert_true() is not on the allow-list"),
@@ -153,7 +159,8 @@ def test_having_works_and_rows_and_time_are_limited(lake):
     rows = query(lake.settings, "SELECT date, count(*) AS n FROM published.sanitized_documents GROUP BY date "
                                 "HAVING count(*) > 0", 10)[1]
     assert rows == [(DAY, 1)]
-    assert query(lake.settings, "SELECT upper(sanitized_text) FROM published.sanitized_documents", 10)[1] == [("HI [PERSON]",)]
+    assert query(lake.settings, "SELECT upper(sanitized_text) FROM published.sanitized_documents",
+                 10)[1] == [("HI [PERSON]",)]
     small = lake.settings.model_copy(update={"sql": lake.settings.sql.model_copy(update={"max_rows": 3})})
     assert len(query(small, "SELECT id FROM range(10)")[1]) == 3  # default limit: sql.max_rows
     with pytest.raises(SqlRefused, match="--limit 5 is outside 1..sql.max_rows=3"):
@@ -178,10 +185,12 @@ def test_the_analysts_jvm_starts_without_the_hmac_key(tmp_path):
     import sys
 
     script = ("import os; from privtext.commands.sql import _spark; from conftest import make_settings; "
-              f"spark = _spark(make_settings({str(tmp_path / 'lake')!r})); getenv = spark._jvm.java.lang.System.getenv; "
+              f"spark = _spark(make_settings({str(tmp_path / 'lake')!r})); "
+              "getenv = spark._jvm.java.lang.System.getenv; "
               "print(getenv('PRIVTEXT_HMAC_KEY'), getenv('AWS_SECRET_ACCESS_KEY'), getenv('PRIVTEXT_FUZZ_VISIBLE'), "
               "os.environ['PRIVTEXT_HMAC_KEY'])")
-    env = {**os.environ, "PRIVTEXT_HMAC_KEY": "k" * 64, "AWS_SECRET_ACCESS_KEY": "s" * 40, "PRIVTEXT_FUZZ_VISIBLE": "yes",
+    env = {**os.environ, "PRIVTEXT_HMAC_KEY": "k" * 64, "AWS_SECRET_ACCESS_KEY": "s" * 40,
+           "PRIVTEXT_FUZZ_VISIBLE": "yes",
            "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__) + "/..", os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
     assert out.stdout.split()[-4:] == ["None", "None", "yes", "k" * 64], out.stderr[-2000:]
@@ -189,12 +198,14 @@ def test_the_analysts_jvm_starts_without_the_hmac_key(tmp_path):
 
 def test_a_statement_failing_at_run_time_is_one_line_exit_1(lake, tmp_path, capsys):
     conf = tmp_path / "analyst.yaml"
-    conf.write_text(yaml.safe_dump({"lakehouse": {"root": lake.settings.lakehouse.root}, "tracking": {"enabled": False}}))
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": lake.settings.lakehouse.root},
+                                    "tracking": {"enabled": False}}))
     assert main(["--conf", str(conf), "sql", "SELECT 1/0 AS x"]) == 1
     assert main(["--conf", str(conf), "sql", "SELEC 1"]) == 3
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("privtext: the statement failed: [DIVIDE_BY_ZERO]")
-    assert err[1].startswith("privtext: refused: not a single valid SQL statement: [PARSE_SYNTAX_ERROR]") and len(err) == 2
+    assert (err[1].startswith("privtext: refused: not a single valid SQL statement: [PARSE_SYNTAX_ERROR]")
+            and len(err) == 2)
 
 
 TOO_BIG = [  # issue 47: each exhausted the driver before any Spark job (or printed a JVM traceback)
@@ -238,7 +249,8 @@ def test_the_same_functions_within_bounds_return_their_values(lake):
 
 def test_a_statement_too_complex_within_the_nesting_limit_is_one_line(lake, tmp_path, capsys):
     conf = tmp_path / "analyst.yaml"
-    conf.write_text(yaml.safe_dump({"lakehouse": {"root": lake.settings.lakehouse.root}, "tracking": {"enabled": False}}))
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": lake.settings.lakehouse.root},
+                                    "tracking": {"enabled": False}}))
     statement = "SELECT " + " + ".join(["1"] * 20_000)  # no brackets: a 20,000-deep expression tree
     assert main(["--conf", str(conf), "sql", statement]) == 3
     err = capsys.readouterr().err.splitlines()

@@ -1,22 +1,21 @@
 """``privtext report``: budget over time, the date's guarantees, audits, utility; logged to the pipeline run."""
 import datetime as dt
 import json
+import math
 import re
 
 import pytest
 import yaml
 
 from privtext.cli import main
-from privtext.settings import load_settings
-from privtext.platform.lakehouse import Lakehouse
 from privtext.ledger import Ledger
-import math
-
-from privtext.privacy.budget import dp_charge, mldp_charge, secret_charge
-from privtext.privacy.secret_protection import r_from_mu
+from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import EPS_FRONTIER, LEAKAGE_AUDITS, PRIVACY_LEDGER, UTILITY_REPORTS
 from privtext.platform.tracking import PIPELINE_RUN_ENV, pipeline_run, stage_run
-from privtext.privacy.accounting import epsilon_of, event_to_json, gaussian_event
+from privtext.privacy.accounting import epsilon_of, gaussian_event
+from privtext.privacy.budget import dp_charge, mldp_charge, secret_charge
+from privtext.privacy.secret_protection import r_from_mu
+from privtext.settings import load_settings
 
 DATE = "2026-01-15"
 
@@ -118,7 +117,8 @@ def test_report_html_pngs_guarantees_and_mlflow_run_tree(conf, tmp_path, monkeyp
     assert "differential privacy" in words and "metric local DP" in words and "one document" in words
     assert [a["adversary"] for a in data["audits"]] == ["lstm", "rnn"]  # 2026-01-14's audit left out
     assert {(r["method"], r["metric"]): r["value"] for r in data["utility"]} == {
-        ("secpe", "accuracy"): pytest.approx(0.8), **{("clusant", m): pytest.approx(v) for m, v in EXPORT_UTILITY.items()}}
+        ("secpe", "accuracy"): pytest.approx(0.8),
+        **{("clusant", m): pytest.approx(v) for m, v in EXPORT_UTILITY.items()}}
     assert data["stage_metrics"][0]["metrics"]["documents"] == 12
     assert sorted(p.name for p in folder.iterdir()) == ["report.html", "report.json"]  # images inside the page
     page = (folder / "report.html").read_text()
@@ -132,8 +132,8 @@ def test_report_html_pngs_guarantees_and_mlflow_run_tree(conf, tmp_path, monkeyp
     # the export's utility: sanitized-trained accuracy beside the original-trained baseline, the gap, similarity, format
     utility = page.split("<h2>Utility</h2>")[1].split("<details>")[0]
     assert "none for this date" not in utility
-    assert re.search(r"<td>clusant</td><td>classifier trained on sanitized text[^<]*</td><td>0\.874</td><td>0\.912</td>",
-                     utility)
+    assert re.search(r"<td>clusant</td><td>classifier trained on sanitized text[^<]*</td>"
+                     r"<td>0\.874</td><td>0\.912</td>", utility)
     for label, value in (("accuracy lost to sanitization", "0.038"), ("cosine of sentence embeddings", "0.781"),
                          ("replacements keeping their type and surface format", "0.963")):
         assert re.search(f"<td>{label}[^<]*</td><td>{re.escape(value)}</td>", utility), label

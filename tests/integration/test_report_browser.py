@@ -8,14 +8,18 @@ import subprocess
 import pytest
 import yaml
 
-from privtext.settings import load_settings
-from privtext.platform.lakehouse import Lakehouse
 from privtext.ledger import Ledger
-from privtext.platform.tables import (LEAKAGE_AUDITS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
-                                      STAGED_SANITIZED_DOCUMENTS)
+from privtext.lineage import staged_state
+from privtext.platform.lakehouse import Lakehouse
+from privtext.platform.tables import (
+    LEAKAGE_AUDITS,
+    PRIVACY_LEDGER,
+    PUBLISHED_SANITIZED_DOCUMENTS,
+    STAGED_SANITIZED_DOCUMENTS,
+)
 from privtext.privacy.budget import measurement, mldp_charge
 from privtext.report import collect, write_report
-from privtext.lineage import staged_state
+from privtext.settings import load_settings
 
 DATE = "2026-01-15"
 DAY = dt.date(2026, 1, 15)

@@ -6,17 +6,16 @@ import datetime as dt
 import json
 import re
 
-import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
+from conftest import make_settings
 from privtext.clusant.sanitizer import ClusantSanitizer, build_vocabularies
-from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
 from privtext.lineage import partition_state, settings_digest
+from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS, UTILITY_REPORTS
 from privtext.stages import sanitize
-from conftest import make_settings
 
 DATE = dt.date(2026, 1, 15)
 EPS = 40.0  # large: the nearest candidate, the input value itself, is likely
@@ -43,7 +42,8 @@ def write_inputs(ctx, names, city):
     last = d1.rindex(a)
     docs = [
         ("d1", d1, [(6, 6 + len(a), "PERSON", "PII", 0.9),
-                    (23 + len(a), 23 + len(a) + len(city), "LOCATION", "PoII", 0.8), (last, last + len(a), "PERSON", "PII", 0.9)]),
+                    (23 + len(a), 23 + len(a) + len(city), "LOCATION", "PoII", 0.8),
+                    (last, last + len(a), "PERSON", "PII", 0.9)]),
         # unicode before the span (offsets are code points) and overlapping spans merged into one PERSON span
         ("d2", f"👋🏽 Grüße — {b} wrote from {city}! ✓", []),
         ("d3", "No entities here at all. ∑", []),
@@ -126,9 +126,11 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
         assert row["method"] == "clusant" and json.loads(row["params"])["k"] == 4.0
         assert json.loads(row["params"])["phrase_encoder"] == "static"  # the space the metric is measured in
         lineage = json.loads(row["params"])["lineage"]  # the spans it read, by content (no canary run here)
-        assert lineage == {"detect_run_id": None, "canary_entry_id": None, "settings_digest": settings_digest(settings.pii),
+        assert lineage == {"detect_run_id": None, "canary_entry_id": None,
+                           "settings_digest": settings_digest(settings.pii),
                            "spans_state": partition_state(ctx.lakehouse, PII_SPANS, DATE),
-                           "detected_documents_state": None, "documents_state": partition_state(ctx.lakehouse, DOCUMENTS, DATE)}
+                           "detected_documents_state": None,
+                           "documents_state": partition_state(ctx.lakehouse, DOCUMENTS, DATE)}
     assert out["d3"]["sanitized_text"] == originals["d3"]
     assert "[US_PASSPORT]" in out["d4"]["sanitized_text"]
     assert result.spans == 7 and result.replaced == 6 and result.masked == 1
@@ -140,7 +142,8 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
     rows, _ = utility(ctx)
     export = {m: v for (t, method, m), v in rows.items() if t == "sanitized_documents" and method == "clusant"}
     assert rows[("synthetic_documents", "secpe", "fid")] == 1.5 and result.format_kept == 6
-    assert export["format_kept_share"] == 1.0 and export["semantic_similarity"] == pytest.approx(result.semantic_similarity)
+    assert (export["format_kept_share"] == 1.0
+            and export["semantic_similarity"] == pytest.approx(result.semantic_similarity))
     # every labelled document of the date, none in the test split (d1..d4 by hash): no accuracy rows
     assert export["train_documents"] == 4 and export["test_documents"] == 0
     assert "sanitized_train_accuracy" not in export and "accuracy_gap" not in export
@@ -155,7 +158,8 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
         if e["params"]["entity_type"] == "PERSON":  # one draw per value: a (d1 twice, d4) and b (d2's merged span)
             assert occurrences == {sid(settings, private[0]): 1, sid(settings, private[1]): 1}
         assert e["params"]["draw"] == result.draw and e["params"]["draw_eps"] == EPS
-        assert e["params"]["k"] == 4.0 and e["params"]["metric"] == "D_k" and "linearly with k" in e["params"]["bound_note"]
+        assert (e["params"]["k"] == 4.0 and e["params"]["metric"] == "D_k"
+                and "linearly with k" in e["params"]["bound_note"])
         assert e["params"]["phrase_encoder"] == "static"
     assert not any(p in json.dumps([e["params"] for e in entries]) for p in private)
 
@@ -166,7 +170,8 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
     assert len(out) == 4 and {r["run_id"] for r in out.values()} == {"run-2"}
     assert {r["method"] for r in out.values()} == {"custext"}
     rows, count = utility(ctx)  # the rerun replaced the export's rows of the date
-    assert {m for t, m, _ in rows if t == "sanitized_documents"} == {"custext"} and count == len(rows) == 1 + len(export)
+    assert {m for t, m, _ in rows
+            if t == "sanitized_documents"} == {"custext"} and count == len(rows) == 1 + len(export)
     ledger = Ledger(ctx.lakehouse, ctx.settings)
     entries = ledger.entries()
     assert [e["guarantee"] for e in entries if e["run_id"] == "run-2"] == ["none", "none"]
@@ -177,7 +182,8 @@ def sid(settings, value, entity_type="PERSON"):
     from privtext.pii.hashing import load_hmac_key, normalize_value, secret_id
 
     run = settings.run
-    return secret_id(load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic), normalize_value(entity_type, value))
+    return secret_id(load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic),
+                     normalize_value(entity_type, value))
 
 
 def test_one_draw_per_value_reused_by_a_rerun_allow_listed_values_kept_and_a_schedule_refusing_before_anything(
@@ -218,7 +224,8 @@ def test_one_draw_per_value_reused_by_a_rerun_allow_listed_values_kept_and_a_sch
     by_type = {e["params"]["entity_type"]: e["exposures"] for e in entries}
     assert sorted(by_type) == ["LOCATION", "PERSON"] and len(entries) == 2
     assert {x["unit"]: x["occurrences"] for x in by_type["PERSON"]} == {sid(settings, a): 1, sid(settings, b): 1}
-    assert [x["unit"] for x in by_type["LOCATION"]] == [sid(settings, originals["d1"][25 + len(a) - 2:25 + len(a) - 2 + len(city)],
+    assert [x["unit"] for x in by_type["LOCATION"]] == [sid(settings, originals["d1"][25 + len(a) - 2:25 + len(a) - 2
+                                                                                      + len(city)],
                                                         "LOCATION")]  # d1's mis-cut span only: the city is free
     assert ledger.spent(settings.run.dataset).mldp.epsilon == EPS
 
@@ -245,12 +252,14 @@ def test_a_date_redelivered_since_detect_pii_is_refused_before_any_charge(tmp_pa
 
     def deliver(text):
         rows = [("d1", "u1", text, None, {}, DATE, "ingest-run")]
-        ctx.lakehouse.replace_partitions(DOCUMENTS, ctx.spark.createDataFrame(rows, from_arrow_schema(DOCUMENTS.schema)),
+        ctx.lakehouse.replace_partitions(DOCUMENTS,
+                                         ctx.spark.createDataFrame(rows, from_arrow_schema(DOCUMENTS.schema)),
                                          {"ingest_date": [DATE]})
 
     def detect(run_id):
         rows = [("d1", "PERSON", 6, 13, 0.9, "PII", "sid-1", run_id, DATE)]
-        ctx.lakehouse.replace_partitions(PII_SPANS, ctx.spark.createDataFrame(rows, from_arrow_schema(PII_SPANS.schema)),
+        ctx.lakehouse.replace_partitions(PII_SPANS,
+                                         ctx.spark.createDataFrame(rows, from_arrow_schema(PII_SPANS.schema)),
                                          {"date": [DATE]})
         Ledger(ctx.lakehouse, settings).charge(measurement(
             settings.run.dataset, "detect_pii", run_id, "canaries", guarantee="detection_recall",

@@ -14,8 +14,8 @@ SESSION = """
 import sys, time
 from privtext.settings import load_settings
 from privtext.platform.spark import get_spark
-spark = get_spark(load_settings(None, overrides={"spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false"}}},
-                                environ={}))
+spark = get_spark(load_settings(
+    None, overrides={"spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false"}}}, environ={}))
 spark.range(1000).repartition(2).groupBy("id").count().collect()
 print(spark.sparkContext.getConf().get("spark.local.dir"), flush=True)
 if sys.argv[1] == "hang":

@@ -11,12 +11,12 @@ import urllib.request
 import yaml
 
 from privtext.cli import main
-from privtext.settings import load_settings
-from privtext.platform.lakehouse import Lakehouse
 from privtext.ledger import Ledger
+from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import LEAKAGE_AUDITS, PRIVACY_LEDGER, WORD_VECTORS
 from privtext.platform.tracking import pipeline_run, stage_run
 from privtext.privacy.budget import mldp_charge
+from privtext.settings import load_settings
 
 DATE = "2026-01-15"
 
@@ -52,7 +52,8 @@ def test_status_shows_last_runs_gate_budget_and_rows(tmp_path, capsys):
     assert main(["--conf", str(conf), "status"]) == 0
     out = capsys.readouterr().out
     nightly = next(line for line in out.splitlines() if "nightly_sanitized_export" in line)
-    assert f"date {DATE}" in nightly and "failed at publish" in nightly and "gate: refused: rnn found leakage" in nightly
+    assert (f"date {DATE}" in nightly and "failed at publish" in nightly
+            and "gate: refused: rnn found leakage" in nightly)
     assert re.search(r"synthetic_refresh\s+no run", out)
     # 5 occurrences x eps 4 = 20 of the default mldp_eps_max 200
     assert ("default:\n    per value: 20 of 200 used (10%; metric-LDP epsilon, summed over occurrences, "
@@ -68,7 +69,8 @@ def test_status_shows_last_runs_gate_budget_and_rows(tmp_path, capsys):
 def test_ui_serves_mlflow_on_the_printed_port(tmp_path):
     conf = _conf(tmp_path)
     ui = subprocess.Popen([sys.executable, "-m", "privtext.cli", "--conf", str(conf), "ui"], stdout=subprocess.PIPE,
-                          text=True, start_new_session=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+                          text=True, start_new_session=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
         url = re.search(r"http://127\.0\.0\.1:\d+", ui.stdout.readline()).group(0)
         deadline, page = time.time() + 120, ""

@@ -54,7 +54,8 @@ def zones(s3_server):
     import dataclasses
 
     store = dataclasses.replace(s3_server, prefix="store-roles/")
-    lakehouse = LakehouseSettings(zone_roots=store.zone_roots(), object_store=ObjectStoreSettings(**store.object_store()))
+    lakehouse = LakehouseSettings(zone_roots=store.zone_roots(),
+                                  object_store=ObjectStoreSettings(**store.object_store()))
     uris, parquet = {}, {}
     with holding(store.env("pipeline")):
         for zone in ZONES:
@@ -136,7 +137,8 @@ def observe(lakehouse, uris, parquet, key_of: dict[str, dict[str, str]]) -> tupl
             for zone in ZONES:
                 seen = attempts(lakehouse, zone, uris[zone], parquet[zone])
                 errors += [o for o in seen.values() if isinstance(o, Exception)]
-                reads = (seen["deltatable+duckdb"] == ROWS.num_rows and any(p.endswith(".parquet") for p in seen["listing"])
+                reads = (seen["deltatable+duckdb"] == ROWS.num_rows
+                         and any(p.endswith(".parquet") for p in seen["listing"])
                          if not any(isinstance(o, Exception) for o in seen.values()) else False)
                 if not reads:
                     assert all(denied(o) for o in seen.values()), (identity, zone, seen)
@@ -165,7 +167,8 @@ def test_each_identity_reads_and_writes_exactly_its_zones_on_the_store(zones):
     matrix, errors = observe(lakehouse, uris, parquet, {i: store.env(i) for i in IDENTITY_ZONES})
     print("\nobserved on SeaweedFS (r: read, w: write, -: AccessDenied):\n" + show(matrix))
     assert matrix == EXPECTED
-    assert EXPECTED["analyst", "restricted"] == EXPECTED["analyst", "protected"] == EXPECTED["officer", "restricted"] == "-"
+    assert EXPECTED["analyst", "restricted"] == EXPECTED["analyst", "protected"] == EXPECTED["officer",
+                                                                                             "restricted"] == "-"
     assert len(errors) == 4 * 3 + 6  # every denied reader and write raised (3 denied read cells x 4 readers, 6 writes)
     leaked = [s for s in store.secrets() for e in errors if s in str(e) or s in repr(e)]
     assert not leaked  # no key (id or secret) in any exception message

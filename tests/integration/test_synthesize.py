@@ -6,14 +6,19 @@ import importlib
 import json
 
 import numpy as np
-from pyspark.sql.pandas.types import from_arrow_schema
-import pyarrow as pa
 import pytest
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from privtext.ledger import BudgetExceeded, Ledger
 from privtext.platform.spark import tree_sum
-from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, NOISY_CENTERS, PII_SPANS,
-                                      STAGED_SYNTHETIC_DOCUMENTS)
+from privtext.platform.tables import (
+    DOC_EMBEDDINGS,
+    DOCUMENTS,
+    GENERATOR_SAMPLES,
+    NOISY_CENTERS,
+    PII_SPANS,
+    STAGED_SYNTHETIC_DOCUMENTS,
+)
 from privtext.sample_data import generate
 from privtext.secpe.secret_clustering import PublicClusters, private_cluster_stats
 from privtext.stages import synthesize
@@ -29,17 +34,20 @@ def _write_corpus(ctx, private_every: int = 3):
     rows = generate(N_DOCS, seed=3)
     docs = [{**{k: r[k] for k in ("doc_id", "user_id", "text", "label")}, "metadata": {}, "ingest_date": DATE,
              "run_id": "t"} for r in rows]
-    lh.replace_partitions(DOCUMENTS, spark.createDataFrame(docs, from_arrow_schema(DOCUMENTS.schema)), {"ingest_date": [DATE]})
+    lh.replace_partitions(DOCUMENTS, spark.createDataFrame(docs, from_arrow_schema(DOCUMENTS.schema)),
+                          {"ingest_date": [DATE]})
     emb = encode_texts([r["text"] for r in rows], ctx.settings.embed)
     lh.replace_partitions(DOC_EMBEDDINGS, spark.createDataFrame(
         [{"doc_id": r["doc_id"], "embedding": e.tolist(), "model": ctx.settings.embed.model, "dim": emb.shape[1],
-          "run_id": "t", "date": DATE} for r, e in zip(rows, emb)], from_arrow_schema(DOC_EMBEDDINGS.schema)), {"date": [DATE]})
+          "run_id": "t", "date": DATE} for r, e in zip(rows, emb)], from_arrow_schema(DOC_EMBEDDINGS.schema)),
+                          {"date": [DATE]})
     # every third document is private (``private_every``); secrets s0..s3 repeat across documents, d0 holds two
     spans = [{"doc_id": r["doc_id"], "entity_type": "PERSON", "start": 0, "end": 1, "score": 1.0, "tier": "PII",
               "secret_id": f"s{i % 4}", "run_id": "t", "date": DATE} for i, r in enumerate(rows)
              if i % private_every == 0]
     spans.append({**spans[0], "secret_id": "s9"})
-    lh.replace_partitions(PII_SPANS, spark.createDataFrame(spans, from_arrow_schema(PII_SPANS.schema)), {"date": [DATE]})
+    lh.replace_partitions(PII_SPANS, spark.createDataFrame(spans, from_arrow_schema(PII_SPANS.schema)),
+                          {"date": [DATE]})
     return rows, emb
 
 

@@ -6,10 +6,10 @@ import datetime as dt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_settings
 
-from privtext.platform.context import RunContext
+from conftest import make_settings
 from privtext.ledger import BudgetExceeded, Ledger
+from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, STAGED_WORD_VECTORS, WORD_VECTORS
 from privtext.platform.tracking import tracking_uri
 from privtext.sample_data import generate
@@ -54,7 +54,8 @@ def test_train_dped_charges_before_release_and_publish_releases_public_words(tmp
 
     published = ctx.lakehouse.read(WORD_VECTORS).collect()
     assert len(published) == len(staged) == result.released_words > 0
-    assert sorted((r["word"], list(r["vector"])) for r in published) == sorted((r["word"], list(r["vector"])) for r in staged)
+    assert sorted((r["word"], list(r["vector"])) for r in published) == sorted((r["word"], list(r["vector"]))
+                                                                               for r in staged)
     assert {r["model_version"] for r in published} == {result.model_version}
     assert {len(r["vector"]) for r in published} == {16}
     words = {r["word"] for r in published}

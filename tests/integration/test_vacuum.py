@@ -33,11 +33,14 @@ def test_withdrawn_publication_leaves_history_and_old_orphans_go(ctx, tmp_path, 
     os.utime(stale, (old, old))
 
     conf = tmp_path / "ops.yaml"
-    conf.write_text(yaml.safe_dump({"lakehouse": {"root": ctx.settings.lakehouse.root}, "tracking": {"enabled": False}}))
+    conf.write_text(yaml.safe_dump({"lakehouse": {"root": ctx.settings.lakehouse.root},
+                                    "tracking": {"enabled": False}}))
     assert main(["--conf", str(conf), "vacuum", "--zone", "published"]) == 0  # default retention: 168 h
-    assert json.loads(capsys.readouterr().out)["tables"]["published.sanitized_documents"] == {"removed": 0, "orphans": 0}
+    assert json.loads(capsys.readouterr().out)["tables"]["published.sanitized_documents"] == {"removed": 0,
+                                                                                              "orphans": 0}
     assert main(["--conf", str(conf), "vacuum", "--zone", "published", "--retention-hours", "0", "--dry-run"]) == 0
-    assert json.loads(capsys.readouterr().out)["tables"]["published.sanitized_documents"] == {"removed": 1, "orphans": 1}
+    assert json.loads(capsys.readouterr().out)["tables"]["published.sanitized_documents"] == {"removed": 1,
+                                                                                              "orphans": 1}
     assert os.path.exists(stale)
     assert main(["--conf", str(conf), "vacuum", "--zone", "published", "--retention-hours", "0"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -42,7 +42,8 @@ def test_only_the_publisher_handle_writes_published_and_only_after_the_zone_chec
     lake = Lakehouse(None, make_budget_settings(tmp_path).lakehouse)
     lake.create_tables(ALL_TABLES)
     row = {"word": "order", "vector": [0.1, 0.2], "model_version": "v1", "run_id": "r"}
-    with pytest.raises(LakehouseError, match="published.word_vectors: only the publish stage writes the published zone"):
+    with pytest.raises(LakehouseError,
+                       match="published.word_vectors: only the publish stage writes the published zone"):
         lake.append_rows(WORD_VECTORS, [row])
     assert len(DeltaTable(lake.table_uri(WORD_VECTORS)).file_uris()) == 0  # refused before any file was written
     zones.publisher(lake).append_rows(WORD_VECTORS, [row])
