@@ -38,12 +38,20 @@ import uuid
 from deltalake.exceptions import CommitFailedError
 
 from privtext.errors import Refused
-from privtext.settings import Settings
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.tables import PII_SPANS, PRIVACY_LEDGER
-from privtext.privacy.budget import (BudgetExceeded, Charge, ComposedSpend, check, compose, dumps, exposure_rows,
-                                     validate_exposures)
+from privtext.privacy.budget import (
+    BudgetExceeded,
+    Charge,
+    ComposedSpend,
+    check,
+    compose,
+    dumps,
+    exposure_rows,
+    validate_exposures,
+)
 from privtext.privacy.reads import has_reads, holders, reach, run_key
+from privtext.settings import Settings
 
 __all__ = ["BudgetExceeded", "Charge", "Ledger", "LedgerBusy", "composed_spend", "latest_measurement"]
 GUARD = "privtext.ledger"  # one application transaction for the whole ledger: one account

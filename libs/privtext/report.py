@@ -31,14 +31,22 @@ import os
 from pathlib import Path
 
 from privtext.clusant import masking
-from privtext.settings import Settings, resolve_uri
-from privtext.platform.lakehouse import Lakehouse, LakehouseError
 from privtext.ledger import Ledger, charged_date, composed_spend, latest_measurement
-from privtext.platform.tables import (EPS_FRONTIER, LEAKAGE_AUDITS, NOISY_CENTERS, PRIVACY_LEDGER,
-                                      PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS,
-                                      STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, UTILITY_REPORTS,
-                                      WORD_VECTORS)
+from privtext.platform.lakehouse import Lakehouse, LakehouseError
+from privtext.platform.tables import (
+    EPS_FRONTIER,
+    LEAKAGE_AUDITS,
+    NOISY_CENTERS,
+    PRIVACY_LEDGER,
+    PUBLISHED_SANITIZED_DOCUMENTS,
+    PUBLISHED_SYNTHETIC_DOCUMENTS,
+    STAGED_SANITIZED_DOCUMENTS,
+    STAGED_SYNTHETIC_DOCUMENTS,
+    UTILITY_REPORTS,
+    WORD_VECTORS,
+)
 from privtext.privacy.budget import ComposedSpend, describe, usage
+from privtext.settings import Settings, resolve_uri
 
 AUDIT_COLUMNS = ("target", "adversary", "release", "valid", "eps", "triplets", "violation_ratio", "delta_target",
                  "log10_p_fail", "utility_loss", "passed", "staged_runs", "run_id")
@@ -588,8 +596,8 @@ def log_report(tracked, folder: Path, dataset: str) -> None:
 
 
 def cmd_report(args) -> int:
-    from privtext.settings import load_settings
     from privtext.platform.tracking import PIPELINE_RUN_ENV, pipeline_run
+    from privtext.settings import load_settings
     from privtext.status import datasets
 
     settings = load_settings(args.conf)

@@ -5,10 +5,25 @@ privacy ledger". The parts: ``charges`` (what a release spends, and the ledger's
 (the dominating pairs an accountant composes), ``composition`` and ``secret_composition`` (the composed
 spend per unit), ``spend`` (the ``ComposedSpend`` result) and ``checks`` (limits, words, rows).
 """
-from privtext.privacy.charges import (GUARANTEES, UNITS, Charge, Exposure, MalformedExposures, as_exposures,
-                                      charge_from_json, charge_to_json, dp_charge, dumps, exposure_rows,
-                                      measurement, mldp_charge, none_charge, secret_charge, secret_event_charge,
-                                      validate_exposures)
+from privtext.privacy.charges import (
+    GUARANTEES,
+    UNITS,
+    Charge,
+    Exposure,
+    MalformedExposures,
+    as_exposures,
+    charge_from_json,
+    charge_to_json,
+    dp_charge,
+    dumps,
+    exposure_rows,
+    measurement,
+    mldp_charge,
+    none_charge,
+    secret_charge,
+    secret_event_charge,
+    validate_exposures,
+)
 from privtext.privacy.checks import BudgetExceeded, check, describe, usage
 from privtext.privacy.composition import compose, exposure_arrays, flatten, mldp_per_value, mldp_schedule
 from privtext.privacy.pairs import mixture_rdp, pure_rdp

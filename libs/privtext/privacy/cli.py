@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from privtext.privacy import budget
-from privtext.privacy import secret_protection as sp
+from privtext.privacy import budget, secret_protection as sp
 from privtext.privacy.accounting import augpe_sigma
 
 
@@ -90,7 +89,8 @@ def _compose_lines(lines: list[str], delta: float = 1e-5) -> budget.ComposedSpen
         try:
             charge, exp = budget.charge_from_json(line)
         except (ValueError, KeyError) as exc:
-            raise SystemExit(f"line {n}: not a charge as `privtext privacy calibrate --json` prints it ({exc})")
+            raise SystemExit(f"line {n}: not a charge as `privtext privacy calibrate --json` prints it "
+                             f"({exc})") from exc
         charges.append(charge)
         exposures.append(budget.exposure_arrays(exp))
     return budget.compose(charges, exposures, _Limits(delta))

@@ -20,8 +20,15 @@ from privtext.clusant.sanitizer import ClusantSanitizer, placeholder, sanitize_d
 from privtext.clusant.settings import ClusantSettings, VocabularySettings
 from privtext.clusant.surrogates import AllowList, draw_id, draw_key, epoch_of, value_rng
 from privtext.pii.hashing import normalize_value, secret_id
-from privtext.privacy.budget import (BudgetExceeded, charge_to_json, compose, exposure_arrays, mldp_charge,
-                                     mldp_schedule, none_charge)
+from privtext.privacy.budget import (
+    BudgetExceeded,
+    charge_to_json,
+    compose,
+    exposure_arrays,
+    mldp_charge,
+    mldp_schedule,
+    none_charge,
+)
 from privtext.settings import DatasetBudget
 from privtext.stages.sanitize import check_schedule, doc_spans, drawn_values, new_draws
 from unit.clusant.test_clusant_sanitizer import hash_encode

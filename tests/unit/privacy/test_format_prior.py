@@ -26,9 +26,17 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from privtext.privacy.budget import (
+    ComposedSpend,
+    SecretSpend,
+    charge_to_json,
+    compose,
+    describe,
+    exposure_arrays,
+    mldp_charge,
+    secret_charge,
+)
 from privtext.settings import DatasetBudget
-from privtext.privacy.budget import (ComposedSpend, SecretSpend, charge_to_json, compose, describe, exposure_arrays,
-                                     mldp_charge, secret_charge)
 
 MU, EPS = 1.0, 0.5
 NO_LIMIT = DatasetBudget(r_over_p_max=1e9, eps_max=10.0, delta_max=1e-5, mldp_eps_max=100.0)

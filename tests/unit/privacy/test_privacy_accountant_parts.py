@@ -14,12 +14,33 @@ import pytest
 from scipy.stats import norm
 
 from privtext.privacy.accounting import event_to_json, gaussian_event
-from privtext.privacy.budget import (BudgetExceeded, ComposedSpend, Exposure, SecretSpend, charge_from_json,
-                                     charge_to_json, check, compose, dp_charge, exceeds, exposure_arrays, flatten,
-                                     mldp_charge, secret_charge)
+from privtext.privacy.budget import (
+    BudgetExceeded,
+    ComposedSpend,
+    Exposure,
+    SecretSpend,
+    charge_from_json,
+    charge_to_json,
+    check,
+    compose,
+    dp_charge,
+    exceeds,
+    exposure_arrays,
+    flatten,
+    mldp_charge,
+    secret_charge,
+)
 from privtext.privacy.pairs import ORDERS, EventPair, MixturePair, UnknownPair, UnprotectedPair, pair_of
-from privtext.privacy.secret_composition import (EXACT_WORST, HOPELESS, PairCache, Screen, exact_blowup,
-                                                 exact_slots, screen, secret_exposures)
+from privtext.privacy.secret_composition import (
+    EXACT_WORST,
+    HOPELESS,
+    PairCache,
+    Screen,
+    exact_blowup,
+    exact_slots,
+    screen,
+    secret_exposures,
+)
 from privtext.settings import DatasetBudget
 
 P = 1e-4

@@ -14,10 +14,20 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from privtext.settings import DatasetBudget
 from privtext.privacy import secret_protection as sp
-from privtext.privacy.budget import (BudgetExceeded, ComposedSpend, charge_from_json, charge_to_json, check, compose,
-                                     exposure_arrays, mixture_rdp, pure_rdp, secret_charge)
+from privtext.privacy.budget import (
+    BudgetExceeded,
+    ComposedSpend,
+    charge_from_json,
+    charge_to_json,
+    check,
+    compose,
+    exposure_arrays,
+    mixture_rdp,
+    pure_rdp,
+    secret_charge,
+)
+from privtext.settings import DatasetBudget
 
 P = 1e-4
 DEFAULT = DatasetBudget(r_over_p_max=50.0, eps_max=10.0, delta_max=1e-5, mldp_eps_max=100.0)

@@ -43,7 +43,7 @@ def test_released_coordinates_never_have_an_empty_preimage_under_secret_absent()
     scale = (2.0 * R / clusters.sizes)[:, None]
     grid = noise_grid(SIGMA)
     coordinates = 0
-    for draw in range(3):  # 3 x (100 x 384 centres + 100 counts) > 10^5 coordinates
+    for _ in range(3):  # 3 x (100 x 384 centres + 100 counts) > 10^5 coordinates
         out = release(*present, clusters, SIGMA, make_rng(), R)
         assert _in_grid_image(out.centers, scale, grid).all()
         assert np.all(np.round(out.counts / grid) * grid == out.counts)

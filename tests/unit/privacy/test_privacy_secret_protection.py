@@ -8,7 +8,6 @@ from scipy.stats import norm
 
 from privtext.privacy import secret_protection as sp
 
-
 # ---------------------------------------------------------------- conversions (Lemma 3.3, App. C)
 
 def test_mu_r_round_trip_vectorised_and_stable_at_1e_12():

@@ -30,8 +30,16 @@ from scipy.stats import norm
 
 from privtext.ledger import composed_spend
 from privtext.privacy.accounting import gaussian_event
-from privtext.privacy.budget import (Exposure, MalformedExposures, charge_to_json, dp_charge, mldp_charge,
-                                     secret_charge, secret_event_charge, validate_exposures)
+from privtext.privacy.budget import (
+    Exposure,
+    MalformedExposures,
+    charge_to_json,
+    dp_charge,
+    mldp_charge,
+    secret_charge,
+    secret_event_charge,
+    validate_exposures,
+)
 from privtext.privacy.reads import holders, joined, read_set
 from privtext.secpe.aug_pe import augpe_secret_sigma
 from privtext.settings import DatasetBudget
