@@ -19,9 +19,9 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.bash import BashOperator
-import pendulum
 from airflow.sdk import DAG, Param
 
 PROJECT = Path(os.environ.get("PRIVTEXT_HOME") or Path(__file__).resolve().parents[1])

@@ -6,7 +6,8 @@ is the only writer of ``published.synthetic_documents``.
 """
 from privtext_airflow import ingest_task, privtext_dag, report_task, stage_task
 
-with privtext_dag("synthetic_refresh", "SecPE synthetic documents under (p,r)-secret protection, evaluated and published weekly", "@weekly"):
+with privtext_dag("synthetic_refresh",
+                  "SecPE synthetic documents under (p,r)-secret protection, evaluated and published weekly", "@weekly"):
     (ingest_task() >> stage_task("detect_pii") >> stage_task("embed") >> stage_task("synthesize")
      >> stage_task("evaluate")
      >> stage_task("publish", "--target", "synthetic_documents") >> report_task())

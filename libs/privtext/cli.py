@@ -134,7 +134,8 @@ def cmd_ui(args) -> int:
             port = probe.getsockname()[1]
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(settings),
                "--default-artifact-root", artifact_root(settings), "--host", "127.0.0.1", "--port", str(port)]
-    print(f"MLflow UI: http://127.0.0.1:{port}  (experiment {settings.tracking.experiment}; Ctrl-C stops it)", flush=True)
+    print(f"MLflow UI: http://127.0.0.1:{port}  (experiment {settings.tracking.experiment}; Ctrl-C stops it)",
+          flush=True)
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         return server.wait()
@@ -147,8 +148,8 @@ def cmd_budget_show(args) -> int:
     """The ledger's one account (every charge composed per secret, value and record, whatever its dataset)
     against the strictest budget in play, and per dataset its charges and the same spend against its own
     budget: the worst unit per guarantee, in plain words."""
-    from privtext.platform.lakehouse import Lakehouse
     from privtext.ledger import Ledger
+    from privtext.platform.lakehouse import Lakehouse
     from privtext.platform.tables import PRIVACY_LEDGER
     from privtext.privacy.budget import describe, usage
 
@@ -205,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_table_commands(sub) -> None:
     """run, init, sql, vacuum: one stage, the tables, read-only SQL, file clean-up."""
-    run = sub.add_parser("run", help="run one stage: privtext run STAGE [--date D] [stage options] (STAGE -h lists them)",
+    run = sub.add_parser("run",
+                         help="run one stage: privtext run STAGE [--date D] [stage options] (STAGE -h lists them)",
                          add_help=False)
     run.add_argument("stage")
     run.add_argument("options", nargs=argparse.REMAINDER)
@@ -214,8 +216,8 @@ def _add_table_commands(sub) -> None:
     init = sub.add_parser("init", help="create the zones' tables (idempotent)")
     init.set_defaults(func=cmd_init)
 
-    sql = sub.add_parser("sql", help="read-only Spark SQL over the published zone (sql.role: officer adds protected, operator reads every "
-                                     "zone), e.g. SELECT * FROM published.x")
+    sql = sub.add_parser("sql", help="read-only Spark SQL over the published zone (sql.role: officer adds protected, "
+                                     "operator reads every zone), e.g. SELECT * FROM published.x")
     sql.add_argument("statement")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
     sql.add_argument("--limit", type=int, help="at most this many rows (default and maximum: sql.max_rows)")
@@ -251,7 +253,8 @@ def _add_pipeline_commands(sub) -> None:
     demo.add_argument("--n", type=int, default=1000)
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--date", default="2026-01-15")
-    demo.add_argument("--show-refusal", action="store_true", help="after a refused gate, show the recorded override path")
+    demo.add_argument("--show-refusal", action="store_true",
+                      help="after a refused gate, show the recorded override path")
     demo.add_argument("--all", action="store_true", help="also a small synthetic refresh and DP word embeddings")
     demo.set_defaults(func=cmd_demo)
 
@@ -275,12 +278,10 @@ def _add_area_commands(sub) -> None:
         privacy_cli = None
     if privacy_cli is not None:
         privacy_cli.register(sub)
-    from privtext.commands import audit as ampl_cli; ampl_cli.register(sub)  # noqa: E702  privtext tune sanitize
-    from privtext.commands import forget as forget_cli
-    from privtext.commands import pii as pii_cli
+    from privtext.commands import audit as ampl_cli, forget as forget_cli, pii as pii_cli
 
+    ampl_cli.register(sub)  # privtext tune sanitize
     forget_cli.register(sub)
-
     pii_cli.register(sub)
     from privtext import report, status
 

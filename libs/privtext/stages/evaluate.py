@@ -35,16 +35,14 @@ import tempfile
 from dataclasses import dataclass
 
 import numpy as np
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, functions as F
 
 from privtext.metrics.fid import fit_from_moments, frechet_distance, gaussian_fit
 from privtext.metrics.utility import fit_classifier, histogram_summary, length_histogram, length_ks, length_plot
+from privtext.pii.secrets import secret_types
 from privtext.platform.context import RunContext
 from privtext.platform.spark import held_out, latest_delivery, tree_sum
-from privtext.pii.secrets import secret_types
-from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, PII_SPANS,
-                                      STAGED_SYNTHETIC_DOCUMENTS)
+from privtext.platform.tables import DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, PII_SPANS, STAGED_SYNTHETIC_DOCUMENTS
 from privtext.platform.utility_reports import write_utility
 
 PUBLIC_BASELINE_MAX = 20000  # public documents fitted for public_only (driver memory O(this x d))

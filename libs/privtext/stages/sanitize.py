@@ -58,25 +58,24 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.types import (DoubleType, IntegerType, MapType, StringType, StructField, StructType)
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.types import DoubleType, IntegerType, MapType, StringType, StructField, StructType
 
-from privtext.clusant.sanitizer import ClusantSanitizer, merge_spans, sanitize_documents
 from privtext.clusant.masking import summary as masking_summary
+from privtext.clusant.sanitizer import ClusantSanitizer, merge_spans, sanitize_documents
 from privtext.clusant.surrogates import AllowList, draw_id, draw_key, epoch_of
+from privtext.ledger import Ledger
+from privtext.lineage import detection_lineage
+from privtext.metrics.export_utility import ACCURACY_METRICS, TEST_FRACTION, downstream_accuracy, is_test
+from privtext.pii.hashing import load_hmac_key, normalize_value, secret_id
+from privtext.pii.settings import DEFAULT_TIERS
 from privtext.platform.config import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
-from privtext.ledger import Ledger
-from privtext.pii.hashing import load_hmac_key, normalize_value, secret_id
-from privtext.pii.settings import DEFAULT_TIERS
-from privtext.privacy.budget import BudgetExceeded, exceeds, mldp_charge, mldp_schedule, none_charge
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
-from privtext.lineage import detection_lineage
-from privtext.sanitizer_setup import phrase_encoder, piece_table, tier_function, vocabularies
-from privtext.metrics.export_utility import ACCURACY_METRICS, TEST_FRACTION, downstream_accuracy, is_test
 from privtext.platform.utility_reports import write_utility
+from privtext.privacy.budget import BudgetExceeded, exceeds, mldp_charge, mldp_schedule, none_charge
+from privtext.sanitizer_setup import phrase_encoder, piece_table, tier_function, vocabularies
 from privtext.worker_cache import per_process
 
 TARGET = "sanitized_documents"
@@ -155,12 +154,14 @@ def new_draws(entries: list[dict], draw: str, drawn: set[tuple[str, str]]) -> di
 
 def check_schedule(entries: list[dict], draw: str, draw_eps: float, limit: float, dataset: str) -> dict:
     """Refuse (``BudgetExceeded``) when the ledger's public schedule with tonight's draw would pass ``limit``."""
-    schedule = mldp_schedule(entries + [{"guarantee": "none", "params": {"draw": draw, "draw_eps": draw_eps}, "spend": {}}])
+    schedule = mldp_schedule(entries
+                             + [{"guarantee": "none", "params": {"draw": draw, "draw_eps": draw_eps}, "spend": {}}])
     if exceeds(schedule["bound"], limit):
         raise BudgetExceeded(
             f"privacy budget of dataset {dataset!r} would be exceeded: {schedule['draws']} surrogate draw(s) "
-            f"(epochs x mechanisms) at up to eps {draw_eps:g} each, plus {schedule['legacy']:.4g} of older per-document "
-            f"charges, bound every value at {schedule['bound']:.4g} > mldp_eps_max = {limit:g}; the schedule does not "
+            f"(epochs x mechanisms) at up to eps {draw_eps:g} each, plus {schedule['legacy']:.4g} of older "
+            f"per-document charges, bound every value at {schedule['bound']:.4g} > mldp_eps_max = {limit:g}; "
+            "the schedule does not "
             "depend on the data: lengthen clusant.surrogate_epoch_days, lower clusant.eps, or end the export")
     return schedule
 
@@ -254,7 +255,8 @@ def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | Non
               .orderBy(F.sha2("doc_id", 256)).limit(metrics.max_documents))
     texts = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
     # spread over every slot: the LM costs ~0.2 s of a core per document
-    row = (by_document(sample.join(texts, "doc_id"), ctx.settings).mapInPandas(_quality_batches(ctx.settings), QUALITY_SCHEMA)
+    row = (by_document(sample.join(texts, "doc_id"), ctx.settings)
+           .mapInPandas(_quality_batches(ctx.settings), QUALITY_SCHEMA)
            .agg(F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity")).first())
     return row["similarity"], row["perplexity"]
 
@@ -306,7 +308,8 @@ def _inputs(ctx: RunContext, spans_version: int, documents_version: int) -> Data
     """The date's documents, each with the list of its spans (empty for documents without spans)."""
     documents = ctx.lakehouse.read(DOCUMENTS, documents_version, date=ctx.date).select("doc_id", "text")
     spans = (ctx.lakehouse.read(PII_SPANS, spans_version, date=ctx.date)
-             .groupBy("doc_id").agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score")).alias("spans")))
+             .groupBy("doc_id")
+             .agg(F.collect_list(F.struct("start", "end", "entity_type", "tier", "score")).alias("spans")))
     return documents.join(spans, "doc_id", "left")
 
 
@@ -334,7 +337,8 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, new: dict[str, dict[st
     if not items:
         items.append((none_charge(dataset, "sanitize", ctx.run_id, ctx.settings.clusant.method, params={
             **draw_params, "target": TARGET, "date": ctx.date.isoformat()}, deterministic=det,
-            reason="no new surrogate draw: every value drawn tonight was drawn and charged earlier in this epoch"), None))
+            reason="no new surrogate draw: every value drawn tonight was drawn and charged earlier in this epoch"
+        ), None))
     Ledger(ctx.lakehouse, ctx.settings).charge_many(items, tracked=ctx.tracked)
 
 
@@ -382,7 +386,8 @@ def run(ctx: RunContext) -> SanitizeResult:
     _charge(ctx, sanitizer, new_draws(entries, draw, drawn), draw_params)  # before any write
 
     shared = ctx.spark.sparkContext.broadcast((vocabs, table))
-    out = (by_document(inputs, settings).mapInPandas(_sanitize_batches(settings, shared, draw_key(key, epoch, fingerprint)), OUT_SCHEMA)
+    out = (by_document(inputs, settings)
+           .mapInPandas(_sanitize_batches(settings, shared, draw_key(key, epoch, fingerprint)), OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
            .persist(StorageLevel.MEMORY_AND_DISK))
@@ -395,7 +400,8 @@ def run(ctx: RunContext) -> SanitizeResult:
                                   len(settings.clusant.allow_list),
                                   [t for t in DEFAULT_TIERS if t not in lineage["entities"]])
         staged = out.withColumn("params", F.lit(_row_params(sanitizer, lineage, masking)))
-        written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS, staged.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
+        written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS,
+                                                   staged.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),
                                                    {"date": [ctx.date]})
         metrics_started = time.perf_counter()
         similarity, perplexity = _quality(ctx, out)
@@ -413,8 +419,10 @@ def run(ctx: RunContext) -> SanitizeResult:
         allowed=masking["allowed"], replaced_by_type=replaced_by_type,
         masked_by_type=masked_by_type, draw=draw, mldp_schedule=schedule["bound"], mldp_limit=limit)
     ctx.tracked.log_params({"clusant.method": settings.clusant.method, "clusant.k": settings.clusant.k,
-                            "clusant.n_clusters": settings.clusant.n_clusters, "clusant.clustering": settings.clusant.clustering,
-                            "clusant.eps": json.dumps(settings.clusant.eps), "placeholder_types": ",".join(sanitizer.missing),
+                            "clusant.n_clusters": settings.clusant.n_clusters,
+                            "clusant.clustering": settings.clusant.clustering,
+                            "clusant.eps": json.dumps(settings.clusant.eps),
+                            "placeholder_types": ",".join(sanitizer.missing),
                             "perplexity_measured": perplexity is not None, "surrogate_draw": draw,
                             "clusant.surrogate_epoch_days": settings.clusant.surrogate_epoch_days,
                             "clusant.allow_list": len(settings.clusant.allow_list)})

@@ -1,9 +1,10 @@
 """Stage ``synthesize``: SecPE (or the Aug-PE baseline) synthetic text -> staged ``synthetic_documents``.
 
 Data: ``restricted.doc_embeddings`` (``embed.model``) and ``restricted.documents`` (labels) up to the
-run's date, less the held-out split that ``evaluate`` scores (``secpe.holdout_fraction``); a document is private when ``restricted.pii_spans`` holds a secret of it (the entity types
-of ``pii.secrets.mode``), public otherwise (SecPE's split). Labels: ``secpe.labels`` when declared (the
-vocabulary declared public), else those of the public documents; documents with another label are not read.
+run's date, less the held-out split that ``evaluate`` scores (``secpe.holdout_fraction``); a document is private
+when ``restricted.pii_spans`` holds a secret of it (the entity types of ``pii.secrets.mode``), public otherwise
+(SecPE's split). Labels: ``secpe.labels`` when declared (the vocabulary declared public), else those of the public
+documents; documents with another label are not read.
 
 Flow (driver state O(K d + N_syn L d + #secret groups), never O(private rows)):
 1. D_pub (``secpe.public_source``, ``secret_clustering.choose_public_source``): the public documents'
@@ -45,28 +46,40 @@ import uuid
 from dataclasses import dataclass
 
 import numpy as np
-from pyspark.sql.pandas.types import from_arrow_schema
 import pandas as pd
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from privtext.ledger import Ledger
 from privtext.pii.secrets import secret_types
 from privtext.platform.config import resolve_uri
 from privtext.platform.context import RunContext
-from privtext.ledger import Ledger
 from privtext.platform.spark import held_out, latest_delivery, tree_sum
+from privtext.platform.tables import (
+    DOC_EMBEDDINGS,
+    DOCUMENTS,
+    GENERATOR_SAMPLES,
+    NOISY_CENTERS,
+    PII_SPANS,
+    STAGED_SYNTHETIC_DOCUMENTS,
+)
 from privtext.platform.utility_reports import write_utility
-from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, GENERATOR_SAMPLES, NOISY_CENTERS, PII_SPANS,
-                                      STAGED_SYNTHETIC_DOCUMENTS)
 from privtext.privacy.accounting import gaussian_event
 from privtext.privacy.budget import Exposure, secret_charge, secret_event_charge
-from privtext.privacy.reads import read_set, run_key
 from privtext.privacy.mechanisms import make_rng
+from privtext.privacy.reads import read_set, run_key
 from privtext.secpe.aug_pe import augpe_secret_sigma, augpe_vote, private_votes
 from privtext.secpe.evolution import evolve, secpe_vote
-from privtext.secpe.secret_clustering import (NO_LABEL, PublicClusters, centres_per_label, choose_public_source,
-                                             generated_public_clusters, group_secret_noise, private_cluster_stats,
-                                             secret_count_pmfs)
+from privtext.secpe.secret_clustering import (
+    NO_LABEL,
+    PublicClusters,
+    centres_per_label,
+    choose_public_source,
+    generated_public_clusters,
+    group_secret_noise,
+    private_cluster_stats,
+    secret_count_pmfs,
+)
 from privtext.secpe.settings import SecpeSettings
 
 # a centre's noise sd per direction above this: its vote is close to random (docs/products/synthetic.md: at 0.38,
@@ -209,7 +222,8 @@ class SparkGenerator:
     def variation(self, texts, L, label=None, seed=None):
         if not self.local:
             return self.generator.variation(texts, L, label=label, seed=seed)
-        return self._distributed(list(texts), lambda g, items, i: g.variation(items, L, label=label, seed=(seed or 0) + i))
+        return self._distributed(list(texts),
+                                 lambda g, items, i: g.variation(items, L, label=label, seed=(seed or 0) + i))
 
 
 def _embedder(settings):
@@ -251,9 +265,11 @@ def _calibrate_and_charge(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame
         noise = group_secret_noise(groups, sizes, n_secrets, cfg.p, cfg.r, cfg.rounds)
         pmfs, variant, records = secret_count_pmfs(groups, sizes, noise.rho, n_secrets)
         params = {"date": date, "rounds": cfg.rounds, "clusters": cfg.clusters,
-                  "clip_radius": cfg.clip_radius, "secret_groups": noise.n_groups, "expected_sampled": noise.expected_sampled,
+                  "clip_radius": cfg.clip_radius, "secret_groups": noise.n_groups,
+                  "expected_sampled": noise.expected_sampled,
                   "private_documents": n_private, "read": read}
-        charge = secret_charge(dataset, "synthesize", ctx.run_id, "secpe_histogram", p=cfg.p, r=cfg.r, sigma=noise.sigma,
+        charge = secret_charge(dataset, "synthesize", ctx.run_id, "secpe_histogram", p=cfg.p, r=cfg.r,
+                               sigma=noise.sigma,
                                rounds=cfg.rounds, releases_per_round=2, count_pmfs=pmfs, params=params,
                                deterministic=det)
         exposures = {sid: Exposure(1, int(variant[j]), int(records[j])) for j, sid in enumerate(secret_ids)}
@@ -319,7 +335,8 @@ def _secpe_vote(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, private:
         bc.unpersist()
         return stats
 
-    return secpe_vote(private_stats, public, noise.sigma, rng, R, on_release=lambda t, noisy: releases.append((t, noisy)))
+    return secpe_vote(private_stats, public, noise.sigma, rng, R,
+                      on_release=lambda t, noisy: releases.append((t, noisy)))
 
 
 def _augpe_vote(ctx: RunContext, cfg: SecpeSettings, corpus: DataFrame, labels: list, sigma: float, rng):
@@ -367,7 +384,8 @@ def _write(ctx: RunContext, method: str, result, releases: list, labels: list) -
                           "label": result.labels, "method": method,
                           "round": np.asarray(result.born, dtype=np.int32), "run_id": ctx.run_id, "date": date})
     ctx.lakehouse.replace_partitions(STAGED_SYNTHETIC_DOCUMENTS,
-                                     spark.createDataFrame(synth, from_arrow_schema(STAGED_SYNTHETIC_DOCUMENTS.schema)), {"date": [date]})
+                                     spark.createDataFrame(synth, from_arrow_schema(STAGED_SYNTHETIC_DOCUMENTS.schema)),
+                                     {"date": [date]})
 
 
 def _log_rounds(tracked, result, labels: list) -> None:
