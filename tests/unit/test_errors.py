@@ -1,9 +1,8 @@
 """One PrivtextError base: every error privtext raises on purpose derives from it; the CLI reports it as one line."""
 import pytest
 
-from privtext.errors import report_error
 from privtext.clusant.vocabulary import NoVocabulary
-from privtext.errors import PrivtextError, Refused, UsageError
+from privtext.errors import PrivtextError, Refused, UsageError, report_error
 from privtext.generate.endpoint import EndpointAuthError
 from privtext.pii.hashing import MissingKeyError
 from privtext.platform.config import ConfigError

@@ -14,7 +14,8 @@ IDS = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_
 @given(users=st.lists(IDS, min_size=1, max_size=4), docs=st.lists(IDS, max_size=4))
 def test_a_file_of_any_script_gives_the_same_ids_as_the_options(tmp_path_factory, users, docs):
     path = tmp_path_factory.mktemp("ids") / "ids.txt"
-    path.write_text("# erasure requests\n\n" + "".join(f"user:{u}\r\n" for u in users) + "".join(f"doc:{d}\n" for d in docs),
+    path.write_text("# erasure requests\n\n" + "".join(f"user:{u}\r\n" for u in users)
+                    + "".join(f"doc:{d}\n" for d in docs),
                     encoding="utf-8", newline="")
     from_file = parse_subjects([], [], str(path))
     assert from_file == parse_subjects(users, docs, None)

@@ -35,7 +35,8 @@ def test_annotations_point_at_values_of_their_type(corpus):
     seen = Counter()
     for a in anns:
         value = text[a["doc_id"]][a["start"]:a["end"]]
-        assert 0 <= a["start"] < a["end"] <= len(text[a["doc_id"]]) and (value.strip() == value or a["type"] == "PUNCT"), a
+        assert (0 <= a["start"] < a["end"] <= len(text[a["doc_id"]])
+                and (value.strip() == value or a["type"] == "PUNCT")), a
         seen[a["type"]] += 1
         if a["kind"] == "date_header":
             assert email.utils.parsedate_tz(value) is not None, value
@@ -70,7 +71,8 @@ def test_the_cli_writes_what_ingest_reads(tmp_path):
                     "--seed", "1"], cwd=ROOT, check=True, capture_output=True)
     rows = [json.loads(line) for line in (out / "documents" / "mail.jsonl").read_text().splitlines()]
     assert len(rows) == 5 and all({"doc_id", "user_id", "text", "label"} <= set(r) for r in rows)
-    assert not (out / "documents" / "chat.jsonl").exists() and len((out / "annotations.jsonl").read_text().splitlines()) > 50
+    assert (not (out / "documents" / "chat.jsonl").exists()
+            and len((out / "annotations.jsonl").read_text().splitlines()) > 50)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["mail"] == 5 and manifest["chat"] == 0
     bad = subprocess.run([sys.executable, "-m", "tests.fixtures.realtext", "--out", str(out), "--date", "2002-13-01"],

@@ -67,7 +67,8 @@ def test_audit_flags_a_leaking_release_and_passes_a_blind_one():
     results = {}
     for name, release in (("leak", _leaked(secrets, candidates)), ("blind", _not_leaked(rng, secrets, candidates))):
         result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), candidates,
-                                              secrets.take(test_rows).truth(), adversary="transformer", eps=0.5, settings=TINY,
+                                              secrets.take(test_rows).truth(), adversary="transformer", eps=0.5,
+                                              settings=TINY,
                                               rng=np.random.default_rng(5))
         assert result.triplets == TINY.triplets and diag.mpl_values.shape == (TINY.triplets,)
         results[name] = result

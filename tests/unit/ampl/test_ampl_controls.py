@@ -63,7 +63,8 @@ def test_shared_scale_is_the_grid_temperature_of_the_summed_validation_nll():
     obs = np.arange(len(truth))
 
     def nll(t):  # the independent computation: the dense posterior of each view at each grid temperature
-        return sum(-GaussianPosterior(v.predict(val), cand, base * t, floor, CPU).log_prob(obs, truth).sum() for v in views)
+        return sum(-GaussianPosterior(v.predict(val), cand, base * t, floor, CPU).log_prob(obs, truth).sum()
+                   for v in views)
 
     best = min(TEMPERATURE_GRID, key=nll)
     assert shared_scale(views, val, cand, floor, chunk_elems=64) == pytest.approx(base * best)

@@ -31,7 +31,8 @@ def _euclidean(batch):
 
 
 def test_a_secret_alone_in_its_group_gets_a_public_companion_of_its_format():
-    docs = [_doc("555-0101", "PHONE_NUMBER", "a"), _doc("Ada Lovelace", "PERSON", "b"), _doc("Alan Turing", "PERSON", "c")]
+    docs = [_doc("555-0101", "PHONE_NUMBER", "a"), _doc("Ada Lovelace", "PERSON", "b"),
+            _doc("Alan Turing", "PERSON", "c")]
     batch = embed_documents(docs, _encoder(), adjacency_group, companion)
     assert batch.companions == 1 and len(batch.candidates) == 4
     phone = adjacency_group("PHONE_NUMBER", "555-0101")

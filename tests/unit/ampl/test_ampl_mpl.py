@@ -5,8 +5,15 @@ import pytest
 from scipy.stats import binom
 
 from privtext.ampl.adversary import GaussianPosterior
-from privtext.ampl.mpl import (explicit_joint_posterior, floor_log_probs, log10_p_fail, mpl, prior_marginal,
-                               true_secret_triplets, violation_ratio)
+from privtext.ampl.mpl import (
+    explicit_joint_posterior,
+    floor_log_probs,
+    log10_p_fail,
+    mpl,
+    prior_marginal,
+    true_secret_triplets,
+    violation_ratio,
+)
 from privtext.ampl.perturb import euclidean_distances, tiered_em_log_probs
 
 # Sec. 2.4 / App. C.1: correlated prior over (X1, X2), EM channel 0.72 / 0.28, eps = 1, d(x1, x2) = 1.
@@ -153,9 +160,9 @@ def test_an_exact_adversary_of_clusant_shows_no_violation_in_d_k_but_does_in_euc
     (k = 4, so D_k grows across clusters): mPL <= eps for every (x_i, x_j, y) with d = D_k (the mechanism's
     ``metric``, an independent enumeration of its output distribution), while the plain Euclidean distance
     counts violations of a release that keeps its bound; the triplet sampler uses the given distance."""
+    from privtext.ampl.mpl import true_secret_triplets
     from privtext.clusant.clustering import cluster_vocabulary
     from privtext.clusant.mechanism import build_mechanism
-    from privtext.ampl.mpl import true_secret_triplets
 
     rng = np.random.default_rng(4)
     emb = rng.normal(size=(60, 8))
@@ -171,5 +178,6 @@ def test_an_exact_adversary_of_clusant_shows_no_violation_in_d_k_but_does_in_euc
     euclid = np.linalg.norm(inputs[i] - inputs[j], axis=1)
     assert (shift / d_k).max() <= eps + 1e-9
     assert (shift / euclid > eps).any()  # the wrong metric: a release that keeps its bound "violates"
-    t = true_secret_triplets(rng, np.arange(len(inputs)), inputs, 500, distance=lambda a, b: mech.metric(inputs[a], inputs[b]))
+    t = true_secret_triplets(rng, np.arange(len(inputs)), inputs, 500, distance=lambda a,
+                             b: mech.metric(inputs[a], inputs[b]))
     assert np.allclose(t.dist, mech.metric(inputs[t.i], inputs[t.j]))

@@ -26,7 +26,8 @@ def _max_log_ratio(lp):
 
 @pytest.mark.parametrize(
     "method,k,clustering",
-    [("clusant", 1.0, "custext"), ("clusant", 4.0, "custext"), ("clusant", 32.0, "kmeans"), ("santext", 1.0, "custext")],
+    [("clusant", 1.0, "custext"), ("clusant", 4.0, "custext"), ("clusant", 32.0, "kmeans"),
+     ("santext", 1.0, "custext")],
 )
 def test_exact_mldp_audit_on_full_distribution(vocab, unit_rows, method, k, clustering):
     rng = np.random.default_rng(1)
@@ -213,7 +214,8 @@ def real_phrases(tmp_path_factory, request):
 
     vs = VocabularySettings(size=150)
     cache = tmp_path_factory.mktemp("phrase-cache")
-    vocab = np.vstack([embed_vocabulary(t, build_vocabulary(t, vs), encode, request.param, cache) for t in ("PERSON", "LOCATION")])
+    vocab = np.vstack([embed_vocabulary(t, build_vocabulary(t, vs), encode, request.param, cache)
+                       for t in ("PERSON", "LOCATION")])
     unseen = ["Angela Merkel", "Barack Obama", "Ada Lovelace", "Kylian Mbappe", "Frida Kahlo", "Nelson Mandela",
               "Taylor Swift", "Lionel Messi", "Marie Curie", "Zinedine Zidane", "Reykjavik", "Timbuktu",
               "Ouagadougou", "Kathmandu", "Montevideo", "Vladivostok", "Yellowknife", "Ushuaia", "the Sahara",

@@ -24,7 +24,8 @@ CANDIDATES = ("July 12, 1989", "03 February 1961", "2027-11-30", "12/31/1999", "
               "not a date at all")
 HEADER_DATES = ("Fri, 13 Sep 2002 15:01:18 -0400", "Sun, 8 Sep 2002 10:22:01 -0500 (CDT)", "13 Sep 2002 15:01:18 +0100",
                 "Fri, 13 Sep 2002 15:01:18 GMT", "Fri, 13 Sep 2002 15:01 -0400", "Fri, 13 Sep 02 15:01:18 EDT",
-                "Mon, 02 Sep 2002 09:03:44 +0000 (GMT)", "Fri,13 Sep 2002 15:01:18 -0400", "Tue, 3 Dec 2002 23:59:59 +0530",
+                "Mon, 02 Sep 2002 09:03:44 +0000 (GMT)", "Fri,13 Sep 2002 15:01:18 -0400",
+                "Tue, 3 Dec 2002 23:59:59 +0530",
                 "Fri, 31 May 02 02:45:00 EST")
 OTHER_DATES = ("Wed, 14 Aug 2002", "Wed, Aug 14, 2002 at 10:23:11AM -0700", "8/14/02 10:23 AM",
                "Wednesday, August 14, 2002, at 10:23", "14/08/2002 10:23", "Wednesday, August 14, 2002 10:23 AM",
@@ -81,7 +82,8 @@ def ip_sanitizer(tmp_path_factory):
     """The IP_ADDRESS vocabulary as configured (Faker IPv4 and IPv6 addresses, half and half)."""
     settings = ClusantSettings(entity_types=("IP_ADDRESS",), n_clusters=4, k=8.0, eps={"PII": 2.0, "PoII": 6.0},
                                vocabulary=VocabularySettings(size=80))
-    san = ClusantSanitizer.build(settings, lambda t: "PII", hash_encode, "hash", cache_dir=str(tmp_path_factory.mktemp("ip")))
+    san = ClusantSanitizer.build(settings, lambda t: "PII", hash_encode, "hash",
+                                 cache_dir=str(tmp_path_factory.mktemp("ip")))
     assert {ipaddress.ip_address(p).version for p in san.per_type["IP_ADDRESS"].phrases} == {4, 6}
     return san
 
@@ -94,7 +96,8 @@ def _version(text: str) -> int | None:
 
 
 @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.ip_addresses().filter(lambda a: str(a) != "::"), st.sampled_from(["", "[", "("]), st.booleans()), min_size=1, max_size=8),
+@given(st.lists(st.tuples(st.ip_addresses().filter(lambda a: str(a) != "::"), st.sampled_from(["", "[", "("]),
+                          st.booleans()), min_size=1, max_size=8),
        st.integers(0, 2**32 - 1))
 def test_an_ipv4_stays_ipv4_and_format_kept_counts_exactly_the_kept_ones(ip_sanitizer, addresses, seed):
     """Property over generated addresses of both versions (but "::", which holds no digit), bracketed or not:
@@ -173,7 +176,8 @@ def test_a_replaced_region_drops_only_edge_punctuation_and_spaces(text, start, w
 def test_a_web_address_keeps_its_scheme_www_and_path_or_not(value, candidate, expected):
     out = render("URL", candidate, surface_format("URL", value))
     assert out == expected and format_kept("URL", value, out)
-    assert not format_kept("URL", value, "http://elsewhere.example.com/x" if not value.startswith("http://") else "x.org")
+    assert not format_kept("URL", value,
+                           "http://elsewhere.example.com/x" if not value.startswith("http://") else "x.org")
 
 
 @pytest.mark.parametrize("value,expected", [("Jensen, William", "Lopez, Maria"), ("KAYLA BRYANT", "MARIA LOPEZ"),
@@ -188,7 +192,8 @@ _LABELS = st.text(st.characters(categories=("Ll", "Lu", "Nd", "Lo")), min_size=1
 
 
 @hsettings(max_examples=200, deadline=None)
-@given(_SCHEMES, st.booleans(), st.lists(_LABELS, min_size=2, max_size=4).filter(lambda ls: not ls[0].lower().startswith("www")),
+@given(_SCHEMES, st.booleans(),
+       st.lists(_LABELS, min_size=2, max_size=4).filter(lambda ls: not ls[0].lower().startswith("www")),
        st.sampled_from(["", "/", "/~u/x.html", ":8080/a"]),
        st.text(max_size=30))
 def test_a_web_address_class_holds_nothing_of_the_value_and_every_render_keeps_it(scheme, www, labels, path, candidate):
@@ -204,5 +209,6 @@ def test_a_web_address_class_holds_nothing_of_the_value_and_every_render_keeps_i
 @given(st.text(max_size=30), st.text(max_size=30))
 def test_a_name_class_is_one_of_nine_and_render_never_fails(value, candidate):
     fmt = surface_format("PERSON", value)
-    assert fmt in {None, "name:F", "name:F^", "name:F_", "name:L, F", "name:F L^", "name:F L_", "name:L, F^", "name:L, F_"}
+    assert fmt in {None, "name:F", "name:F^", "name:F_", "name:L, F", "name:F L^", "name:F L_", "name:L, F^",
+                   "name:L, F_"}
     assert isinstance(render("PERSON", candidate, fmt), str)

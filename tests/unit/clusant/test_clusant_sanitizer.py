@@ -53,7 +53,8 @@ def test_tier_eps_and_ledger_params(tmp_path):
     assert all(n <= 6 for n in params["n_clusters_by_type"].values())
     assert "growing linearly with k" in params["bound_note"]
     assert "same entity type and surface format" in params["adjacency"]  # the format is published (surface_format)
-    custext = ClusantSanitizer.build(_settings(method="custext"), TIERS.get, hash_encode, "hash", cache_dir=str(tmp_path))
+    custext = ClusantSanitizer.build(_settings(method="custext"), TIERS.get, hash_encode, "hash",
+                                     cache_dir=str(tmp_path))
     assert custext.ledger_params()["guarantee"] == "none"
 
 
@@ -127,7 +128,8 @@ def test_missing_vocabulary_types_and_reserved_values_as_subset(tmp_path):
     assert full.missing == ("NO_SUCH_TYPE",) and list(full.per_type) == ["PERSON"]
     reserved = (full.per_type["PERSON"].phrases[3].upper(), "someone else")
     cached = sorted(tmp_path.glob("*.npy"))
-    sub = ClusantSanitizer.build(settings.model_copy(update={"reserved_values": reserved}), lambda t: "PII", hash_encode,
+    sub = ClusantSanitizer.build(settings.model_copy(update={"reserved_values": reserved}), lambda t: "PII",
+                                 hash_encode,
                                  "hash", cache_dir=str(tmp_path))
     assert sub.per_type["PERSON"].phrases == full.per_type["PERSON"].phrases[:3] + full.per_type["PERSON"].phrases[4:]
     assert sorted(tmp_path.glob("*.npy")) == cached  # the cached full-vocabulary embeddings are reused
@@ -142,8 +144,10 @@ def test_one_draw_per_secret_key_per_document_and_counts(tmp_path):
     from privtext.clusant.sanitizer import sanitize_documents
 
     tiers = {"PERSON": "PII", "CREDIT_CARD": "PII"}
-    san = ClusantSanitizer.build(ClusantSettings(entity_types=tuple(tiers), n_clusters=4, k=4.0, eps={"PII": 0.01, "PoII": 0.01},
-                                                 vocabulary=VocabularySettings(size=200)), tiers.get, hash_encode, "hash",
+    san = ClusantSanitizer.build(ClusantSettings(entity_types=tuple(tiers), n_clusters=4, k=4.0,
+                                                 eps={"PII": 0.01, "PoII": 0.01},
+                                                 vocabulary=VocabularySettings(size=200)), tiers.get, hash_encode,
+                                 "hash",
                                  cache_dir=str(tmp_path))
     text = "Card 4111 1111 1111 1111, again 4111-1111-1111-1111. Ann Lee; ANN LEE. Passport X1."
     spans = [(5, 24, "CREDIT_CARD", "PII"), (32, 51, "CREDIT_CARD", "PII"), (53, 60, "PERSON", "PII"),
@@ -184,7 +188,8 @@ def test_verbatim_draws_match_the_mechanisms_exact_probability_of_drawing_the_in
 
 @pytest.fixture(scope="module")
 def hashed_sanitizer(tmp_path_factory):
-    return ClusantSanitizer.build(_settings(), TIERS.get, hash_encode, "hash", cache_dir=str(tmp_path_factory.mktemp("v")))
+    return ClusantSanitizer.build(_settings(), TIERS.get, hash_encode, "hash",
+                                  cache_dir=str(tmp_path_factory.mktemp("v")))
 
 
 def test_any_text_keeps_everything_outside_its_spans_and_masks_only_types_without_a_vocabulary(hashed_sanitizer):
@@ -199,7 +204,8 @@ def test_any_text_keeps_everything_outside_its_spans_and_masks_only_types_withou
 
     from privtext.clusant.sanitizer import replaced_region, sanitize_documents
 
-    members = st.lists(st.tuples(st.integers(-5, 70), st.integers(0, 20), st.sampled_from(["PERSON", "LOCATION", "US_PASSPORT"]),
+    members = st.lists(st.tuples(st.integers(-5, 70), st.integers(0, 20),
+                                 st.sampled_from(["PERSON", "LOCATION", "US_PASSPORT"]),
                                  st.sampled_from(["PII", "PoII"]), st.floats(0, 1)), max_size=6)
 
     @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -210,13 +216,15 @@ def test_any_text_keeps_everything_outside_its_spans_and_masks_only_types_withou
         assert all(0 <= s < e <= len(text) for s, e, _, _ in merged)
         assert all(e1 <= s2 for (_, e1, _, _), (s2, _, _, _) in zip(merged, merged[1:]))
         for s, e, _, tier in merged:
-            inside = [m for m in spans if max(0, m[0]) < min(len(text), m[1]) and max(0, m[0]) < e and min(len(text), m[1]) > s]
+            inside = [m for m in spans if max(0, m[0]) < min(len(text), m[1]) and max(0, m[0]) < e
+                      and min(len(text), m[1]) > s]
             assert (tier == "PII") == any(m[3] == "PII" for m in inside)
         key = seed.to_bytes(4, "little") * 8 if seed % 2 else None
-        done = sanitize_documents(hashed_sanitizer, hash_encode, np.random.default_rng(seed), [text], [merged], draw_key=key)
+        done = sanitize_documents(hashed_sanitizer, hash_encode, np.random.default_rng(seed), [text], [merged],
+                                  draw_key=key)
         out = done.texts[0]
         pattern, pos = [], 0
-        for s, e, t, tier in merged:
+        for s, e, t, _ in merged:
             a, b = replaced_region(text, s, e)  # edge punctuation stays; a span without letters or digits too
             if a == b:
                 continue

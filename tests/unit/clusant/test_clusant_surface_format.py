@@ -53,14 +53,17 @@ def test_a_card_keeps_its_length_and_grouping_and_is_luhn_valid(card):
     assert luhn_digit("7992739871") == "3"  # the textbook example: 79927398713
 
 
-@pytest.mark.parametrize("entity_type,value", [("PHONE_NUMBER", "+1-204-645-9461x86670"), ("PHONE_NUMBER", "(990)818-3554"),
+@pytest.mark.parametrize("entity_type,value",
+                         [("PHONE_NUMBER", "+1-204-645-9461x86670"), ("PHONE_NUMBER", "(990)818-3554"),
                                                ("PHONE_NUMBER", "555-010-4477 ext. 12"),
-                                               ("ZIP_CODE", "77219"), ("ZIP_CODE", "77219-1234"), ("US_SSN", "123-45-6789"),
+                                               ("ZIP_CODE", "77219"), ("ZIP_CODE", "77219-1234"),
+                          ("US_SSN", "123-45-6789"),
                                                ("ORDER_NUMBER", "#414939"), ("ORDER_NUMBER", "AB-1234567")])
 def test_codes_keep_their_shape(entity_type, value):
     """Digits drawn, separators kept; an order number's letters drawn too, a phone's extension marker kept."""
     out = render(entity_type, "#4390735", surface_format(entity_type, value))
-    shape = lambda s: "".join("9" if c.isdigit() else "A" if c.isupper() else "a" if c.isalpha() else c for c in s)  # noqa: E731
+    # noqa: E731
+    shape = lambda s: "".join("9" if c.isdigit() else "A" if c.isupper() else "a" if c.isalpha() else c for c in s)
     assert len(out) == len(value) and (shape(out) == shape(value) or entity_type == "PHONE_NUMBER")
     assert [c for c in out if not c.isdigit()] == [c for c in value if not c.isdigit()] or entity_type == "ORDER_NUMBER"
 
@@ -69,8 +72,10 @@ def test_the_date_vocabulary_holds_full_dates_only():
     phrases = build_vocabulary("DATE_TIME", VocabularySettings(size=300))
     assert len(phrases) == 300
     for p in phrases:  # every candidate renders into every layout: it spells a day, a month and a year
-        assert surface_format("DATE_TIME", p) in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%d.%m.%Y",
-                                                  "%B %-d, %Y", "%b %-d, %Y", "%-d %B %Y", "%-d %b %Y", "%-m/%-d/%Y"), p  # May: %b
+        assert surface_format("DATE_TIME", p) in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y",
+                                                  "%d.%m.%Y",
+                                                  # May: %b
+                                                  "%B %-d, %Y", "%b %-d, %Y", "%-d %B %Y", "%-d %b %Y", "%-m/%-d/%Y"), p
 
 
 def _rendered_distribution(mech, embedding, phrases, fmt, leak: str = "") -> dict[str, float]:
@@ -126,22 +131,27 @@ from hypothesis import given, settings as hsettings, strategies as st
 from privtext.clusant.surface_format import CODE_TYPES, DIGIT_TYPES, fold
 from privtext.pii.hashing import normalize_value
 
-_DIGIT_ZEROS = [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.category(c) == "Nd" and unicodedata.digit(c) == 0]
-_UNICODE_DIGITS = st.sampled_from(_DIGIT_ZEROS).flatmap(lambda zero: st.integers(0, 9).map(lambda d: chr(ord(zero) + d)))
-_VALUE_CHARS = st.one_of(_UNICODE_DIGITS, st.characters(categories=("Lu", "Ll", "Lo", "Mn", "Nd", "No", "Pd", "Zs", "Ps", "Pe")),
+_DIGIT_ZEROS = [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.category(c) == "Nd"
+                and unicodedata.digit(c) == 0]
+_UNICODE_DIGITS = st.sampled_from(_DIGIT_ZEROS).flatmap(lambda zero: st.integers(0,
+                                                                                 9).map(lambda d: chr(ord(zero) + d)))
+_VALUE_CHARS = st.one_of(_UNICODE_DIGITS,
+                         st.characters(categories=("Lu", "Ll", "Lo", "Mn", "Nd", "No", "Pd", "Zs", "Ps", "Pe")),
                          st.sampled_from("-. ()+/#－（）　"))
 _PLACEHOLDERS = set("9Aa")
 
 
 def _runs(text: str) -> set[str]:
     """Every digit/letter run of length >= 2 of ``text`` (digits by value, letters case-folded)."""
-    norm = "".join(str(unicodedata.digit(c)) if c.isdigit() else c.casefold() if c.isalpha() else " " for c in fold(text))
+    norm = "".join(str(unicodedata.digit(c)) if c.isdigit() else c.casefold() if c.isalpha() else " "
+                   for c in fold(text))
     return {w[i:i + n] for w in norm.split() for n in range(2, len(w) + 1) for i in range(len(w) - n + 1)}
 
 
 @pytest.mark.parametrize("entity_type,value", [
-    ("PHONE_NUMBER", "０９０－１２３４－５６７８"), ("PHONE_NUMBER", "(２１２) ５５５-７７８８"), ("PHONE_NUMBER", "+٩٧١ ٥٠ ١٢٣ ٤٥٦٧"),
-    ("CARD_LAST4", "４４２１"), ("CREDIT_CARD", "４１１１ １１１１ １１１１ １１１１"), ("ORDER_NUMBER", "MÜLLER-12345"),
+    ("PHONE_NUMBER", "０９０－１２３４－５６７８"), ("PHONE_NUMBER", "(２１２) ５５５-７７８８"),
+    ("PHONE_NUMBER", "+٩٧١ ٥٠ ١٢٣ ٤٥٦٧"), ("CARD_LAST4", "４４２１"),
+    ("CREDIT_CARD", "４１１１ １１１１ １１１１ １１１１"), ("ORDER_NUMBER", "MÜLLER-12345"),
     ("ZIP_CODE", "Łódź 90-001"), ("US_SSN", "१२३-४५-६७८९"), ("PHONE_NUMBER", "๐๘๑ ๒๓๔ ๕๖๗๘")])
 def test_non_ascii_digits_and_letters_never_pass_through(entity_type, value):
     """The reported cases: full-width, Arabic-Indic, Devanagari, Thai digits and letters with diacritics
@@ -156,7 +166,8 @@ def test_non_ascii_digits_and_letters_never_pass_through(entity_type, value):
 
 
 @hsettings(max_examples=300, deadline=None)
-@given(st.sampled_from(sorted(DIGIT_TYPES | CODE_TYPES | {"DATE_TIME"})), st.text(_VALUE_CHARS, min_size=1, max_size=30),
+@given(st.sampled_from(sorted(DIGIT_TYPES | CODE_TYPES | {"DATE_TIME"})),
+       st.text(_VALUE_CHARS, min_size=1, max_size=30),
        st.sampled_from(["#4390735", "July 12, 1989", "Ab-99", ""]))
 def test_a_format_class_holds_no_digit_or_letter_of_the_value_and_render_never_fails(entity_type, value, candidate):
     """Property over generated Unicode values: the format class carries only placeholders, separators and

@@ -110,7 +110,8 @@ def test_every_detected_type_has_a_replacement_of_its_own_shape():
         vocab = build_vocabulary(entity_type, VocabularySettings(size=200))
         assert len(vocab) >= 50 and all(re.fullmatch(shape, v) for v in vocab), entity_type
     titles = build_vocabulary("TITLE", VocabularySettings(size=200))
-    assert "Dr." in titles and not any(", " in t and "(" not in t for t in titles)  # "Civil engineer", not "Engineer, civil"
+    # "Civil engineer", not "Engineer, civil"
+    assert "Dr." in titles and not any(", " in t and "(" not in t for t in titles)
 
 
 def test_phrases_are_cached_per_type_and_settings_and_rebuilt_for_other_settings(tmp_path, monkeypatch):
@@ -118,7 +119,8 @@ def test_phrases_are_cached_per_type_and_settings_and_rebuilt_for_other_settings
 
     built = []
     real = vocabulary.build_vocabulary
-    monkeypatch.setattr(vocabulary, "build_vocabulary", lambda t, s, **kw: built.append((t, s.size)) or real(t, s, **kw))
+    monkeypatch.setattr(vocabulary, "build_vocabulary", lambda t, s,
+                        **kw: built.append((t, s.size)) or real(t, s, **kw))
     first = vocabulary.cached_vocabulary("PERSON", _settings(), tmp_path)
     again = vocabulary.cached_vocabulary("PERSON", _settings(), tmp_path)
     assert first == again == real("PERSON", _settings())

@@ -60,6 +60,7 @@ def test_a_full_date_expects_only_its_own_phrase(dates):
     san, phrases = dates
     value = phrases[11]
     text = f"Due {value}."
-    out = sanitize_documents(san, hash_encode, np.random.default_rng(3), [text] * 500, [[(4, 14, "DATE_TIME", "PoII")]] * 500)
+    out = sanitize_documents(san, hash_encode, np.random.default_rng(3), [text] * 500,
+                             [[(4, 14, "DATE_TIME", "PoII")]] * 500)
     probs = san.per_type["DATE_TIME"].mechanism.probabilities(hash_encode([value])[0])
     assert out.same_expected == pytest.approx([probs[san.per_type["DATE_TIME"].phrases.index(value)]] * 500, rel=1e-9)

@@ -54,7 +54,8 @@ def _mu_of(eps: float, delta: float) -> float:
     from scipy.optimize import brentq
     from scipy.stats import norm
 
-    return brentq(lambda mu: norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * norm.cdf(-eps / mu - mu / 2) - delta, 1e-3, 50)
+    return brentq(lambda mu: norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * norm.cdf(-eps / mu - mu / 2) - delta, 1e-3,
+                  50)
 
 
 def test_best_case_snr_matches_closed_form():

@@ -13,11 +13,14 @@ def test_teacher_learns_planted_synonyms():
     words = ["cat", "kitten", "car", "truck", "meow", "purr", "engine", "wheel"] + [f"f{i}" for i in range(30)]
     docs = []
     for _ in range(400):
-        a, ctx = (["cat", "kitten"], ["meow", "purr"]) if rng.random() < 0.5 else (["car", "truck"], ["engine", "wheel"])
-        toks = [rng.choice(a) if rng.random() < 0.4 else (rng.choice(ctx) if rng.random() < 0.6 else f"f{rng.integers(30)}")
+        a, ctx = (["cat", "kitten"], ["meow", "purr"]) if rng.random() < 0.5 else (["car", "truck"],
+                                                                                   ["engine", "wheel"])
+        toks = [rng.choice(a) if rng.random() < 0.4
+                else (rng.choice(ctx) if rng.random() < 0.6 else f"f{rng.integers(30)}")
                 for _ in range(12)]
         docs.append(np.array([words.index(t) for t in toks]))
-    s = DpedSettings(dim=16, window=3, epochs=5, subsample=1.0, min_count=1, batch_size=256, lr=0.025)  # 38 words: summed batch gradients need the small step
+    # 38 words: summed batch gradients need the small step
+    s = DpedSettings(dim=16, window=3, epochs=5, subsample=1.0, min_count=1, batch_size=256, lr=0.025)
     t = train_teacher(docs, len(words), s, seed=1)
     h, votes = teacher_answers(t, np.arange(len(words)), k=2)
     cos = h @ h.T

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from privtext.embed.settings import EmbedSettings
-from privtext.embed.static_phrases import table_path, encode_static, get_tokenizer
+from privtext.embed.static_phrases import encode_static, get_tokenizer, table_path
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The local SmolLM2-135M generator (llama.cpp engine through the prebuilt ``xllamacpp``, the CPU default) on
-tiny workloads: 16 new tokens at most, a handful of prompts; the transformers engine (what a GPU runs) on CPU; plus the prompt filling and
-perplexity arithmetic without a model."""
+tiny workloads: 16 new tokens at most, a handful of prompts; the transformers engine (what a GPU runs) on CPU; plus
+the prompt filling and perplexity arithmetic without a model."""
 from __future__ import annotations
 
 import math
@@ -9,8 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from privtext.generate import GenerateSettings, get_generator, perplexity
-from privtext.generate import backend_for
+from privtext.generate import GenerateSettings, backend_for, get_generator, perplexity
 from privtext.generate.base import Generator
 from privtext.generate.local import _load_float32, _perplexities, resolve_model_path, token_batches
 
@@ -30,7 +29,7 @@ def test_bundled_model_resolves_offline():
 
 def test_random_gives_clean_nonempty_texts_per_label(generator):
     texts = {label: generator.random(1, label, seed=11) for label in ("billing", "delivery")}
-    for label, out in texts.items():
+    for out in texts.values():
         assert len(out) == 1 and out[0].strip()
         assert "<|im" not in out[0] and "Reply with the message only" not in out[0]  # prompt stripped
     assert texts["billing"] != texts["delivery"]

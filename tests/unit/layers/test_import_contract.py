@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3] / "libs" / "privtext"
 ALGORITHMS = {"ampl", "clusant", "dped", "embed", "generate", "metrics", "pii", "privacy", "secpe"}
-LEAVES = {"privtext.strict", "privtext.worker_cache", "privtext.sample_data", "privtext.torch_scope", "privtext.errors"}  # import nothing of privtext
+# import nothing of privtext
+LEAVES = {"privtext.strict", "privtext.worker_cache", "privtext.sample_data", "privtext.torch_scope", "privtext.errors"}
 
 
 def module_name(path: Path) -> str:
@@ -43,7 +44,8 @@ def imports_of(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
             found.add(base)
             found |= {f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")}
     return {m for m in found if m == "privtext" or m.startswith("privtext.")}
@@ -133,7 +135,8 @@ def test_the_rules_catch_what_they_name(src, dst, ok):
 def test_only_publish_takes_the_published_zone_writer():
     """``zones.publisher`` (the zone check, then ``Lakehouse.as_publisher``) is the one way to write
     ``published``; only the publish stage calls it."""
-    callers = {name: {n.func.attr for n in ast.walk(ast.parse((ROOT.parent / (name.replace(".", "/") + ".py")).read_text()))
+    callers = {name: {n.func.attr
+                      for n in ast.walk(ast.parse((ROOT.parent / (name.replace(".", "/") + ".py")).read_text()))
                       if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                       and n.func.attr in ("publisher", "as_publisher")}
                for name in GRAPH if (ROOT.parent / (name.replace(".", "/") + ".py")).exists()}

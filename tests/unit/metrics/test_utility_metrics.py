@@ -2,8 +2,14 @@ import numpy as np
 import pytest
 
 from privtext.metrics.fid import fid, fit_from_moments, frechet_distance, gaussian_fit
-from privtext.metrics.utility import (fit_classifier, histogram_summary, length_histogram, length_ks,
-                                      length_plot, word_lengths)
+from privtext.metrics.utility import (
+    fit_classifier,
+    histogram_summary,
+    length_histogram,
+    length_ks,
+    length_plot,
+    word_lengths,
+)
 
 
 def test_frechet_distance_closed_form():

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from privtext.settings import ConfigError, load_settings
 from privtext.platform.leases import StageLocked, acquire, lock_dir, stage_lease
+from privtext.settings import ConfigError, load_settings
 from tests_support import hold_lease
 
 

@@ -47,5 +47,6 @@ def test_a_dataset_without_a_budget_or_with_an_incomplete_or_infinite_one_fails_
     with pytest.raises(ConfigError, match=r"'privacy.budgets.tickets.delta_max': Field required"):
         load_settings(None, environ={}, overrides={"privacy": {"budgets": {"tickets": {"eps_max": 1.0}}}})
     for limit in ("null", ".inf", "1e309"):
-        with pytest.raises(ConfigError, match=r"'privacy.budgets.default.eps_max': Input should be a (valid|finite) number"):
+        with pytest.raises(ConfigError,
+                           match=r"'privacy.budgets.default.eps_max': Input should be a (valid|finite) number"):
             load_settings(None, environ={"PRIVTEXT_PRIVACY__BUDGETS__DEFAULT__EPS_MAX": limit})

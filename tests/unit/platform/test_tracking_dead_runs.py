@@ -5,8 +5,8 @@ import signal
 import subprocess
 import sys
 
-from privtext.settings import load_settings
 from privtext.platform.tracking import stage_run, use_mlflow
+from privtext.settings import load_settings
 
 STAGE = """
 import sys, time

@@ -6,8 +6,16 @@ from pydantic import ValidationError
 
 from privtext.secpe.aug_pe import augpe_secret_sigma, augpe_vote, private_votes
 from privtext.secpe.evolution import center_votes, evolve, label_quotas, secpe_vote, select_top
-from privtext.secpe.secret_clustering import (NO_LABEL, NoisyCenters, PublicClusters, choose_public_source,
-                                              clip_rows, generated_public_clusters, private_cluster_stats, release)
+from privtext.secpe.secret_clustering import (
+    NO_LABEL,
+    NoisyCenters,
+    PublicClusters,
+    choose_public_source,
+    clip_rows,
+    generated_public_clusters,
+    private_cluster_stats,
+    release,
+)
 from privtext.secpe.settings import SecpeSettings
 
 D = 16

@@ -2,8 +2,14 @@ import numpy as np
 import pytest
 
 from privtext.privacy.secret_protection import incidence_matrix, secret_noise
-from privtext.secpe.secret_clustering import (PublicClusters, clip_rows, group_secret_noise, nearest,
-                                              private_cluster_stats, release)
+from privtext.secpe.secret_clustering import (
+    PublicClusters,
+    clip_rows,
+    group_secret_noise,
+    nearest,
+    private_cluster_stats,
+    release,
+)
 
 CLUSTERS = PublicClusters.create([[1.0, 0.0], [0.0, 1.0]], [2, 4])
 PRIVATE = np.array([[3.0, 0.0], [0.2, 0.6], [0.0, 1.0]])
@@ -41,7 +47,8 @@ def test_clipping_bounds_the_centre_shift():
     radius = 0.5
     clusters = PublicClusters.create(clip_rows([[1.0, 0.0], [0.0, 1.0]], radius), [5, 7])
     without = release(*private_cluster_stats(base, clusters, radius), clusters, 0.0, rng, radius)
-    with_ = release(*private_cluster_stats(np.vstack([base, secret_rows]), clusters, radius), clusters, 0.0, rng, radius)
+    with_ = release(*private_cluster_stats(np.vstack([base, secret_rows]), clusters, radius), clusters, 0.0, rng,
+                    radius)
     assert abs(with_.counts - without.counts).sum() == 3
     scaled_shift = np.linalg.norm((with_.centers - without.centers) * (clusters.sizes / (2 * radius))[:, None])
     assert scaled_shift <= 3 + 1e-9  # joint L2 sensitivity C = 3 at Eq. 7's noise scale

@@ -12,7 +12,8 @@ def reasons(records):
 
 
 def test_jsonl_keeps_good_lines_and_quarantines_each_bad_one_with_its_line():
-    content = b'{"doc_id": "a", "text": "hi", "tag": 3}\n\n{"text": oops}\n[1, 2]\n\xff\xfe\n{"text": "x", "m": {"k": 1}}\n'
+    content = (b'{"doc_id": "a", "text": "hi", "tag": 3}\n\n{"text": oops}\n[1, 2]\n\xff\xfe\n'
+               b'{"text": "x", "m": {"k": 1}}\n')
     records = _parse_jsonl(content, "f.jsonl")
     assert reasons(records) == [(1, None), (3, "malformed JSON: Expecting value"), (4, "malformed JSON: not an object"),
                                 (5, "invalid UTF-8"), (6, None)]
@@ -34,7 +35,8 @@ def test_csv_wrong_field_counts_are_quarantined_and_an_open_quote_is_one_record_
     assert reasons(records) == [(2, None), (3, "wrong field count: 1 (header has 2)"), (4, None)]
     assert records[0]["text"] == "hello, world" and records[2]["text"] == "multi\nline"
     broken = _parse_csv(b'doc_id,text\n1,ok\n2,"never closed\n3,swallowed\n', "g.csv", ",")
-    assert reasons(broken) == [(2, None), (3, "CSV parse error in the record starting at line 3: unexpected end of data")]
+    assert reasons(broken) == [(2, None),
+                               (3, "CSV parse error in the record starting at line 3: unexpected end of data")]
     assert broken[1]["raw_record"] == '2,"never closed\n3,swallowed\n'  # the open quote's record: the rest of the file
 
 
@@ -49,7 +51,8 @@ def test_csv_reads_on_past_a_long_field_and_a_stray_quote_row_by_row():
     assert [r["doc_id"] for r in records] == [f"r{i}" for i in range(100)] and all(r["reason"] is None for r in records)
     assert len(records[50]["text"]) == 200_000  # parsed whole (ingest.max_chars decides whether it lands)
     stray = _parse_csv(b'doc_id,text\n1,fine\n2,"bad"x\n3,"multi\nline"\n4,after\n', "q.csv", ",")
-    assert reasons(stray) == [(2, None), (3, "CSV parse error in the record starting at line 3: ',' expected after '\"'"),
+    assert reasons(stray) == [(2, None),
+                              (3, "CSV parse error in the record starting at line 3: ',' expected after '\"'"),
                               (4, None), (6, None)]
     assert [r["text"] for r in stray if r["reason"] is None] == ["fine", "multi\nline", "after"]
 
@@ -71,7 +74,8 @@ def test_a_repeated_csv_header_or_json_key_is_quarantined_with_every_value_kept(
 
 @pytest.mark.parametrize("text, reason", [
     ({"k": "v"}, "text is an object, not a string"), (["a"], "text is a list, not a string"),
-    (12, "text is a number, not a string"), (1.5, "text is a number, not a string"), (True, "text is a boolean, not a string"),
+    (12, "text is a number, not a string"), (1.5, "text is a number, not a string"),
+    (True, "text is a boolean, not a string"),
     ("\u00a0\u00a0", "empty text"), ("\u2003 \u2002\u3000", "empty text"), ("\x00\x00\x00", "empty text"),
     ("\u200b\ufeff\t\n", "empty text"),
     ("12", None), ("a\u00a0b", None), ("\x00x", None),  # controls: a string, words between odd spaces
@@ -129,7 +133,8 @@ def test_load_size_refuses_an_empty_or_much_smaller_load_unless_allowed():
 
 
 def test_keyed_doc_id_depends_on_key_file_and_text():
-    ids = {keyed_doc_id(k, f, t) for k, f, t in [(b"k1", "a", "x"), (b"k2", "a", "x"), (b"k1", "b", "x"), (b"k1", "a", "y")]}
+    ids = {keyed_doc_id(k, f, t)
+           for k, f, t in [(b"k1", "a", "x"), (b"k2", "a", "x"), (b"k1", "b", "x"), (b"k1", "a", "y")]}
     assert len(ids) == 4 and keyed_doc_id(b"k1", "a", "x") == keyed_doc_id(b"k1", "a", "x")
     assert len(keyed_doc_id(b"k1", "a", "x")) == 32
 
@@ -175,7 +180,8 @@ def test_parquet_structs_with_decimals_and_timestamps_become_json_metadata(tmp_p
 
     from privtext.stages.ingest import _parse_parquet
 
-    table = pa.table({"text": ["hi"], "extra": [{"amount": decimal.Decimal("1.50"), "at": dt.datetime(2026, 1, 2, 3, 4)}]})
+    table = pa.table({"text": ["hi"],
+                      "extra": [{"amount": decimal.Decimal("1.50"), "at": dt.datetime(2026, 1, 2, 3, 4)}]})
     pq.write_table(table, tmp_path / "p.parquet")
     (records,) = list(_parse_parquet(str(tmp_path / "p.parquet"), "p.parquet"))
     assert records[0]["reason"] is None
@@ -189,7 +195,8 @@ def test_generated_bytes_never_break_a_parser_and_every_string_is_valid(name):
 
     from privtext.stages.ingest import _parsed_chunks
 
-    lines = st.one_of(st.binary(max_size=60), st.text(max_size=30).map(lambda t: json.dumps({"text": t, t: t}).encode()),
+    lines = st.one_of(st.binary(max_size=60),
+                      st.text(max_size=30).map(lambda t: json.dumps({"text": t, t: t}).encode()),
                       st.sampled_from([b"[1,2,3]", b'{"doc_id": "\\udc80", "text": "x"}', b"[" * 3000, b"\xff\xfe",
                                        b'"a"', b"{}", b'{"text": null}', b"\x00", b"doc_id,text"]))
 

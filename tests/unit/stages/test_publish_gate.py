@@ -11,7 +11,8 @@ def test_gate_decision_names_each_failing_check():
     assert publish.gate_decision([ROW], ["rnn", "lstm"], ["a", "b"]) == ["no leakage audit by lstm"]
     assert "stale" in publish.gate_decision([ROW], ["rnn"], ["a"])[0]
     assert "invalid" in publish.gate_decision([{**ROW, "valid": False}], ["rnn"], ["a", "b"])[0]
-    assert "found leakage" in publish.gate_decision([{**ROW, "passed": False, "violation_ratio": 0.2}], ["rnn"], ["a", "b"])[0]
+    assert "found leakage" in publish.gate_decision([{**ROW, "passed": False, "violation_ratio": 0.2}], ["rnn"],
+                                                    ["a", "b"])[0]
     unsure = publish.gate_decision([{**ROW, "passed": False, "log10_p_fail": -1.5}], ["rnn"], ["a", "b"])[0]
     assert "not confidently" in unsure and "-1.50" in unsure
     control = {**ROW, "release": "control_identity"}  # a control row never stands in for the audit
