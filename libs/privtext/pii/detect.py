@@ -14,6 +14,7 @@ overlap are never cut and none is reported twice.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -303,12 +304,37 @@ def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings,
            for kind, start, end in shape.spans if kind in entities]
     kept = resolve_overlaps(structure.apply(refine(spans, fold_text, settings), shape, fold_text)
                             + refine(own, fold_text, settings))
+    if "PERSON" in entities:
+        kept = resolve_overlaps(kept + _same_names(fold_text, kept, settings))
     if settings.join_adjacent:
         kept = join_adjacent(kept, fold_text, settings.widen_addresses)
     mapped = [replace(s, start=a, end=b) for s in kept for a, b in [folded.to_original(s.start, s.end)]]
     if folded.orig_start is not None:
         mapped = resolve_overlaps(mapped)
     return [replace(s, value=normalize_value(s.entity_type, text[s.start:s.end])) for s in mapped]
+
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+PROPAGATED_SCORE = 0.8  # below every recognizer's span of a name, so a longer or typed span over the word wins
+
+
+def _same_names(text: str, spans: list[Span], settings: PiiSettings) -> list[Span]:
+    """PERSON spans for every other occurrence of a detected person's name words in the same document: a
+    full name in a header or signature ("Daniel Fernandez") makes "Fernandez" alone, later, the same
+    person. A name word counts when it is capitalised there, at least two letters long and not a form or
+    stop word; an occurrence counts when it is a whole word and capitalised (or spelled exactly alike)."""
+    not_names = _not_names()
+    names = {w.group() for s in spans if s.entity_type == "PERSON"
+             for w in _WORD.finditer(text, s.start, s.end)
+             if len(w.group()) > 1 and w.group()[0].isupper() and w.group().casefold() not in not_names
+             and not structure.is_calendar_word(w.group())}
+    if not names:
+        return []
+    pattern = re.compile(r"(?<![\w'’-])(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+                         + r")(?![\w'’-])", re.IGNORECASE)
+    tier = settings.tier_of("PERSON")
+    return [Span("PERSON", m.start(), m.end(), PROPAGATED_SCORE, tier, "") for m in pattern.finditer(text)
+            if m.group() in names or m.group()[0].isupper()]
 
 
 @lru_cache(maxsize=1)

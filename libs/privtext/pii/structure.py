@@ -106,6 +106,16 @@ _SIGN_OFF = (r"(?:thanks(?:[ \t]+(?:again|a[ \t]+lot|in[ \t]+advance|so[ \t]+muc
 _NAME_LINE = r"(?P<name>[^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})"
 _SIGNED_BELOW = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*[,.!:-]*[ \t]*\n(?:[ \t]*\n)?[ \t]*-?[ \t]*{_NAME_LINE}[ \t]*$")
 _SIGNED_SAME_LINE = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*,[ \t]*{_NAME_LINE}[ \t]*[.!]?[ \t]*$")
+# a name alone as a mail's last paragraph ("-Joan", "-- Darko", "caroline", "C."): after a blank line, and
+# followed only by blank lines and the end, a signature or footer rule, or a quoted or forwarded message
+_SIGNED_ALONE = re.compile(r"\n[ \t]*\n[ \t]*(?:-{1,2}[ \t]*)?(?P<name>[A-Z]\.|[^\W\d_][\w'’-]*"
+                           r"(?:[ \t]+[^\W\d_][\w'’-]*)?)[ \t]*(?=(?:\n[ \t]*)*\Z|(?:\n[ \t]*)+(?:--|__|==|>|On[ \t]|From:))")
+# a greeting paragraph "jason -", "Hi Tiffany,", "Dear Ms Lee,": a name, then a comma or dash and a blank line
+_GREETING = re.compile(r"(?i)(?:\A|\n[ \t]*\n)[ \t]*(?:(?:hi|hey|hello|dear|morning|hiya|yo)[ \t]+)?(?P<name>[^\W\d_][\w'’-]*"
+                       r"(?:[ \t]+[^\W\d_][\w'’-]*)?)[ \t]*(?:,|[ \t]-+)[ \t]*\n[ \t]*\n")
+# who a greeting or a closing line addresses when it is no person
+_GROUPS = frozenset("all everyone everybody folks guys team people list friends colleagues sir madam sirs gentlemen "
+                    "ladies there y'all yall world mate mates buddy dude man pal".split())
 _STRONG_CUE = re.compile(r"(?i)\b(?:call[ \t]+me|my[ \t]+name[ \t]+is|my[ \t]+name'?s|name'?s|they[ \t]+call[ \t]+me|"
                          r"known[ \t]+as|i[ \t]+go[ \t]+by)[ \t]+(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>[^\W\d_][\w'’-]*))?")
 _WEAK_CUE = re.compile(r"(?i)\b(?:this[ \t]+is|it'?s|i[ \t]+am|i'?m|im|hi|hey|hello|thanks|thank[ \t]+you|bye)[ \t]*,?[ \t]+"
@@ -142,8 +152,17 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
         spans += _attribution(text, m.start("body"), m.end("body"), not_names)
     for rx in (_SIGNED_BELOW, _SIGNED_SAME_LINE):
         for m in rx.finditer(text):
-            if _is_name(m.group("name"), known_first_names, not_names, lower_ok=True):
+            if _addressee(m.group("name")) and _is_name(m.group("name"), known_first_names, not_names,
+                                                        lower_ok=True, any_word=True):
                 spans.append(("PERSON", m.start("name"), m.end("name")))
+    for m in _SIGNED_ALONE.finditer(text):
+        name = m.group("name")
+        if re.fullmatch(r"[A-Z]\.", name) or _addressee(name) and _is_name(
+                name, known_first_names, not_names, lower_ok=True, any_word=True):
+            spans.append(("PERSON", m.start("name"), m.end("name")))
+    for m in _GREETING.finditer(text):
+        if _addressee(m.group("name")) and _is_name(m.group("name"), known_first_names, not_names, lower_ok=True):
+            spans.append(("PERSON", m.start("name"), m.end("name")))
     for m in _cues(_STRONG_CUE, text):
         if _is_name(m.group("name"), known_first_names, not_names, lower_ok=True, any_word=True):
             end = m.end("last") if m.group("last") and _is_name(
@@ -163,6 +182,16 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
         spans += [("PERSON", *m.span("name")) for m in _SIGN_IN.finditer(text)
                   if m.group("name").casefold() not in not_names]
     return Structure(spans, protected)
+
+
+def is_calendar_word(word: str) -> bool:
+    """A weekday, month or time-zone name ("Sun", "May", "EDT")."""
+    return word.casefold() in _CALENDAR_WORDS
+
+
+def _addressee(value: str) -> bool:
+    """Not a group ("all", "folks") nor a sign-off phrase ("Best Regards", "Cheers")."""
+    return value.split()[-1].casefold() not in _GROUPS and not re.fullmatch(_SIGN_OFF, value, re.IGNORECASE)
 
 
 def _cues(rx: re.Pattern, text: str):
