@@ -215,11 +215,11 @@ def dp_embeddings(settings: Settings, date: str, lines: StageLines) -> str:
 def summary(settings: Settings, date: str, verdict: dict, products: dict[str, str], reports: dict[str, Path],
             show_refusal: bool) -> list[str]:
     """The closing summary lines."""
-    from privtext.platform.lakehouse import Lakehouse
+    from privtext.clusant import masking
     from privtext.ledger import Ledger, latest_measurement
+    from privtext.platform.lakehouse import Lakehouse
     from privtext.platform.tracking import tracking_uri
     from privtext.report import miss_bound
-    from privtext.clusant import masking
     from privtext.status import budget_usage, datasets, masking_of, table_rows, usage_line
 
     spans = masking_of(settings, date)

@@ -20,8 +20,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from privtext.errors import Refused, UsageError
-from privtext.settings import Settings
 from privtext.platform.tracking import pipeline_run, stage_run
+from privtext.settings import Settings
 from privtext.stages.runner import job_entry, run_stage
 
 log = logging.getLogger("privtext")

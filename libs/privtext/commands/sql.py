@@ -30,8 +30,8 @@ import threading
 import uuid
 from typing import TYPE_CHECKING
 
-from privtext.settings import ZONES
 from privtext.errors import PrivtextError, Refused
+from privtext.settings import ZONES
 
 if TYPE_CHECKING:  # the root settings live above the platform
     from privtext.settings import Settings

@@ -10,11 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from privtext.platform.table_spec import TableSpec
-from privtext.platform.tables import (DOC_EMBEDDINGS, DOCUMENTS, ERASURES, GENERATOR_SAMPLES,
-                                      LEAKAGE_AUDITS, NOISY_CENTERS, PII_SPANS, PRIVACY_LEDGER,
-                                      PUBLISHED_SANITIZED_DOCUMENTS, PUBLISHED_SYNTHETIC_DOCUMENTS, QUARANTINE,
-                                      STAGED_SANITIZED_DOCUMENTS, STAGED_SYNTHETIC_DOCUMENTS, STAGED_WORD_VECTORS,
-                                      UTILITY_REPORTS, WORD_VECTORS)
+from privtext.platform.tables import (
+    DOC_EMBEDDINGS,
+    DOCUMENTS,
+    ERASURES,
+    GENERATOR_SAMPLES,
+    LEAKAGE_AUDITS,
+    NOISY_CENTERS,
+    PII_SPANS,
+    PRIVACY_LEDGER,
+    PUBLISHED_SANITIZED_DOCUMENTS,
+    PUBLISHED_SYNTHETIC_DOCUMENTS,
+    QUARANTINE,
+    STAGED_SANITIZED_DOCUMENTS,
+    STAGED_SYNTHETIC_DOCUMENTS,
+    STAGED_WORD_VECTORS,
+    UTILITY_REPORTS,
+    WORD_VECTORS,
+)
 
 LEAKAGE_AUDIT = "leakage_audit"
 LEDGER_CHARGE = "ledger_charge"

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, BooleanType, FloatType, LongType, StringType, StructField, StructType
 
@@ -25,10 +24,10 @@ from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_s
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
 from privtext.clusant.surface_format import adjacency_group, ascii_digits, render, surface_format
-from privtext.platform.context import RunContext
 from privtext.errors import PrivtextError
-from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS
 from privtext.lineage import staged_state
+from privtext.platform.context import RunContext
+from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS
 from privtext.privacy.mechanisms import make_rng
 from privtext.stages import DEFAULT_TARGET, STAGES, TARGETS
 from privtext.torch_scope import torch_scope

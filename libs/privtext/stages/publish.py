@@ -23,18 +23,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from privtext.clusant import masking
-from privtext.pii.hashing import doc_pseudonym, load_hmac_key
-from privtext.settings import resolve_uri
-from privtext.platform.context import RunContext
-from privtext.ledger import Ledger
 from privtext.errors import Refused, UsageError
+from privtext.ledger import Ledger
+from privtext.lineage import lineage_problems, staged_state
+from privtext.pii.hashing import doc_pseudonym, load_hmac_key
+from privtext.platform import erasure, zones
 from privtext.platform.config import ObjectStoreSettings
+from privtext.platform.context import RunContext
 from privtext.platform.leases import check_held
 from privtext.platform.storage import filesystem, move_dir
-from privtext.privacy.budget import none_charge
-from privtext.platform import erasure, zones
-from privtext.lineage import lineage_problems, staged_state
 from privtext.platform.tables import LEAKAGE_AUDITS
+from privtext.privacy.budget import none_charge
+from privtext.settings import resolve_uri
 from privtext.stages import DEFAULT_TARGET, STAGES, TARGETS
 
 DP_GUARANTEES = ("secret_protection", "gdp", "approx_dp")

@@ -20,8 +20,8 @@ from privtext.errors import PrivtextError, UsageError, report_error
 from privtext.pii.hashing import load_hmac_key
 from privtext.platform.context import RunContext, parse_date
 from privtext.platform.leases import stage_lease
-from privtext.settings import LOG_FORMAT, Settings, load_settings, use_offline_models
 from privtext.platform.tracking import stage_run
+from privtext.settings import LOG_FORMAT, Settings, load_settings, use_offline_models
 from privtext.stages import DEFAULT_TARGET, STAGES
 
 log = logging.getLogger("privtext")

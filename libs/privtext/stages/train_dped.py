@@ -15,27 +15,42 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import (ArrayType, BooleanType, DoubleType, FloatType, IntegerType, LongType, StructField,
-                               StructType)
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StructField,
+    StructType,
+)
 
-from privtext.dped.aggregation import (Aggregate, NoiseMultipliers, aggregate, calibrate, dped_event,
-                                       require_signal, sensitivities, sigmas)
+from privtext.dped.aggregation import (
+    Aggregate,
+    NoiseMultipliers,
+    aggregate,
+    calibrate,
+    dped_event,
+    require_signal,
+    sensitivities,
+    sigmas,
+)
 from privtext.dped.settings import DpedSettings
 from privtext.dped.sharding import shard_of
 from privtext.dped.student import train_student
 from privtext.dped.teacher import teacher_answers, train_teacher
 from privtext.dped.vocabulary import dp_select, public_anchor, public_words, tokenize, unit_top_ids
 from privtext.errors import Refused
-from privtext.platform.context import RunContext
 from privtext.ledger import Ledger
-from privtext.privacy.budget import dp_charge
-from privtext.privacy.reads import read_set, run_key
+from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, STAGED_WORD_VECTORS
 from privtext.privacy.accounting import epsilon_of
+from privtext.privacy.budget import dp_charge
 from privtext.privacy.mechanisms import make_rng
+from privtext.privacy.reads import read_set, run_key
 from privtext.torch_scope import torch_scope
 
 MODEL_NAME = "dped-word-embeddings"
