@@ -25,8 +25,9 @@ settings' sanitizer, ``sanitizer_setup.build_sanitizer``). Prints ``name: value`
 * utility: ``spam_gap`` (spam vs the rest of the mail, TF-IDF + logistic regression trained on the export vs the
   originals, scored on the originals: ``metrics.export_utility.downstream_accuracy``), ``category_gap`` (five
   mail categories), ``prompt_gap`` (chat prompts), ``char_similarity`` (mean ``difflib`` ratio, original vs
-  exported, over documents with spans of at most 20,000 characters), ``semantic_similarity`` (mean cosine of ``embed.model`` sentence
-  embeddings, the ``sanitize`` stage's similarity, over at most ``--similarity-docs`` documents with spans).
+  exported, over documents with spans of at most 20,000 characters), ``semantic_similarity`` (mean cosine of
+  ``embed.model`` sentence embeddings, the ``sanitize`` stage's similarity, over at most ``--similarity-docs`` documents
+  with spans).
 ``--pairs N`` also prints N before/after pairs per replaced type and for Date: lines (``pair_T: before -> after``;
 the fixtures are generated or public text, nothing private).
 
@@ -56,7 +57,8 @@ COMPATIBLE = {"PERSON": {"PERSON"}, "EMAIL_ADDRESS": {"EMAIL_ADDRESS"}, "PHONE_N
               "STREET_ADDRESS": {"STREET_ADDRESS", "LOCATION"}, "LOCATION": {"LOCATION", "STREET_ADDRESS"},
               "ZIP_CODE": {"LOCATION", "STREET_ADDRESS"}, "DATE_TIME": DATE_PARTS}
 MUST_SHOW = {"DATE", "TIME_ZONE", "WEEKDAY", "MONTH", "PUNCT"}
-NEGATIVE = ("DATE", "TIME", "TIME_ZONE", "WEEKDAY", "MONTH", "PUNCT", "VERSION", "FILENAME", "WORD", "LAUGHTER", "QUOTE")
+NEGATIVE = ("DATE", "TIME", "TIME_ZONE", "WEEKDAY", "MONTH", "PUNCT", "VERSION", "FILENAME", "WORD", "LAUGHTER",
+            "QUOTE")
 VERBATIM_KINDS = {"full_name": "full_names", "first_name": "first_or_last_names", "last_name": "first_or_last_names",
                   "speaker": "chat_speakers", "phone": "phones", "email": "emails", "personal_url": "urls_personal",
                   "street": "street_lines", "city_line": "city_lines", "ip": "ips"}
@@ -220,7 +222,8 @@ def utility_figures(name: str, docs, out, merged, seed: int, settings, similarit
     with_spans = [i for i, m in enumerate(merged) if m][:similarity_docs]
     a = encode_texts([texts[i] for i in with_spans], settings.embed).astype(np.float64)
     b = encode_texts([out.texts[i] for i in with_spans], settings.embed).astype(np.float64)
-    print(f"real_text_{name}_semantic_similarity: {float((a * b).sum(axis=1).mean()):.4f} ({len(with_spans)} documents)")
+    print(f"real_text_{name}_semantic_similarity: {float((a * b).sum(axis=1).mean()):.4f} "
+          f"({len(with_spans)} documents)")
 
 
 def main() -> None:

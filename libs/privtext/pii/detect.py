@@ -106,8 +106,15 @@ def _build_analyzer(settings: PiiSettings):
     from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
     from presidio_analyzer.predefined_recognizers import (
-        CreditCardRecognizer, DateRecognizer, IbanRecognizer, IpRecognizer, PhoneRecognizer,
-        SpacyRecognizer, UrlRecognizer, UsSsnRecognizer)
+        CreditCardRecognizer,
+        DateRecognizer,
+        IbanRecognizer,
+        IpRecognizer,
+        PhoneRecognizer,
+        SpacyRecognizer,
+        UrlRecognizer,
+        UsSsnRecognizer,
+    )
 
     from privtext.pii.recognizers import build as extra_recognizers, confirmed_by_trained_ner
 
@@ -133,7 +140,8 @@ def _build_analyzer(settings: PiiSettings):
                                 *(Pattern(*p) for p in WHOLE_URLS)]),
         DateRecognizer(),
     ]
-    recognizers = confirmed_by_trained_ner(recognizers + extra_recognizers(settings), settings.detector.confirm_caseless)
+    recognizers = confirmed_by_trained_ner(recognizers + extra_recognizers(settings),
+                                           settings.detector.confirm_caseless)
     for custom in settings.custom_recognizers:
         recognizers.append(PatternRecognizer(
             supported_entity=custom.name,

@@ -73,7 +73,8 @@ NRP_LIST = (
     "Green Party member", "socialist", "communist", "libertarian", "progressive", "nationalist", "centrist",
     "Christian Democrat", "trade unionist", "independent voter",
 ]
-_COMMON_WORDS = frozenset({"polish", "christian", "baptist", "conservative", "evangelical"})  # lower case, they are words, not groups
+# lower case, they are words, not groups
+_COMMON_WORDS = frozenset({"polish", "christian", "baptist", "conservative", "evangelical"})
 _TITLE_HEAD = re.compile(rf"(?i)(?:{'|'.join(sorted(_OCCUPATIONS, key=len, reverse=True))})s?")
 
 
@@ -180,7 +181,8 @@ def find_places(text: str, proper: frozenset[int]) -> list[tuple[int, int, float
         label = text[tokens[-1][1]:tokens[-1][1] + 1] == ":"  # "Mobile: 0777 ..."
         if key in known:
             return True
-        return key in towns and not label and (all(t[0] in proper for t in tokens) or _placed_upper(text, phrase, tokens[0][0]))
+        return key in towns and not label and (all(t[0] in proper for t in tokens)
+                                               or _placed_upper(text, phrase, tokens[0][0]))
 
     return [(s, e, PLACE_SCORE if text[s:e].casefold() in known else CITY_SCORE) for s, e in _scan(text, 4, accept)]
 
@@ -194,7 +196,8 @@ def find_names(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]
         start, end, word = tokens[i]
         if word in known:
             j = i + 1
-            if j < len(tokens) - 1 and re.fullmatch(r"[A-Z]", tokens[j][2]) and text[tokens[j][1]:tokens[j][1] + 1] in ". ":
+            if (j < len(tokens) - 1 and re.fullmatch(r"[A-Z]", tokens[j][2])
+                    and text[tokens[j][1]:tokens[j][1] + 1] in ". "):
                 j += 1  # middle initial
             last = j
             while last < min(len(tokens), j + 2) and _CAPITALISED.fullmatch(tokens[last][2]) \
@@ -262,7 +265,8 @@ def stop_words() -> frozenset[str]:
 
 
 _POSTCODE_TOWN = re.compile(r"(?P<before>(?:^|[,;]|\b(?i:in|from|to|at|near|aus|nach|bei|von|en|à|a|de|di))[ \t]*)?"
-                            r"(?<![\w.,:/+-])(?:[A-Z]{1,2}-)?(?P<code>\d{4,5})[ \t]+(?P<town>[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'-]+)",
+                            r"(?<![\w.,:/+-])(?:[A-Z]{1,2}-)?(?P<code>\d{4,5})"
+                            r"[ \t]+(?P<town>[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'-]+)",
                             re.M)
 _NOT_TOWNS = frozenset("euro euros eur dollar dollars usd pounds gbp chf yen people users members items words".split())
 

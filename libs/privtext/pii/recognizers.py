@@ -24,8 +24,10 @@ def street_address_regex() -> str:
     USPS list, optional Apt./Suite, optional ", City, ST 12345[-6789]"; and military APO/FPO/DPO."""
     from faker.providers.address.en_US import Provider
 
-    abbreviations = {"St", "Str", "Rd", "Ave", "Av", "Blvd", "Dr", "Ln", "Ct", "Pl", "Sq", "Hwy", "Pkwy", "Ter", "Cres", "Cl"}
-    suffixes = "|".join(sorted({re.escape(s) for s in {*Provider.street_suffixes, *abbreviations}}, key=len, reverse=True))
+    abbreviations = {"St", "Str", "Rd", "Ave", "Av", "Blvd", "Dr", "Ln", "Ct", "Pl", "Sq", "Hwy", "Pkwy", "Ter",
+                     "Cres", "Cl"}
+    suffixes = "|".join(sorted({re.escape(s) for s in {*Provider.street_suffixes, *abbreviations}}, key=len,
+                               reverse=True))
     street = rf"\b\d{{1,6}}\s+(?:[A-Z][a-z]+\s+){{1,3}}(?:{suffixes})\.?(?:\s+(?:Apt\.|Suite|Unit|#)\s*\d+[A-Z]?)?"
     tail = r"(?:,?\s+(?:[A-Z][a-z]+\s){0,2}[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?)?"
     military = (r"\b(?:(?:USNS|USNV|USS|USCGC)\s+[^\W\d_][\w'-]*|PSC\s+\d{4},\s+Box\s+\d{4}|Unit\s+\d{4}\s+Box\s+\d{4})"
@@ -37,7 +39,8 @@ def street_address_regex() -> str:
     street_words = ("vei|veien|veg|vegen|gate|gata|gaten|tee|utca|\u00fat|\u00fatja|u\\.|kapu|ulica|cesta|tie|katu|"
                     "gade|vej|v\u00e4g|v\u00e4gen|gr\u00e4nd|str\u00e6de|all\u00e9|sokak|sokağı")
     european = (rf"\b(?:(?i:{prefixes})\s+(?:(?:{word}|{CONNECTOR})\s+){{0,4}}\d{{1,5}}[A-Za-z]?"
-                rf"|{word}(?:stra(?:ss|\u00df)e|str\\.|weg|gasse|platz|allee|ring|damm|straat|gade|vej|v\u00e4gen|gatan)"
+                rf"|{word}(?:stra(?:ss|\u00df)e|str\\.|weg|gasse|platz|allee|ring|damm|straat|gade|vej|v\u00e4gen|"
+                rf"gatan)"
                 rf"\s+\d{{1,5}}[A-Za-z]?"
                 # a lower-case street word after the name: "Pernilles vei 115", "Csabai kapu 60.", "Luite tee 87"
                 rf"|{word}(?:\s{word}){{0,2}}\s(?:{street_words})\s+\d{{1,5}}[A-Za-z]?\b\.?)")
@@ -48,7 +51,8 @@ def street_address_regex() -> str:
     # a crossing named by "the corner of": "the corner of 491 St. Clair Ave and Maslow Well"
     crossing = (rf"\b(?i:the[ \t]+)?(?i:corner)[ \t]+of[ \t]+(?:[\w'./-]+[ \t]+){{1,5}}?and[ \t]+"
                 rf"[\p{{Lu}}\d][\w'./-]*(?:[ \t]+(?:[\p{{Lu}}\d][\w'./-]*|{PARTICLE})){{0,4}}")
-    return rf"(?-i:{street}{tail}|{military}|{european}|{numbered}|{secondary}|{crossing})"  # case-sensitive: Presidio uses IGNORECASE
+    # case-sensitive: Presidio uses IGNORECASE
+    return rf"(?-i:{street}{tail}|{military}|{european}|{numbered}|{secondary}|{crossing})"
 
 
 # company names: capitalised words ("iShares", "&", "and", "of" may join them), then a legal or fund suffix
@@ -68,7 +72,8 @@ PATTERNS = {
     "phone_extensions": ("PHONE_NUMBER", [
         # a letter may touch a US layout ("Fax555-123-4567", "555-123-4567W"): its separators say phone
         ("us_phone_with_extension",
-         r"(?<![\d-])(?:(?:\+?1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\s?(?:x|ext\.?\s?)\d{1,6}\b", 0.9),
+         r"(?<![\d-])(?:(?:\+?1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}\s?(?:x|ext\.?\s?)\d{1,6}\b",
+         0.9),
         ("us_phone", r"(?<![\d-])(?:(?:\+?1|001)[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}(?![\d-])", 0.86),
         ("ten_digits", r"\b\d{10}\b", 0.3),
         ("country_code_us_layout", r"(?<![\w+.-])\d{1,3}[ .]\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4}\b", 0.9),
@@ -91,18 +96,22 @@ PATTERNS = {
         ("five_digits", r"\b\d{5}(?:-\d{4})?\b", 0.3),
         ("labelled_postcode", r"(?i)(?<=\b(?:plz|postleitzahl|zip|zip code|zipcode|postcode|post code|postal code|"
                               r"code postal|cap|cp)(?::\s?|\s))\d{4,5}\b", 0.9),
-        ("postcode_digits", r"(?<![\w.,:/-])(?:\d{2}-\d{3}|\d{3,6}(?:[- ]\d{2,3})?)(?![\w.,:/-]?\d)", 0.1)],  # needs context
+        # needs context
+        ("postcode_digits", r"(?<![\w.,:/-])(?:\d{2}-\d{3}|\d{3,6}(?:[- ]\d{2,3})?)(?![\w.,:/-]?\d)", 0.1)],
         ["zip", "postal", "postcode", "post code", "zipcode", "address", "plz", "postleitzahl", "cap", "cp"]),
     "timestamps": ("DATE_TIME", [
-        ("iso_datetime", r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?(?!\d)", 0.96)],
+        ("iso_datetime", r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?(?!\d)",
+         0.96)],
         []),
     "ages": ("AGE", [
         ("years_old", r"(?i)\b\d{1,3}(?=[\s-]?(?:years?|yrs?)[\s-]old\b|\s?y/?o\b)", 0.8),
         ("aged", r"(?i)(?<=\b(?:aged|age of|age:|age|turned|turn|turning|I'm|I am|he's|she's"
-                 r"|(?:he|she|I|they|we) (?:was|is|am|will be))\s)\d{1,3}\b(?![.,]?\d)(?!\s?(?:%|percent|[a-z]))", 0.6)],
+                 r"|(?:he|she|I|they|we) (?:was|is|am|will be))\s)\d{1,3}\b(?![.,]?\d)(?!\s?(?:%|percent|[a-z]))",
+         0.6)],
         ["age", "old", "born", "turned"]),
     "titles": ("TITLE", [
-        ("honorific", r"(?-i:\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Sir|Dame|Rev|Hon|Sr|Sra|Herr|Frau|Mme|Mlle)\.?(?=\s+[A-Z]))", 0.8)],
+        ("honorific",
+         r"(?-i:\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Sir|Dame|Rev|Hon|Sr|Sra|Herr|Frau|Mme|Mlle)\.?(?=\s+[A-Z]))", 0.8)],
         []),
     "other_scripts": ("STREET_ADDRESS", [  # "668 Λεωφόρος Συγγρού 119", "Τιμολέοντος Βάσσου 154"
         ("script_street", rf"(?:\b\d{{1,6}}\s)?(?:{_SCRIPT_WORD}\s){{1,4}}\d{{1,5}}\b", 0.9)],
@@ -117,7 +126,8 @@ PATTERNS = {
                            rf"(?-i:{_NAME_WORDS})", 0.87)],
         []),
     "card_last4": ("CARD_LAST4", [
-        ("card_ending_in", r"(?i)(?<=\bending in\s)\d{4}\b|(?<=\bending with\s)\d{4}\b|(?<=\blast four digits\s)\d{4}\b",
+        ("card_ending_in",
+         r"(?i)(?<=\bending in\s)\d{4}\b|(?<=\bending with\s)\d{4}\b|(?<=\blast four digits\s)\d{4}\b",
          0.8)],
         ["card", "ending"]),
     "company_shapes": ("ORGANIZATION", [

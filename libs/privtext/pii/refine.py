@@ -40,7 +40,8 @@ RELATIVE_TIME = re.compile(
     rf")$")
 # digits and separators only, but not a date: no d/m/y, y-m-d, hh:mm or 19xx/20xx year shape
 _DIGITS_ONLY = re.compile(r"^[\d\s.,/:-]+$")
-_DATE_SHAPE = re.compile(r"^(?:\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?|\d{1,2}:\d{2}(?::\d{2})?|(?:19|20)\d{2}s?"
+_DATE_SHAPE = re.compile(r"^(?:\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?|"
+                         r"\d{1,2}:\d{2}(?::\d{2})?|(?:19|20)\d{2}s?"
                          r"|\d{1,2}[/.-](?:19|20)\d{2}|(?:19|20)\d{2}[/.-]\d{1,2})$")
 _ESCAPED_BREAK = re.compile(r"\\([nrt])")
 _NAME_TOKEN = re.compile(r"[^\W\d_]{2,}(?:['-][^\W\d_]+)?")  # a name word of any script: "Mcclain", "Петров"
@@ -71,7 +72,8 @@ _INTERSECTION_BEFORE = re.compile(rf"(?<![\w\u00C0-\u024F]){_PLACE}[ \t]+and[ \t
 _CORNER_BEFORE = re.compile(r"(?i)\b(?:the[ \t]+)?corner[ \t]+of[ \t]+$")  # "the corner of X and Y" is one place
 _LINE_END = re.compile(r"[ \t,]*[.?!;]?[ \t]*(?:\n|$)")
 # after a blank line, only a "Country 12345" or postcode line still belongs to the block
-_AFTER_BLANK_LINE = re.compile(rf"[ \t]*\n[ \t]*\n[^\S\n]*(?:{_PLACE}[ \t]+)?{_POSTCODE}(?=[ \t]*[.?!;]?[ \t]*(?:\n|$))")
+_AFTER_BLANK_LINE = re.compile(rf"[ \t]*\n[ \t]*\n[^\S\n]*(?:{_PLACE}[ \t]+)?{_POSTCODE}"
+                               r"(?=[ \t]*[.?!;]?[ \t]*(?:\n|$))")
 _STRUCTURAL = re.compile(rf"{_UNIT}|{_POSTCODE}")
 _HOUSE_NUMBER_BEFORE = re.compile(r"(?<![\w.,-])\d{1,6}[A-Za-z]?[ \t]+$")
 _MAX_ADDRESS_PARTS = 6
@@ -93,7 +95,7 @@ def refine(spans: list, text: str, settings) -> list:
     """Split NER spans at line breaks; drop relative-time and digit-only DATE_TIME spans; widen PERSON
     and STREET_ADDRESS spans."""
     out = []
-    for span in (part for span in spans for part in _lines_of(span, text)):
+    for span in (part for whole in spans for part in _lines_of(whole, text)):
         if span.entity_type == "DATE_TIME" and _not_a_date(text[span.start:span.end].strip(" .,;:!?"), settings):
             continue
         if span.entity_type == "PERSON" and settings.widen_names:
@@ -149,7 +151,8 @@ def _place_line_above(span, text: str) -> list:
     the same postal block ("Jestetten\\nGermany", "HOREB\\nUnited Kingdom")."""
     line_start = text.rfind("\n", 0, span.start) + 1
     line_end = text.find("\n", span.end)
-    if line_start < 2 or text[line_start:span.start].strip() or text[span.end:len(text) if line_end < 0 else line_end].strip():
+    if (line_start < 2 or text[line_start:span.start].strip()
+            or text[span.end:len(text) if line_end < 0 else line_end].strip()):
         return []
     m = _TOWN_LINE.search(text, max(0, line_start - 1 - _LOOK_BACK), line_start - 1)
     if not m or not all(w[0].isupper() for w in re.split(r"[ -]", m.group("town"))):
@@ -173,7 +176,8 @@ def _widen_name(span, text: str):
         end = m.end()
     while start >= 2 and text[start - 1] == " ":  # to the left: "Russell ", "Иван "
         m = _NAME_TOKEN_BEFORE.search(text, max(0, start - 41), start - 1)
-        if not m or not _title_case(m.group()) or m.group() in NOT_NAMES or (m.start() > 0 and text[m.start() - 1].isalnum()):
+        if (not m or not _title_case(m.group()) or m.group() in NOT_NAMES
+                or (m.start() > 0 and text[m.start() - 1].isalnum())):
             break
         start = m.start()
     return span if (start, end) == (span.start, span.end) else replace(span, start=start, end=end)

@@ -80,7 +80,8 @@ class TermMatcher:
             for m in self._terms.finditer(text):
                 t = self._literal.get(m.group().lower()) or next(
                     v for k, v in self._literal.items() if re.fullmatch(re.escape(k), m.group(), re.IGNORECASE))
-                found.append(Span(t.entity_type, m.start(), m.end(), 1.0, t.tier, normalize_value(t.entity_type, m.group())))
+                found.append(Span(t.entity_type, m.start(), m.end(), 1.0, t.tier,
+                                  normalize_value(t.entity_type, m.group())))
         for pattern, t in self._patterns:
             for m in pattern.finditer(text):
                 if m.end() > m.start():

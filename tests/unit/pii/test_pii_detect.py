@@ -5,7 +5,14 @@ import pandas as pd
 import pytest
 
 from privtext.pii.detect import (
-    SPAN_COLUMNS, Span, _build_analyzer, chunk_windows, detect_frame, detect_spans, resolve_overlaps)
+    SPAN_COLUMNS,
+    Span,
+    _build_analyzer,
+    chunk_windows,
+    detect_frame,
+    detect_spans,
+    resolve_overlaps,
+)
 from privtext.pii.hashing import DETERMINISTIC_TEST_KEY
 from privtext.pii.settings import PiiSettings
 

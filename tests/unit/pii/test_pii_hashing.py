@@ -1,8 +1,7 @@
 """Keyed secret ids and the key loader's refusal rules."""
 import pytest
 
-from privtext.pii.hashing import (
-    DETERMINISTIC_TEST_KEY, MissingKeyError, load_hmac_key, normalize_value, secret_id)
+from privtext.pii.hashing import DETERMINISTIC_TEST_KEY, MissingKeyError, load_hmac_key, normalize_value, secret_id
 
 KEY = b"0123456789abcdef-test-key"
 

@@ -213,7 +213,8 @@ def test_adjacent_spans_join_into_one_value():
     text = "Capital Gearing Trust plc"
     assert joined(text, ("Capital Gearing", "ORGANIZATION"), ("Trust plc", "ORGANIZATION")) == [("ORGANIZATION", text)]
     two = "Anna Berg\nOle Hansen"
-    assert joined(two, ("Anna Berg", "PERSON"), ("Ole Hansen", "PERSON")) == [("PERSON", "Anna Berg"), ("PERSON", "Ole Hansen")]
+    assert joined(two, ("Anna Berg", "PERSON"), ("Ole Hansen", "PERSON")) == [("PERSON", "Anna Berg"),
+                                                                              ("PERSON", "Ole Hansen")]
     block = "12 Rue du Niger, Spodnja Idrija,\nSlovenia 4000"
     assert joined(block, ("12 Rue du Niger", "STREET_ADDRESS"), ("Spodnja Idrija", "LOCATION"),
                   ("Slovenia", "LOCATION"), ("4000", "ZIP_CODE")) == [("STREET_ADDRESS", block)]

@@ -4,8 +4,7 @@ import pytest
 
 from privtext.pii.detect import SPAN_COLUMNS
 from privtext.pii.hashing import DETERMINISTIC_TEST_KEY, normalize_value, secret_id
-from privtext.pii.secrets import (
-    TermMatcher, WordMatcher, doc_frequencies, secrets_frame, select_random_words, word_set)
+from privtext.pii.secrets import TermMatcher, WordMatcher, doc_frequencies, secrets_frame, select_random_words, word_set
 from privtext.pii.settings import PiiSettings, UserTermSettings
 
 

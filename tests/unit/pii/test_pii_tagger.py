@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from privtext.pii import tagger
-from privtext.pii.detect import _build_analyzer, detect_many
 from privtext.pii.conll import part, read_conll
+from privtext.pii.detect import _build_analyzer, detect_many
 from privtext.pii.recognizers import TrainedNerRecognizer, build
 from privtext.pii.settings import DetectorSettings, PiiSettings
 from privtext.pii.tagger_data import synthetic_examples, training_examples, wnut_examples
@@ -168,7 +168,8 @@ def test_caseless_spacy_spans_need_the_trained_ner_to_confirm_them():
     # on the real analyzer the gazetteer's city is kept although spaCy's equal caseless span is not confirmed
     settings = PiiSettings(recognizers={"trained_ner": False})
     analyzer = _build_analyzer(settings)
-    analyzer.registry.recognizers = confirmed_by_trained_ner(analyzer.registry.recognizers + [model], ["SpacyRecognizer"])
+    analyzer.registry.recognizers = confirmed_by_trained_ner(analyzer.registry.recognizers + [model],
+                                                             ["SpacyRecognizer"])
     found = detect_many(analyzer, ["My friend lives in TAMPERE"], settings)[0]
     assert [(s.entity_type, s.start, s.end) for s in found] == [("LOCATION", 19, 26)]
 
@@ -201,7 +202,8 @@ def test_micro_batches_backpropagate_the_whole_batch_mean_loss():
 
 
 def test_compact_renumbers_into_the_used_token_ids():
-    encoded = [{"input_ids": [101, 7, 102], "labels": [0, 0, 0]}, {"input_ids": [101, 30000, 7, 102], "labels": [0] * 4}]
+    encoded = [{"input_ids": [101, 7, 102], "labels": [0, 0, 0]},
+               {"input_ids": [101, 30000, 7, 102], "labels": [0] * 4}]
     seen, compact, pad = tagger._compact(encoded, 0)
     assert seen == [0, 7, 101, 102, 30000] and pad == 0
     assert [[seen[i] for i in e["input_ids"]] for e in compact] == [e["input_ids"] for e in encoded]
