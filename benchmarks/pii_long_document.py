@@ -67,7 +67,8 @@ def main() -> None:
     noise = [a for a in anns if a["type"] in NON_ENTITIES]
     print(f"long_document_personal_values: {len(personal)}")
     print(f"long_document_personal_overlapped: {sum(map(overlapped, personal)) / max(1, len(personal)):.4f}")
-    print(f"long_document_dates_typed_date: {sum(overlapped(a, {'DATE_TIME'}) for a in dates) / max(1, len(dates)):.4f}")
+    print("long_document_dates_typed_date: "
+          f"{sum(overlapped(a, {'DATE_TIME'}) for a in dates) / max(1, len(dates)):.4f}")
     other = {t for t in Counter(s.entity_type for s in spans)} - {"DATE_TIME"}
     print(f"long_document_non_entities_other_type: {sum(overlapped(a, other) for a in noise) / max(1, len(noise)):.4f}")
 

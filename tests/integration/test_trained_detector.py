@@ -4,13 +4,13 @@ a lower-case name in a tweet-like message that the rule/gazetteer/spaCy ensemble
 from __future__ import annotations
 
 import pytest
-from tests_support import document, write_rows
 
 from privtext.pii.detect import detect_spans, get_analyzer
 from privtext.pii.tagger import ensure_trained
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, PII_SPANS
 from privtext.stages.runner import run_stage
+from tests_support import document, write_rows
 
 NIGHT = "2026-05-01"
 TEXT = "omg can someone tell maddison to call me back"  # shaped like a template, with a name not in it

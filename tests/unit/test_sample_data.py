@@ -1,8 +1,7 @@
 """sample_data.plant_pii: the text kept as written, every planted offset on a value of its slot's type."""
 import string
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from privtext.sample_data import REVIEW_FRAMES, SLOT_TYPES, plant_pii
 

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from dp_accounting import dp_event as dpe
-from dp_accounting.pld import common as pld_common
-from dp_accounting.pld import pld_privacy_accountant
-from dp_accounting.pld import privacy_loss_distribution as pld
+from dp_accounting.pld import common as pld_common, pld_privacy_accountant, privacy_loss_distribution as pld
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.special import logsumexp
 

@@ -16,8 +16,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from dp_accounting.pld import pld_pmf
-from dp_accounting.pld import privacy_loss_distribution as pld
+from dp_accounting.pld import pld_pmf, privacy_loss_distribution as pld
 from scipy import optimize, sparse
 from scipy.special import logsumexp
 from scipy.stats import norm

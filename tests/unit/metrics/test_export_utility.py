@@ -2,8 +2,7 @@
 import random
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from privtext.metrics.export_utility import classifier_accuracy, downstream_accuracy, is_test
 

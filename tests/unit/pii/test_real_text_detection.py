@@ -127,8 +127,10 @@ def test_house_number_goes_with_its_street(analyzer):
 @pytest.mark.parametrize("text, kind, value", [
     ("SSN ５３６－２２－８７５６ on file", "US_SSN", "５３６－２２－８７５６"),
     ("SSN ५३६-२२-८७५६ on file", "US_SSN", "५३६-२२-८७५६"),
-    ("mail ｊｗｈｉｔａｋｅｒ＠ｅｘａｍｐｌｅ．ｃｏｍ today", "EMAIL_ADDRESS", "ｊｗｈｉｔａｋｅｒ＠ｅｘａｍｐｌｅ．ｃｏｍ"),
-    ("IBAN ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００ please", "IBAN_CODE", "ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００"),
+    ("mail ｊｗｈｉｔａｋｅｒ＠ｅｘａｍｐｌｅ．ｃｏｍ today", "EMAIL_ADDRESS",
+     "ｊｗｈｉｔａｋｅｒ＠ｅｘａｍｐｌｅ．ｃｏｍ"),
+    ("IBAN ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００ please", "IBAN_CODE",
+     "ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００"),
     ("your order ＃１２３４５６７ shipped", "ORDER_NUMBER", "＃１２３４５６７"),
     ("Postleitzahl 10115, danke", "ZIP_CODE", "10115"),
     ("wohnt in 80331 München seit Mai", "ZIP_CODE", "80331"),

@@ -1,5 +1,5 @@
-"""The test store's identities file, the analyst reader's and the cluster daemons' environments (no store started: the store
-itself is exercised in tests/integration/test_store_roles.py)."""
+"""The test store's identities file, the analyst reader's and the cluster daemons' environments (no store started:
+the store itself is exercised in tests/integration/test_store_roles.py)."""
 import json
 from pathlib import Path
 

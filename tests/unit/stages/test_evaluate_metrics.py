@@ -37,6 +37,7 @@ def test_decision_names_the_better_release_from_the_figures():
     # the generator's own samples (no private data, no budget): what the private selection added, or not
     assert decision(0.71, 0.70, 300, 0.3, 0.60, 200).endswith("added 11% over the generator's own 200 samples (60%)")
     alone = decision(0.40, float("nan"), 0, 0.1, 0.45, 200)
-    assert alone.startswith("no public documents") and alone.endswith("score 45%: the private selection added nothing on this run")
+    assert (alone.startswith("no public documents")
+            and alone.endswith("score 45%: the private selection added nothing on this run"))
     assert decision(0.45, float("nan"), 0, 0.1, 0.45, 200).endswith("added nothing on this run")  # a tie: no budget
     assert decision(0.71, 0.70, 300, 0.3, float("nan"), 0) == decision(0.71, 0.70, 300, 0.3)
