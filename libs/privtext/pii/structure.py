@@ -81,20 +81,23 @@ _LAUGHTER = re.compile(r"(?i)(?<!\w)(?:a?(?:h+a+){2,}h*|a?(?:a+h+){2,}|(?:he){2,
 _ROLE = re.compile(r"(?i)(?:user|agent|customer|speaker|person|participant|bot|system|support|human|assistant|client|"
                    r"operator|rep|guest|me|them|[a-d])(?:[ _-]?\d{1,3})?")
 # a chat turn: "[12:01] label: text"; a document most of whose lines are turns is a chat
-_TURN = re.compile(r"(?m)^[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?(?P<label>[^\W_][\w.'’-]*(?:[ \t][^\W_][\w.'’-]*)?)[ \t]*:[ \t]")
+_TURN = re.compile(r"(?m)^[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*)?(?P<label>[^\W_][\w.'’-]*(?:[ \t][^\W_][\w.'’-]*)?)"
+                   r"[ \t]*:[ \t]")
 _SIGN_IN = re.compile(r"(?im)^[ \t]*(?:\*{1,3}[ \t]*|\[)?(?P<name>[^\W_][\w.'’-]*(?:[ \t][^\W_][\w.'’-]*)?)[ \t]+"
                       r"(?:has[ \t]+(?:joined|left)|signed[ \t]+(?:in|out)|is[ \t]+now[ \t]+(?:online|offline|away))\b")
 # field labels that open lines of mail, forms and logs: never a chat speaker
-_FIELD_LABELS = frozenset("from to cc bcc date sent subject reply-to sender message-id re fwd fw note ps p.s importance "
-                          "x-mailer content-type mime-version organization message attachment attachments error warning "
-                          "question answer update edit example result results status summary location time when where "
+_FIELD_LABELS = frozenset("from to cc bcc date sent subject reply-to sender message-id re fwd fw note ps p.s "
+                          "importance x-mailer content-type mime-version organization message attachment attachments "
+                          "error warning question answer update edit example result results status summary location "
+                          "time when where "
                           "phone tel fax email e-mail mobile web url address title topic todays topics".split())
 
 # e-mail headers with people in them; Date/Sent values are dates
 _HEADER = re.compile(r"(?im)^(?P<label>From|To|Cc|Bcc|Reply-To|Sender|Date|Sent)[ \t]*:[ \t]*(?P<value>[^\n]*"
                      r"(?:\n[ \t]+[^\n]*)*)")
 _ADDRESS = r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+"
-_ENTRY = re.compile(rf"(?P<name>\"[^\"\n]*\"|[^<>\[\],;\"@\n]*?)[ \t]*(?:<(?:mailto:)?(?P<a1>{_ADDRESS})>|\[mailto:(?P<a2>{_ADDRESS})\])"
+_ENTRY = re.compile(rf"(?P<name>\"[^\"\n]*\"|[^<>\[\],;\"@\n]*?)[ \t]*(?:<(?:mailto:)?(?P<a1>{_ADDRESS})>|"
+                    rf"\[mailto:(?P<a2>{_ADDRESS})\])"
                     rf"|(?P<a3>{_ADDRESS})(?:[ \t]+\((?P<comment>[^()]*)\))?")
 # "On <date>, <who> wrote:" / "At 10:12 AM 8/14/2002 -0400, <who> wrote:" / "<who> wrote:"
 _WROTE = re.compile(r"(?im)^(?P<quote>[ \t>|]*)(?P<body>[^\n]{1,200}?)[ \t]+(?:wrote|writes|said|schrieb|a écrit|"
@@ -104,28 +107,36 @@ _SIGN_OFF = (r"(?:thanks(?:[ \t]+(?:again|a[ \t]+lot|in[ \t]+advance|so[ \t]+muc
              r"regards|(?:best|kind|warm|warmest|many)[ \t]+(?:regards|wishes|thanks)|best|sincerely(?:[ \t]+yours)?|"
              r"yours(?:[ \t]+(?:truly|sincerely))?|love|take[ \t]+care|ciao|greetings|hth|rgds|br|-+)")
 _NAME_LINE = r"(?P<name>[^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})"
-_SIGNED_BELOW = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*[,.!:-]*[ \t]*\n(?:[ \t]*\n)?[ \t]*-?[ \t]*{_NAME_LINE}[ \t]*$")
+_SIGNED_BELOW = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*[,.!:-]*[ \t]*\n(?:[ \t]*\n)?[ \t]*-?[ \t]*{_NAME_LINE}"
+                           rf"[ \t]*$")
 _SIGNED_SAME_LINE = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*,[ \t]*{_NAME_LINE}[ \t]*[.!]?[ \t]*$")
 # a name alone as a mail's last paragraph ("-Joan", "-- Darko", "caroline", "C."): after a blank line, and
 # followed only by blank lines and the end, a signature or footer rule, or a quoted or forwarded message
 _SIGNED_ALONE = re.compile(r"\n[ \t]*\n[ \t]*(?:-{1,2}[ \t]*)?(?P<name>[A-Z]\.|[^\W\d_][\w'’-]*"
-                           r"(?:[ \t]+[^\W\d_][\w'’-]*)?)[ \t]*(?=(?:\n[ \t]*)*\Z|(?:\n[ \t]*)+(?:--|__|==|>|On[ \t]|From:))")
+                           r"(?:[ \t]+[^\W\d_][\w'’-]*)?)[ \t]*(?=(?:\n[ \t]*)*\Z|(?:\n[ \t]*)+(?:--|__|==|>|On[ \t]|"
+                           r"From:))")
 # a greeting paragraph "jason -", "Hi Tiffany,", "Dear Ms Lee,": a name, then a comma or dash and a blank line
-_GREETING = re.compile(r"(?i)(?:\A|\n[ \t]*\n)[ \t]*(?:(?:hi|hey|hello|dear|morning|hiya|yo)[ \t]+)?(?P<name>[^\W\d_][\w'’-]*"
+_GREETING = re.compile(r"(?i)(?:\A|\n[ \t]*\n)[ \t]*(?:(?:hi|hey|hello|dear|morning|hiya|"
+                       r"yo)[ \t]+)?(?P<name>[^\W\d_][\w'’-]*"
                        r"(?:[ \t]+[^\W\d_][\w'’-]*)?)[ \t]*(?:,|[ \t]-+)[ \t]*\n[ \t]*\n")
 # who a greeting or a closing line addresses when it is no person
 _GROUPS = frozenset("all everyone everybody folks guys team people list friends colleagues sir madam sirs gentlemen "
                     "ladies there y'all yall world mate mates buddy dude man pal".split())
 _STRONG_CUE = re.compile(r"(?i)\b(?:call[ \t]+me|my[ \t]+name[ \t]+is|my[ \t]+name'?s|name'?s|they[ \t]+call[ \t]+me|"
-                         r"known[ \t]+as|i[ \t]+go[ \t]+by)[ \t]+(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>[^\W\d_][\w'’-]*))?")
-_WEAK_CUE = re.compile(r"(?i)\b(?:this[ \t]+is|it'?s|i[ \t]+am|i'?m|im|hi|hey|hello|thanks|thank[ \t]+you|bye)[ \t]*,?[ \t]+"
+                         r"known[ \t]+as|i[ \t]+go[ \t]+by)[ \t]+(?P<name>[^\W\d_][\w'’-]*)"
+                         r"(?:[ \t]+(?P<last>[^\W\d_][\w'’-]*))?")
+_WEAK_CUE = re.compile(r"(?i)\b(?:this[ \t]+is|it'?s|i[ \t]+am|i'?m|im|hi|hey|hello|thanks|thank[ \t]+you|"
+                       r"bye)[ \t]*,?[ \t]+"
                        r"(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>(?-i:[A-Z][a-z]+)))?")
 _EDGE = " \t\n\"',;:-"
-_SLANG = frozenset("ok okay k kk nice cool yes yeah yep yup nah nope no hey hi hello thanks thx ty pls plz btw omg u ur "
-                   "tho though lmk idk imo haha lol sure great fine good".split())
+_SLANG = frozenset("ok okay k kk nice cool yes yeah yep yup nah nope no hey hi hello thanks thx ty pls plz btw omg u "
+                   "ur tho though lmk idk imo haha lol sure great fine good".split())
 # field labels of mail and forms that spaCy labels an organisation or a person ("SSN", "IBAN", "PLZ")
 _FORM_LABELS = frozenset("ssn iban bic swift plz zip tel fax phone email e-mail mobile cell subject re fwd fw cc bcc "
                          "url ip id dob vat anschrift adresse address ps p.s".split())
+# mail and software words spaCy labels an organisation ("FREE", "API", "CVS", "LIMITED TIME OFFER", "X-Mailer")
+_NOT_ORG_WORDS = frozenset("free api cvs fyi faq asap changelog x-mailer mailer limited time offer now only today new "
+                           "rpm rpms html http url cpu gui sdk ide os tia imo imho btw".split())
 _FILE_TLDS = frozenset("py pl pm sh md rs cc cs so am in ps js ts go rb ml mk io sc st ai pdf".split())
 _URL_PARTS = re.compile(r"(?i)^(?:[a-z][a-z0-9+.-]*://|www\d?\.)|/")
 
@@ -142,7 +153,8 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
     """The structure's spans and protected regions of ``text`` (``known_first_names`` casefolded)."""
     spans: list[tuple[str, int, int]] = []
     for m in _DATE.finditer(text):
-        spans.append(("DATE_TIME", m.start(), m.end()))
+        if _calendar_numbers(m.group()):
+            spans.append(("DATE_TIME", m.start(), m.end()))
     dated = [(s, e) for _, s, e in spans]
     protected = [r for r in _zones_and_noise(text) if not _inside(r, dated)]
     for m in _HEADER.finditer(text):
@@ -182,6 +194,16 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
         spans += [("PERSON", *m.span("name")) for m in _SIGN_IN.finditer(text)
                   if m.group("name").casefold() not in not_names]
     return Structure(spans, protected)
+
+
+def _calendar_numbers(value: str) -> bool:
+    """False for a dotted or slashed all-number "date" no calendar has ("5.0.2195" is a version): day 1-31
+    and month 1-12 in some order."""
+    parts = re.fullmatch(r"(\d{1,2})[./](\d{1,2})[./]\d{2,4}", value.strip())
+    if not parts:
+        return True
+    a, b = int(parts[1]), int(parts[2])
+    return 1 <= a <= 31 and 1 <= b <= 12 or 1 <= a <= 12 and 1 <= b <= 31
 
 
 def is_calendar_word(word: str) -> bool:
@@ -270,7 +292,8 @@ def _attribution(text: str, start: int, end: int, not_names: frozenset[str]) -> 
     if name is None:
         return []
     words = text[name[0]:name[1]].split()
-    if len(words) > 5 or not any(w[0].isupper() and w.strip(",.") not in not_names for w in words) or "(" in text[pos:end]:
+    if len(words) > 5 or not any(w[0].isupper() and w.strip(",.") not in not_names
+                                 for w in words) or "(" in text[pos:end]:
         return []
     return [("PERSON", *name)]
 
@@ -327,6 +350,10 @@ def _valid(span, text: str) -> bool:
         return False
     if span.entity_type in ("PERSON", "LOCATION", "ORGANIZATION", "NRP", "TITLE") and (
             core.casefold() in _CALENDAR_WORDS or core.casefold() in _FORM_LABELS):
+        return False
+    if span.entity_type == "ORGANIZATION" and (
+            re.fullmatch(_SIGN_OFF + "|ta|dear[ \t]+\\w+", core, re.IGNORECASE)
+            or all(w in _NOT_ORG_WORDS for w in re.findall(r"[\w-]+", core.casefold()))):
         return False
     if span.entity_type == "URL":
         glued = span.end < len(text) and text[span.end].isalnum() or span.start > 0 and text[span.start - 1].isalnum()

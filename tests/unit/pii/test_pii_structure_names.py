@@ -86,3 +86,15 @@ def test_us_phones_with_a_trunk_one_and_glued_to_a_letter_match_whole():
                         ("+1 555-123-4567", "+1 555-123-4567")]:
         assert regex.search(us_phone, text).group() == phone, text
     assert regex.search(us_phone, "build 2002-555-1234-5678") is None  # a longer digit run is no phone
+
+
+def test_a_number_no_calendar_has_is_no_date_and_mail_words_are_no_organisation():
+    dates = lambda text: [text[s:e] for kind, s, e in structure.analyze(text, frozenset(), frozenset()).spans
+                          if kind == "DATE_TIME"]
+    assert dates("This is fixed in 5.0.2195, see the log.") == []
+    assert dates("Due 14.08.2002 or 8/14/2002.") == ["14.08.2002", "8/14/2002"]
+    text = "FREE API docs. Cheers\nDear Friend, LIMITED TIME OFFER from Acme Widgets today."
+    orgs = [Span("ORGANIZATION", text.index(v), text.index(v) + len(v), 0.85, "quasi", "")
+            for v in ("FREE", "API", "Cheers", "Dear Friend", "LIMITED TIME OFFER", "Acme Widgets")]
+    kept = structure.apply(orgs, structure.analyze(text, frozenset(), frozenset()), text)
+    assert [text[s.start:s.end] for s in kept] == ["Acme Widgets"]
