@@ -119,8 +119,12 @@ class SanitizeResult:
 
 
 def _sanitizer_key(settings) -> str:
-    return hashlib.sha256(json.dumps([settings.clusant.model_dump(mode="json"), settings.embed.model_dump(mode="json"),
-                                      settings.pii.model_dump(mode="json")]).encode()).hexdigest()
+    """The mechanism's fingerprint in the draw id: a setting that can change a surrogate changes it (a new draw,
+    charged anew); the quality metrics and the encoder's batch size and cache folder cannot, and a night that
+    only changes them reuses the epoch's draw (and its charge)."""
+    clusant = settings.clusant.model_dump(mode="json", exclude={"metrics"})
+    embed = settings.embed.model_dump(mode="json", exclude={"batch_size", "cache_dir"})
+    return hashlib.sha256(json.dumps([clusant, embed, settings.pii.model_dump(mode="json")]).encode()).hexdigest()
 
 
 def doc_spans(text: str, spans, allow: AllowList) -> tuple[list[tuple[int, int, str, str]], int]:
