@@ -1,7 +1,6 @@
 """The draw id's mechanism fingerprint: a setting that can change a surrogate makes a new draw (charged anew);
 the quality metrics and the encoder's batch size do not (a night that only changes them reuses the draw)."""
 from conftest import make_settings
-
 from privtext.stages.sanitize import _sanitizer_key
 
 
