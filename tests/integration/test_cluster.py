@@ -124,11 +124,12 @@ class CommandLines(threading.Thread):
 
     def run(self):
         while not self.done.is_set():
-            for path in Path("/proc").glob("[0-9]*/cmdline"):
-                try:
-                    self.seen.add(path.read_bytes())
-                except OSError:  # the process ended
-                    pass
+            for pid in os.listdir("/proc"):  # not Path.glob: its stat of a process that just ended raises
+                if pid.isdigit():
+                    try:
+                        self.seen.add(Path(f"/proc/{pid}/cmdline").read_bytes())
+                    except OSError:  # the process ended
+                        pass
             self.done.wait(0.2)
 
     def stop(self) -> set[bytes]:
@@ -146,8 +147,17 @@ def files(*folders: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for folder in folders for p in folder.rglob("*") if p.is_file()}
 
 
+@pytest.fixture(scope="module")
+def cluster(s3_server):
+    """One standalone cluster (a master and two workers, 1 core each) for the module's tests: its daemons and
+    executors hold the store's ``pipeline`` key only. The worker-kill test comes last (it kills worker-1)."""
+    with standalone_cluster(workers=2, cores=1, memory="1200m", env={**s3_server.env("pipeline"), **DAEMON_C1}) as started:
+        yield started
+
+
 @pytest.mark.cluster
-def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, tmp_path, s3_store, monkeypatch, caplog):
+def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, tmp_path, s3_store, cluster, monkeypatch,
+                                                                         caplog):
     from privtext.sample_data import generate, write_jsonl
 
     sample = write_jsonl(generate(100, seed=5), tmp_path / "in" / "messages.jsonl")
@@ -158,18 +168,17 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, 
     pipeline = s3_store.env("pipeline")  # the only key the workers, executors and stages hold
     events = tmp_path / "events"
     events.mkdir()
-    command_lines = CommandLines()
+    command_lines = CommandLines()  # the daemons started before it: sampled while they run, as the executors
     command_lines.start()
-    with standalone_cluster(workers=2, cores=1, memory="1200m", env={**pipeline, **DAEMON_C1}) as cluster:
-        conf = s3_conf(s3_store, cluster_conf(cluster, project_zip(tmp_path / "privtext.zip")))
-        conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
-                                      "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
-        cluster_yaml = write_conf(conf, tmp_path / "cluster", {**PUBLISHABLE, "tracking": {"enabled": True}})
-        cluster_times = nightly(cluster_yaml, sample, skip, pipeline)
-        finished = cluster.state()["completedapps"]
-        executors = {w.name for w in (cluster.folder / "work").iterdir() if any(w.glob("app-*/*/stderr"))}
-        worker_environ = Path(f"/proc/{cluster.pids['worker-0']}/environ").read_bytes()
-        cluster_logs = files(cluster.folder)
+    conf = s3_conf(s3_store, cluster_conf(cluster, project_zip(tmp_path / "privtext.zip")))
+    conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+                                  "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
+    cluster_yaml = write_conf(conf, tmp_path / "cluster", {**PUBLISHABLE, "tracking": {"enabled": True}})
+    cluster_times = nightly(cluster_yaml, sample, skip, pipeline)
+    finished = cluster.state()["completedapps"]
+    executors = {w.name for w in (cluster.folder / "work").iterdir() if any(w.glob("app-*/*/stderr"))}
+    worker_environ = Path(f"/proc/{cluster.pids['worker-0']}/environ").read_bytes()
+    cluster_logs = files(cluster.folder)
     seen_command_lines = command_lines.stop()
     assert finished and finished[0]["cores"] == 2  # the application held a core on each worker
     assert executors == {"worker-0", "worker-1"}  # an executor JVM ran under each worker
@@ -251,7 +260,7 @@ def _kill_when_running(cluster, worker: str, documents: Path, deadline: float) -
 
 
 @pytest.mark.cluster
-def test_a_worker_killed_mid_stage_changes_nothing(spark, tmp_path, monkeypatch, caplog):
+def test_a_worker_killed_mid_stage_changes_nothing(spark, tmp_path, cluster, monkeypatch, caplog):
     from privtext.sample_data import generate, write_jsonl
 
     sample = write_jsonl(generate(100, seed=8), tmp_path / "in" / "messages.jsonl")
@@ -262,17 +271,17 @@ def test_a_worker_killed_mid_stage_changes_nothing(spark, tmp_path, monkeypatch,
     nightly_here(local_conf, sample, skip, caplog, monkeypatch)
     events = tmp_path / "events"
     events.mkdir()
-    with standalone_cluster(workers=2, cores=1, memory="1200m", env=DAEMON_C1) as cluster:
-        conf = cluster_conf(cluster, project_zip(tmp_path / "privtext.zip"))
-        conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.task.maxFailures": "4", "spark.eventLog.enabled": "true",
-                                      "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",
-                                      "spark.eventLog.rolling.enabled": "false", "spark.ui.port": str(free_port())})
-        conf_path = write_conf(conf, tmp_path / "cluster", deterministic)
-        process = privtext(conf_path, ["pipeline", "run", "nightly_sanitized_export", "--date", DATE, "--input",
-                                       str(sample), *(a for s in skip for a in ("--skip", s))])
-        killed = _kill_when_running(cluster, "worker-1", tmp_path / "cluster" / "lake" / "restricted" / "documents",
-                                    time.monotonic() + 600)
-        finish(process, conf_path)
+    conf = cluster_conf(cluster, project_zip(tmp_path / "privtext.zip"))
+    conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.task.maxFailures": "4", "spark.eventLog.enabled": "true",
+                                  "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",
+                                  "spark.eventLog.rolling.enabled": "false", "spark.ui.port": str(free_port())})
+    conf_path = write_conf(conf, tmp_path / "cluster", deterministic)
+    assert int(cluster.state()["aliveworkers"]) == 2  # both workers up before the kill
+    process = privtext(conf_path, ["pipeline", "run", "nightly_sanitized_export", "--date", DATE, "--input",
+                                   str(sample), *(a for s in skip for a in ("--skip", s))])
+    killed = _kill_when_running(cluster, "worker-1", tmp_path / "cluster" / "lake" / "restricted" / "documents",
+                                time.monotonic() + 600)
+    finish(process, conf_path)
     assert killed
     ends = [json.loads(line) for log in events.rglob("*") if log.is_file() for line in log.read_text().splitlines()
             if '"SparkListenerTaskEnd"' in line]
