@@ -28,8 +28,13 @@ from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.local_cluster import cluster_conf, project_zip, standalone_cluster
 from privtext.platform.local_s3 import s3_conf
 from privtext.platform.processes import free_port
-from privtext.platform.tables import (DOCUMENTS, PII_SPANS, PRIVACY_LEDGER, PUBLISHED_SANITIZED_DOCUMENTS,
-                                      STAGED_SANITIZED_DOCUMENTS)
+from privtext.platform.tables import (
+    DOCUMENTS,
+    PII_SPANS,
+    PRIVACY_LEDGER,
+    PUBLISHED_SANITIZED_DOCUMENTS,
+    STAGED_SANITIZED_DOCUMENTS,
+)
 from privtext.settings import load_settings
 from privtext.status import table_rows
 
@@ -151,13 +156,14 @@ def files(*folders: Path) -> dict[str, bytes]:
 def cluster(s3_server):
     """One standalone cluster (a master and two workers, 1 core each) for the module's tests: its daemons and
     executors hold the store's ``pipeline`` key only. The worker-kill test comes last (it kills worker-1)."""
-    with standalone_cluster(workers=2, cores=1, memory="1200m", env={**s3_server.env("pipeline"), **DAEMON_C1}) as started:
+    env = {**s3_server.env("pipeline"), **DAEMON_C1}
+    with standalone_cluster(workers=2, cores=1, memory="1200m", env=env) as started:
         yield started
 
 
 @pytest.mark.cluster
-def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, tmp_path, s3_store, cluster, monkeypatch,
-                                                                         caplog):
+def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, tmp_path, s3_store, cluster,
+                                                                         monkeypatch, caplog):
     from privtext.sample_data import generate, write_jsonl
 
     sample = write_jsonl(generate(100, seed=5), tmp_path / "in" / "messages.jsonl")
@@ -171,8 +177,9 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, 
     command_lines = CommandLines()  # the daemons started before it: sampled while they run, as the executors
     command_lines.start()
     conf = s3_conf(s3_store, cluster_conf(cluster, project_zip(tmp_path / "privtext.zip")))
-    conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
-                                  "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
+    conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.eventLog.enabled": "true",
+                                  "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",
+                                  "spark.eventLog.rolling.enabled": "false"})
     cluster_yaml = write_conf(conf, tmp_path / "cluster", {**PUBLISHABLE, "tracking": {"enabled": True}})
     cluster_times = nightly(cluster_yaml, sample, skip, pipeline)
     finished = cluster.state()["completedapps"]
@@ -226,9 +233,10 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, 
     holding("analyst")
     uri = s3_lake.table_uri(PUBLISHED_SANITIZED_DOCUMENTS)
     published = DeltaTable(uri, storage_options=s3_lake.storage_options(PUBLISHED_SANITIZED_DOCUMENTS))
-    dataset = published.to_pyarrow_dataset()
+    dataset = published.to_pyarrow_dataset()  # read by name in the SQL  # noqa: F841
     count, docs = duckdb.sql("SELECT count(*), count(DISTINCT doc_id) FROM dataset").fetchall()[0]
-    assert uri.startswith("s3://privtext-published/") and count == docs == dict(local_rows)["published.sanitized_documents"]
+    assert uri.startswith("s3://privtext-published/")
+    assert count == docs == dict(local_rows)["published.sanitized_documents"]
     manifest = json.loads(s3_lake_read(s3_settings, f"sanitized_documents/{DATE}/manifest.json"))
     assert manifest["rows"] == count
     with pytest.raises(OSError, match="403|necessary privileges"):  # the staged (restricted) copy is out of reach
@@ -248,7 +256,8 @@ def _kill_when_running(cluster, worker: str, documents: Path, deadline: float) -
     and Python workers) as soon as its executor starts a task; True if it did."""
     while time.monotonic() < deadline:
         if (documents / "_delta_log" / "00000000000000000001.json").exists():
-            seen = {p: len(p.read_text().splitlines()) for p in (cluster.folder / "work" / worker).glob("app-*/*/stderr")}
+            logs = (cluster.folder / "work" / worker).glob("app-*/*/stderr")
+            seen = {p: len(p.read_text().splitlines()) for p in logs}
             while time.monotonic() < deadline:
                 for log in (cluster.folder / "work" / worker).glob("app-*/*/stderr"):
                     if "Running task" in "\n".join(log.read_text().splitlines()[seen.get(log, 0):]):
