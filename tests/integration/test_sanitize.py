@@ -130,7 +130,8 @@ def test_sanitize_replaces_spans_in_place_one_draw_per_value_reserved_list_charg
                            "settings_digest": settings_digest(settings.pii),
                            "spans_state": partition_state(ctx.lakehouse, PII_SPANS, DATE),
                            "detected_documents_state": None,
-                           "documents_state": partition_state(ctx.lakehouse, DOCUMENTS, DATE)}
+                           "documents_state": partition_state(ctx.lakehouse, DOCUMENTS, DATE),
+                           "entities": settings.pii.detected_entities()}  # no measurement: the configured types
     assert out["d3"]["sanitized_text"] == originals["d3"]
     assert "[US_PASSPORT]" in out["d4"]["sanitized_text"]
     assert result.spans == 7 and result.replaced == 6 and result.masked == 1
