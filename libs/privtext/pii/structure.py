@@ -112,13 +112,12 @@ _SIGNED_BELOW = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*[,.!:-]*[ \t]*\n(?:[ 
 _SIGNED_SAME_LINE = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*,[ \t]*{_NAME_LINE}[ \t]*[.!]?[ \t]*$")
 # a name alone as a mail's last paragraph ("-Joan", "-- Darko", "caroline", "C."): after a blank line, and
 # followed only by blank lines and the end, a signature or footer rule, or a quoted or forwarded message
-_SIGNED_ALONE = re.compile(r"\n[ \t]*\n[ \t]*(?:-{1,2}[ \t]*)?(?P<name>[A-Z]\.|[^\W\d_][\w'’-]*"
-                           r"(?:[ \t]+[^\W\d_][\w'’-]*)?)[ \t]*(?=(?:\n[ \t]*)*\Z|(?:\n[ \t]*)+(?:--|__|==|>|On[ \t]|"
-                           r"From:))")
+_ONE_OR_TWO_WORDS = r"[^\W\d_][\w'’-]*(?:[ \t]+[^\W\d_][\w'’-]*)?"
+_SIGNED_ALONE = re.compile(rf"\n[ \t]*\n[ \t]*(?:-{{1,2}}[ \t]*)?(?P<name>[A-Z]\.|{_ONE_OR_TWO_WORDS})[ \t]*"
+                           r"(?=(?:\n[ \t]*)*\Z|(?:\n[ \t]*)+(?:--|__|==|>|On[ \t]|From:))")
 # a greeting paragraph "jason -", "Hi Tiffany,", "Dear Ms Lee,": a name, then a comma or dash and a blank line
-_GREETING = re.compile(r"(?i)(?:\A|\n[ \t]*\n)[ \t]*(?:(?:hi|hey|hello|dear|morning|hiya|"
-                       r"yo)[ \t]+)?(?P<name>[^\W\d_][\w'’-]*"
-                       r"(?:[ \t]+[^\W\d_][\w'’-]*)?)[ \t]*(?:,|[ \t]-+)[ \t]*\n[ \t]*\n")
+_GREETING = re.compile(r"(?i)(?:\A|\n[ \t]*\n)[ \t]*(?:(?:hi|hey|hello|dear|morning|hiya|yo)[ \t]+)?"
+                       rf"(?P<name>{_ONE_OR_TWO_WORDS})[ \t]*(?:,|[ \t]-+)[ \t]*\n[ \t]*\n")
 # who a greeting or a closing line addresses when it is no person
 _GROUPS = frozenset("all everyone everybody folks guys team people list friends colleagues sir madam sirs gentlemen "
                     "ladies there y'all yall world mate mates buddy dude man pal".split())
