@@ -66,7 +66,7 @@ test: setup airflow
 	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) tests
 
 bench: setup
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in benchmarks/*/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # Airflow in its own venv (its pins conflict with the project's), AIRFLOW_HOME under the project, SQLite.
 AIRFLOW_VENV := .venv-airflow

@@ -205,8 +205,8 @@ def dp_embeddings(settings: Settings, date: str, lines: StageLines) -> str:
     except (NoiseDominated, BudgetExceeded, EmptyVocabulary, PublishRefused) as refusal:
         return f"nothing published: {refusal}; not useful at this size"
     quality = ("not useful at this size" if result.released_words < USEFUL_VOCABULARY else
-               "not useful at this budget (benchmarks/dped_frontier.py: WordSim-353 Spearman below 0.15 at eps <= 16 "
-               "on 20 Newsgroups, public vectors 0.63-0.77)")
+               "not useful at this budget (benchmarks/word_vectors/dped_frontier.py: WordSim-353 Spearman below 0.15 "
+               "at eps <= 16 on 20 Newsgroups, public vectors 0.63-0.77)")
     return (f"published {result.released_words:,} word vector(s) under ({result.epsilon:.3g}, {result.delta:.0e})-DP "
             f"per {result.adjacency}: the DP vocabulary selection kept {result.queries:,} word(s) of the sample for "
             f"{result.teachers} teachers; {quality}")

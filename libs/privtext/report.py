@@ -293,7 +293,7 @@ def _synthetic_decision(lakehouse: Lakehouse, day: dt.date) -> list[str]:
 
 def _word_vector_usefulness(charge: dict) -> list[str]:
     """What the DPED charge bought: its best-case signal/noise per released vector (recorded with the
-    charge, data-independent) and, within the measured range, the frontier of benchmarks/dped_frontier.py
+    charge, data-independent) and, within the measured range, the frontier of benchmarks/word_vectors/dped_frontier.py
     (20 Newsgroups: no setting reached a mean WordSim-353 Spearman of 0.15 at eps <= 16; public vectors 0.63-0.77)."""
     snr = (charge["params"].get("best_case_snr") or {}).get("hidden")
     if snr is None:
@@ -304,7 +304,7 @@ def _word_vector_usefulness(charge: dict) -> list[str]:
         return [f"Usefulness not measured above ε = 16: {noise}."]
     return [f"Not useful at this budget: {noise}; on 20 Newsgroups no DPED setting at ε ≤ 16 reached a mean "
             "WordSim-353 Spearman of 0.15 over 3 noise draws, while public word vectors that use no private data "
-            "score 0.63 to 0.77 (benchmarks/dped_frontier.py)."]
+            "score 0.63 to 0.77 (benchmarks/word_vectors/dped_frontier.py)."]
 
 
 def miss_bound(recall: float, values: int) -> float:

@@ -30,7 +30,8 @@ class DpedSettings(StrictModel):
     negatives: int = Field(5, ge=1)
     epochs: int = Field(5, ge=1)
     # initial step size, linear decay; gradients of a mini-batch are summed (word2vec's per-pair SGD),
-    # and 0.1 (not word2vec's 0.025) reaches a sensible baseline in a few epochs on 20NG (see benchmarks/dped_eval.py)
+    # and 0.1 (not word2vec's 0.025) reaches a sensible baseline in a few epochs on 20NG
+    # (see benchmarks/word_vectors/dped_eval.py)
     lr: float = Field(0.1, gt=0)
     batch_size: int = Field(1024, ge=1)
     min_count: int = Field(2, ge=1)  # teacher-internal: words rarer than this in a shard stay untrained

@@ -3,7 +3,7 @@
 Each wordpiece of the encoder's vocabulary is run through the encoder once, alone (``[CLS] piece [SEP]``,
 mean-pooled like the sentence model); a phrase is the L2-normalised mean of its pieces' vectors. No
 transformer runs per phrase, so encoding is tokenisation plus a mean: ~40x the transformer's phrases
-per second on one CPU core (``benchmarks/sanitize_throughput.py``). The table is a function of the model
+per second on one CPU core (``benchmarks/export/sanitize_throughput.py``). The table is a function of the model
 only (public); it is cached as .npy under a key of the model's files.
 
 Used for CluSanT's span values and candidates (``clusant.phrase_encoder: static``): the mechanism's

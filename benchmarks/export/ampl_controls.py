@@ -1,0 +1,196 @@
+"""Do the audit's negative controls behave on long, repetitive mail and on chat? (issue 45)
+
+Builds documents the way the audit stage does (``ampl.documents``: tokens, a ``max_tokens`` window from a
+quarter window before the first span, one embedding per distinct token with the real sentence encoder) and
+audits the two controls (uniform replacement: must pass, below delta/2 with margin; identity: must fail)
+plus, with ``--verbatim``, a release keeping that share of PERSON values verbatim and the rest uniform (a
+leak the audit must still find), ``--reruns`` times with other seeds (other split, adversary
+initialisation and triplet draw). Prints ``name: value`` lines: each rerun's ratios, their spread, and the
+seconds of the adversary's training and of the posterior evaluation.
+
+The documents come from ``tests.fixtures.realtext`` when it is importable (realistic e-mails with
+headers, quoted replies, signatures and mailing-list footers; real chats), else from the small generator
+below (mail whose list address, list name and URL recur in every message, senders drawn from a Zipf
+prior, so the same value occurs hundreds of times). Distances: CluSanT's D_k as the stage's
+``guarantee_distance`` when ``--dk`` (builds the configured sanitizer), else Euclidean.
+
+    .venv/bin/python benchmarks/export/ampl_controls.py [--docs 1300] [--reruns 3] [--conf conf/local.yaml]
+        [--verbatim 0.4]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import time
+
+import numpy as np
+
+os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+
+FIRST = ["Anna", "Bernd", "Carla", "Dmitri", "Elif", "Femi", "Grace", "Hiro", "Ines", "Jonas", "Kavya", "Lars",
+         "Maya", "Nils", "Olga", "Pavel", "Quinn", "Rosa", "Sven", "Tomas", "Uma", "Viktor", "Wen", "Yusuf"]
+LAST = ["Berger", "Costa", "Dubois", "Eriksen", "Fischer", "Garcia", "Hansen", "Ivanova", "Jensen", "Kowalski",
+        "Larsen", "Moreau", "Novak", "Olsen", "Petrov", "Quist", "Rossi", "Schmidt", "Tanaka", "Weber"]
+LISTS = [("rsync-users", "lists.samba.example.org"), ("gnucash-devel", "gnucash.example.org"),
+         ("debian-user", "lists.debian.example.org")]
+TOPICS = ["build fails on arm64", "backup window moved", "patch for the parser", "release candidate 2",
+          "question about quotas", "mirror is out of date", "meeting notes", "translation update"]
+WORDS = ("thanks for the quick reply I tried the patch and it works on my machine but the tests still fail when "
+         "the cache is cold could you check the log attached and tell me whether the new option is needed").split()
+
+
+def _mail(rng: np.random.Generator, people: list[tuple[str, str]], prior: np.ndarray):
+    """(text, spans [(start, end, type)]) of one list message: headers, greeting, body, quoted reply,
+    signature, list footer; the list's address, name and URL recur in every message of the list."""
+    parts: list[tuple[str, str | None]] = []
+    sender, other = (people[i] for i in rng.choice(len(people), size=2, replace=False, p=prior))
+    name, domain = LISTS[int(rng.integers(len(LISTS)))]
+    day = f"{int(rng.integers(1, 29))} Nov 2026 {int(rng.integers(0, 24)):02d}:{int(rng.integers(0, 60)):02d}"
+    zone = ["+0100", "+0000", "-0500"][int(rng.integers(3))]
+    body = " ".join(rng.choice(WORDS, size=int(rng.integers(12, 40))))
+    weekday = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][int(rng.integers(7))]
+    parts += [("From: ", None), (sender[0], "PERSON"), (" <", None), (sender[1], "EMAIL_ADDRESS"), (">\nTo: ", None),
+              (f"{name}@{domain}", "EMAIL_ADDRESS"), (f"\nList-Id: <{name}.{domain}>\nList-Post: <mailto:", None),
+              (f"{name}@{domain}", "EMAIL_ADDRESS"), (">\nDate: ", None),
+              (weekday, "PERSON" if weekday == "Sun" else None),
+              (", ", None), (day, "DATE_TIME"), (" ", None),
+              (zone, "PHONE_NUMBER"), ("\nSubject: Re: [", None), (name, "ORGANIZATION"),
+              (f"] {TOPICS[int(rng.integers(len(TOPICS)))]}\n\nHi ", None), (other[0].split()[0], "PERSON"),
+              (f",\n\n{body}\n\nOn {day}, ", None), (other[0], "PERSON"), (" wrote:\n> ", None),
+              (" ".join(rng.choice(WORDS, size=10)), None), ("\n\n-- \n", None), (sender[0], "PERSON"),
+              ("\n_______________________________________________\n", None), (name, "ORGANIZATION"),
+              (" mailing list\n", None), (f"{name}@{domain}", "EMAIL_ADDRESS"), ("\nhttps://", None),
+              (f"{domain}/mailman/listinfo/{name}", "URL"), ("\n", None)]
+    text, spans = "", []
+    for piece, kind in parts:
+        if kind is not None:  # detector-like: list headers name the list in context, "Sun" is a PERSON, "+0100" a phone
+            spans.append((len(text), len(text) + len(piece), kind))
+        text += piece
+    return text, spans
+
+
+def generated_mail(n: int, seed: int) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    rng = np.random.default_rng(seed)
+    people = [(f"{f} {l}", f"{f.lower()}.{l.lower()}@example.{['com', 'org', 'net'][i % 3]}")
+              for i, (f, l) in enumerate(zip(rng.permutation(FIRST * 2), rng.permutation(LAST * 3)))]
+    prior = 1.0 / np.arange(1, len(people) + 1) ** 1.1
+    return [_mail(rng, people, prior / prior.sum()) for _ in range(n)]
+
+
+ENTITY_TYPES = {"PERSON": "PERSON", "EMAIL_ADDRESS": "EMAIL_ADDRESS", "PHONE_NUMBER": "PHONE_NUMBER", "URL": "URL",
+                "STREET_ADDRESS": "LOCATION", "LOCATION": "LOCATION", "IP_ADDRESS": "IP_ADDRESS",
+                "ORGANIZATION": "ORGANIZATION", "DATE": "DATE_TIME"}
+
+
+def fixture_docs(kind: str, n: int, seed: int):
+    """(text, spans) from tests.fixtures.realtext (its annotated values as a detector would type them, personal
+    or not: list addresses, companies and dates are detected too), or None when it is not there."""
+    try:
+        from tests.fixtures import realtext
+    except ImportError:
+        return None
+    documents, annotations = realtext.generate(n if kind == "mail" else 0, n if kind == "chat" else 0, seed)
+    spans: dict[str, list] = {}
+    for a in annotations:
+        if a["type"] in ENTITY_TYPES:
+            spans.setdefault(a["doc_id"], []).append((int(a["start"]), int(a["end"]), ENTITY_TYPES[a["type"]]))
+    return [(d["text"], spans[d["doc_id"]]) for d in documents if d["kind"] == kind and d["doc_id"] in spans]
+
+
+def doc_tokens(corpus, max_tokens: int):
+    from privtext.ampl.documents import Span, clean_spans, document_tokens
+
+    docs = []
+    for text, spans in corpus:
+        spans = clean_spans([Span(s, e, hashlib.sha256(text[s:e].encode()).hexdigest()[:16], "PII", t)
+                             for s, e, t in spans])
+        docs.append(document_tokens(text, spans, [text[s.start:s.end] for s in spans], max_tokens))
+    return docs
+
+
+def verbatim_release(secrets, candidates, types, share: float, rng):
+    """PERSON values kept verbatim with probability ``share``, everything else uniform (a partial leak)."""
+    ids = np.where(secrets.mask, rng.integers(0, len(candidates), size=secrets.secret_ids.shape), -1)
+    person = np.asarray([t == "PERSON" for t in types])
+    keep = secrets.mask & person[np.maximum(secrets.secret_ids, 0)] & (rng.random(ids.shape) < share)
+    ids = np.where(keep, secrets.secret_ids, ids)
+    return secrets.release(ids, candidates)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=1300)
+    parser.add_argument("--kinds", nargs="+", default=["mail"], choices=["mail", "chat"])
+    parser.add_argument("--reruns", type=int, default=3)
+    parser.add_argument("--conf", default="conf/local.yaml")
+    parser.add_argument("--verbatim", type=float, default=0.0, help="also audit a release keeping this share of names")
+    parser.add_argument("--dk", action="store_true", help="CluSanT's D_k as the distance (builds the sanitizer)")
+    parser.add_argument("--eps", type=float, default=None, help="audited bound (default clusant.eps PII)")
+    args = parser.parse_args()
+    import torch
+
+    from privtext.ampl.audit import audit_with_diagnostics, control_release
+    from privtext.ampl.documents import embed_documents
+    from privtext.ampl.sequences import split_rows
+    from privtext.embed.encoder import encode_phrases
+    from privtext.settings import load_settings
+
+    settings = load_settings(args.conf)
+    ampl = settings.ampl
+    torch.set_num_threads(ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2))
+    eps = args.eps or settings.clusant.eps["PII"]
+    print(f"load_before: {os.getloadavg()[0]:.2f}")
+    for kind in args.kinds:
+        corpus = fixture_docs(kind, args.docs, 0)
+        source = "realtext" if corpus is not None else "generated"
+        if corpus is None:
+            if kind == "chat":
+                print("chat: skipped (tests.fixtures.realtext not importable)")
+                continue
+            corpus = generated_mail(args.docs, 0)
+        docs = doc_tokens(corpus[:ampl.max_documents], ampl.max_tokens)
+        from privtext.clusant.surface_format import adjacency_group
+
+        batch = embed_documents(docs, lambda p: encode_phrases(p, settings.embed), adjacency_group)
+        distance = None
+        if args.dk:
+            from privtext.sanitizer_setup import build_sanitizer
+            from privtext.stages.audit import guarantee_distance
+
+            sanitizer, phrase_encode = build_sanitizer(settings)
+            distance = guarantee_distance(batch, sanitizer, phrase_encode)
+        tag = f"{kind}_{source}"
+        print(f"{tag}_documents: {batch.release.n}")
+        print(f"{tag}_sensitive_tokens: {int(batch.release.mask.sum())}")
+        print(f"{tag}_candidates: {len(batch.candidates)}")
+        ratios: dict[str, list[float]] = {}
+        for seed in range(args.reruns):
+            rng = np.random.default_rng(seed)
+            train_rows, test_rows = split_rows(rng, batch.release.n, 0.2)
+            truth = batch.secrets.take(test_rows).truth()
+            releases = [(c, control_release(batch.secrets, batch.candidates, c, rng))
+                        for c in ("control_uniform", "control_identity")]
+            if args.verbatim:
+                releases.append((f"verbatim{args.verbatim:g}", verbatim_release(
+                    batch.secrets, batch.candidates, batch.candidate_types, args.verbatim, rng)))
+            for name, release in releases:
+                started = time.perf_counter()
+                result, diag = audit_with_diagnostics(
+                    release.take(train_rows), release.take(test_rows), batch.candidates, truth, adversary="transformer",
+                    eps=eps, settings=ampl, groups=np.asarray(batch.candidate_groups, dtype=object), distance=distance,
+                    rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
+                seconds = time.perf_counter() - started
+                ratios.setdefault(name, []).append(result.violation_ratio)
+                train = sum(diag.posterior.epoch_seconds)
+                print(f"{tag}_seed{seed}_{name}_violation_ratio: {result.violation_ratio:.4f}")
+                print(f"{tag}_seed{seed}_{name}_passed: {int(result.passed)}")
+                print(f"{tag}_seed{seed}_{name}_seconds: {seconds:.1f} (training {train:.1f})", flush=True)
+        for name, values in ratios.items():
+            print(f"{tag}_{name}_ratio_min: {min(values):.4f}")
+            print(f"{tag}_{name}_ratio_max: {max(values):.4f}")
+    print(f"load_after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
