@@ -285,16 +285,18 @@ def mean_baseline_mse(train: ReleasedSequences, val: ReleasedSequences) -> float
 class GaussianPosterior:
     """q(x_i | y_obs) = (1 - floor) softmax_i(-||pred_obs - x_i||^2 / scale) + floor / K, evaluated
     lazily at (observation, candidate) pairs; normalisers come from a chunked pass over all candidates
-    on the adversary's device (float64), so no [n_obs, K] table is ever held."""
+    on the adversary's device (float64), so no [n_obs, K] table is ever held. With ``copy`` (a
+    ``CopyComponent``), mixed with the released token itself: see ``CopyComponent``."""
 
     def __init__(self, pred: np.ndarray, candidates: np.ndarray, scale: float, floor: float,
-                 device: torch.device, chunk_elems: int = 1 << 24):
+                 device: torch.device, chunk_elems: int = 1 << 24, copy: "CopyComponent | None" = None):
         if scale <= 0:
             raise ValueError("posterior scale must be positive")
         self.pred = np.asarray(pred, dtype=np.float64)
         self.candidates = np.asarray(candidates, dtype=np.float64)
         self.scale = scale
         self.floor = floor
+        self.copy = copy
         cand = torch.as_tensor(self.candidates, device=device)
         cand_sq = (cand * cand).sum(1)
         rows = max(1, chunk_elems // max(1, cand.shape[0]))
@@ -313,14 +315,137 @@ class GaussianPosterior:
                                 return_inverse=True)
         o, c = pairs // k, pairs % k
         diff = self.pred[o] - self.candidates[c]
-        logp = -np.einsum("ij,ij->i", diff, diff) / self.scale - self.log_norm[o]
-        return floor_log_probs(logp, self.floor, k)[back.reshape(-1)]
+        logp = floor_log_probs(-np.einsum("ij,ij->i", diff, diff) / self.scale - self.log_norm[o], self.floor, k)
+        if self.copy is not None:
+            logp = self.copy.mix(logp, o, c)
+        return logp[back.reshape(-1)]
 
 
 def posterior_of(adversary: TrainedAdversary, batch: ReleasedSequences, candidates: np.ndarray, scale: float,
-                 floor: float) -> GaussianPosterior:
-    """The adversary's Sec. 2.4 posterior on ``batch`` at Gaussian ``scale`` (``shared_scale``)."""
-    return GaussianPosterior(adversary.predict(batch), candidates, scale, floor, adversary.device)
+                 floor: float, copy: "CopyComponent | None" = None) -> GaussianPosterior:
+    """The adversary's Sec. 2.4 posterior on ``batch`` at Gaussian ``scale`` (``shared_scale``), mixed with
+    ``copy`` where given (the released view only)."""
+    return GaussianPosterior(adversary.predict(batch), candidates, scale, floor, adversary.device, copy=copy)
+
+
+# Likelihood-ratio gate of the copy weight: 2 (LL(w_hat) - LL(0)) must exceed the 1% point of the null law of
+# a one-parameter test on the boundary w = 0, the half-half mixture of chi2_0 and chi2_1 (P[chi2_1 > 5.412] = 0.02).
+COPY_LR_CRITICAL = 5.412
+
+
+@dataclass(frozen=True)
+class CopyComponent:
+    """"The released token itself, with probability w" (issue 45): the released view's posterior becomes
+
+        q(x | y_o) = w_o C(x | r_o) + (1 - w_o) q_G(x | y_o),
+
+    q_G the floored Gaussian posterior (Sec. 2.4, Prop. 5 A1), r_o the token released at observation o,
+    C(x | r) = 1 / m for the m candidates whose embedding equals r (a verbatim copy; 0 for every candidate
+    when r is none of them: a public replacement), and w_o the weight of o's adjacency group (its type and
+    format, public by design; ``fit_copy_weights``). A regression adversary cannot say this: for a release
+    keeping 40% of names its MSE-optimal prediction shrinks the released name towards the mean and the
+    Gaussian around it washes the copy out (40% verbatim scored 0.0000 on fixture mail).
+
+    The prior (placeholder view) releases no token, so it has no copy component (w = 0). That asymmetry
+    creates no leakage where there is none: for two candidates x_i, x_j of which neither is the copied
+    one, q(x_i | y) / q(x_j | y) = q_G(x_i | y) / q_G(x_j | y) exactly (the factor 1 - w cancels; the floor
+    sits inside q_G for that reason, rather than outside the mixture), so Eq. 5 is the Gaussian's for every
+    triplet whose released token is neither x_i nor x_j. A release independent of the secret (the uniform
+    control: r uniform over the K candidates) therefore changes the violation ratio by at most the share of
+    triplets with r in {x_i, x_j}, 2 / K in expectation, whatever w is; and w is 0 unless the validation
+    likelihood rejects "no copying" at the 1% level (``COPY_LR_CRITICAL``), so on such a release the
+    posterior is the Gaussian's with probability >= 0.99 per group. w is capped at 1 - floor so every
+    posterior stays >= floor^2 / K (A1)."""
+
+    points: np.ndarray  # [K] id of each candidate's embedding (candidates with one embedding share it)
+    multiplicity: np.ndarray  # [points] candidates per embedding
+    copied: np.ndarray  # [n_obs] point id of the released token, -1 where it is no candidate
+    weight: np.ndarray  # [n_obs] w of the observation's group
+
+    def mix(self, logp: np.ndarray, obs: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """log(w C + (1 - w) exp(logp)) at (observation, candidate) pairs."""
+        w = np.where(self.copied[obs] >= 0, self.weight[obs], 0.0)  # nothing released to copy: off
+        hit = (self.copied[obs] >= 0) & (self.points[cand] == self.copied[obs])
+        copy = np.where(hit, w / self.multiplicity[np.maximum(self.copied[obs], 0)], 0.0)
+        with np.errstate(divide="ignore"):
+            return np.logaddexp(np.log(copy), np.log1p(-w) + logp)
+
+
+def copied_points(batch: ReleasedSequences, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(points [K], multiplicity [points], copied [n_obs]): the embedding id of every candidate, how many
+    candidates share it, and per replaced position (``targets()`` order) the id of the candidate embedding
+    the released token equals (float32 round-off allowed), -1 where it equals none."""
+    candidates = np.asarray(candidates, dtype=np.float64)
+    _, points, multiplicity = np.unique(candidates.astype(np.float32), axis=0, return_inverse=True,
+                                        return_counts=True)
+    points = points.reshape(-1)
+    released = batch.released[batch.mask].astype(np.float64)
+    near = nearest_candidate(released, candidates)
+    gap = np.linalg.norm(released - candidates[near], axis=1) if near.size else np.zeros(0)
+    tol = 1e-6 * (1.0 + np.linalg.norm(candidates[near], axis=1)) if near.size else np.zeros(0)
+    return points, multiplicity, np.where(gap <= tol, points[near], -1)
+
+
+def fit_copy_weight(log_gauss: np.ndarray, copy_mass: np.ndarray, floor: float = 0.0) -> float:
+    """Maximum-likelihood w of sum_o log(w a_o + (1 - w) b_o) over [0, 1 - floor] (a_o = C(truth_o | r_o),
+    b_o = q_G(truth_o | y_o) = exp(``log_gauss``)), then 0 unless the likelihood ratio against w = 0 passes
+    ``COPY_LR_CRITICAL``. The log-likelihood is concave in w (log of an affine function), so its derivative
+    sum (a - b) / (w a + (1 - w) b) decreases and bisection finds its root. Pass only the observations whose
+    released token is a candidate: elsewhere C is 0 everywhere and the component is off (w_o = 0)."""
+    a = np.asarray(copy_mass, dtype=np.float64)
+    b = np.exp(np.asarray(log_gauss, dtype=np.float64))
+    if a.size == 0:
+        return 0.0
+
+    def loglik(w: float) -> float:
+        with np.errstate(divide="ignore"):
+            return float(np.log(w * a + (1 - w) * b).sum())
+
+    def slope(w: float) -> float:
+        return float(((a - b) / np.maximum(w * a + (1 - w) * b, 1e-300)).sum())
+
+    lo, hi = 0.0, 1.0 - floor
+    if slope(lo) <= 0:
+        return 0.0
+    if slope(hi) >= 0:
+        w = hi
+    else:
+        for _ in range(60):  # 2^-60 of the interval: below float64 resolution of w
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
+        w = 0.5 * (lo + hi)
+    return w if 2.0 * (loglik(w) - loglik(0.0)) > COPY_LR_CRITICAL else 0.0
+
+
+def fit_copy_weights(view: TrainedAdversary, val: ReleasedSequences, candidates: np.ndarray, scale: float,
+                     floor: float, groups=None) -> dict:
+    """w per adjacency group (``groups``: each candidate's; one group if None), each fitted by
+    ``fit_copy_weight`` on the validation split of the released view, at the Gaussian ``scale`` of
+    ``shared_scale``: never on the audited documents."""
+    candidates = np.asarray(candidates, dtype=np.float64)
+    points, multiplicity, copied = copied_points(val, candidates)
+    truth = nearest_candidate(val.targets().astype(np.float64), candidates)
+    rows = np.flatnonzero(copied >= 0)
+    if rows.size == 0:
+        return {}
+    log_gauss = posterior_of(view, val, candidates, scale, floor).log_prob(rows, truth[rows])
+    mass = (points[truth[rows]] == copied[rows]) / multiplicity[copied[rows]]
+    key = np.asarray(_group_labels(groups, len(candidates)))[truth[rows]]
+    return {k: fit_copy_weight(log_gauss[key == k], mass[key == k], floor) for k in np.unique(key)}
+
+
+def copy_component(batch: ReleasedSequences, candidates: np.ndarray, truth: np.ndarray, weights: dict,
+                   groups=None) -> CopyComponent:
+    """The copy component on ``batch`` (``truth``: each observation's secret, read only for its public
+    adjacency group) with the per-group ``weights`` of ``fit_copy_weights``."""
+    points, multiplicity, copied = copied_points(batch, candidates)
+    labels = np.asarray(_group_labels(groups, len(candidates)))[np.asarray(truth, dtype=np.int64)]
+    weight = np.array([weights.get(g, 0.0) for g in labels], dtype=np.float64)
+    return CopyComponent(points, multiplicity, copied, weight)
+
+
+def _group_labels(groups, k: int):
+    return [0] * k if groups is None else list(groups)
 
 
 def nearest_candidate(targets: np.ndarray, candidates: np.ndarray, chunk_elems: int = 1 << 24) -> np.ndarray:

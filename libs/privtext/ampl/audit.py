@@ -4,11 +4,13 @@
    train/test split this is the paper's 60/20/20).
 2. Train the posterior adversary on the release and the prior adversary on the placeholder release:
    one network on both views (``prior_model: shared``, the default) or two runs with the same
-   architecture and seed (``separate``), see ``adversary``.
+   architecture and seed (``separate``), see ``adversary``. On the validation split: one Gaussian scale
+   for both views (``shared_scale``), then the released view's copy weight per adjacency group
+   (``fit_copy_weights``: "the released token itself, with probability w").
 3. On the held-out documents, sample S triplets (x_i, x_j, y): y a replaced position, x_i its TRUE
-   secret, x_j another candidate (``mpl.true_secret_triplets``); mPL from the two Gaussian-softmax
-   posteriors (Def. 2); violation ratio (Eq. 12); log10 of the Prop. 4 failure bound for
-   ``delta_target``.
+   secret, x_j another candidate (``mpl.true_secret_triplets``); mPL from the two posteriors (Def. 2:
+   the Gaussian softmax, the released view's mixed with its copy component); violation ratio (Eq. 12);
+   log10 of the Prop. 4 failure bound for ``delta_target``.
 4. Utility loss: mean App. E.2 cost between the original and released embeddings on held-out docs.
 
 What it shows: a LOWER bound on leakage -- what this adversary class extracts on this population
@@ -23,6 +25,8 @@ import numpy as np
 
 from privtext.ampl.adversary import (
     TrainedAdversary,
+    copy_component,
+    fit_copy_weights,
     mean_baseline_mse,
     posterior_of,
     shared_scale,
@@ -54,6 +58,7 @@ class AuditDiagnostics:
     prior: TrainedAdversary
     baseline_mse: float  # predict-the-training-mean MSE on the validation split
     mpl_values: np.ndarray
+    copy_weights: dict  # adjacency group -> w of the released view's copy component (groups without one: 0)
 
 
 def passes(ratio: float, log10_fail: float, delta: float, settings: AmplSettings) -> bool:
@@ -91,7 +96,9 @@ def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedS
     candidates = np.asarray(candidates, dtype=np.float64)
     # one scale for both views, calibrated on the validation split, never on the audited documents
     scale = shared_scale((post_model, prior_model), val, candidates, settings.posterior_floor, settings.temperature)
-    post = posterior_of(post_model, test_batch, candidates, scale, settings.posterior_floor)
+    weights = fit_copy_weights(post_model, val, candidates, scale, settings.posterior_floor, groups)
+    post = posterior_of(post_model, test_batch, candidates, scale, settings.posterior_floor,
+                        copy_component(test_batch, candidates, truth, weights, groups))
     prior = posterior_of(prior_model, test_batch, candidates, scale, settings.posterior_floor)
     t = true_secret_triplets(rng, truth, candidates, settings.triplets, groups, distance)
     values = mpl(post.log_prob(t.obs, t.i), post.log_prob(t.obs, t.j),
@@ -101,7 +108,7 @@ def audit_with_diagnostics(train_batch: ReleasedSequences, test_batch: ReleasedS
     result = AuditResult(eps=float(eps.min()), triplets=settings.triplets, violation_ratio=ratio, delta_target=delta,
                          log10_p_fail=log_fail, utility_loss=realized_utility_loss(test_batch),
                          passed=passes(ratio, log_fail, delta, settings))
-    return result, AuditDiagnostics(post_model, prior_model, mean_baseline_mse(fit, val), values)
+    return result, AuditDiagnostics(post_model, prior_model, mean_baseline_mse(fit, val), values, weights)
 
 
 def audit(train_batch: ReleasedSequences, test_batch: ReleasedSequences, candidates: np.ndarray,
