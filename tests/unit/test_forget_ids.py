@@ -51,3 +51,44 @@ def test_subject_keys_are_keyed_and_apart_from_pseudonyms():
     assert subject_key(key, "user", "a") != subject_key(key, "doc", "a") != doc_pseudonym(key, "a")
     assert subject_key(key, "user", "a") != subject_key(b"another-key-of-16-bytes", "user", "a")
     assert len(subject_key(key, "user", "alice@example.org")) == 32
+
+
+def test_a_forget_waits_for_the_runs_in_flight_of_its_dates_only(tmp_path):
+    """``wait_for_runs`` on real lease files: a run of another date, the erasure's own lease and a run whose
+    process is gone are not waited for; a run of an erased date (or a named run) is, until it releases."""
+    import datetime as dt
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from privtext.commands.forget import runs_in_flight, wait_for_runs
+    from privtext.platform import leases
+    from privtext.settings import load_settings
+
+    conf = load_settings(None, overrides={"lakehouse": {"root": str(tmp_path / "lake")}}, environ={})
+    night, other = dt.date(2026, 1, 16), dt.date(2026, 1, 14)
+    detect = leases.acquire(conf.lakehouse, f"detect_pii-{night}", "r1")
+    publish = leases.acquire(conf.lakehouse, f"publish-sanitized_documents-{other}", "r2")
+    erasure = leases.acquire(conf.lakehouse, "erasure", "r3")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone = leases.acquire(conf.lakehouse, f"ingest-{night}", "r4")
+    gone.release()  # then the same lease as left by a process killed -9: its pid no longer exists
+    leases._write_new(gone.path, {**gone.owner, "pid": int(dead.stdout)})
+    try:
+        assert runs_in_flight(conf) == {f"detect_pii-{night}": ("r1", night),
+                                        f"publish-sanitized_documents-{other}": ("r2", other)}
+        start = time.monotonic()
+        wait_for_runs(conf, {dt.date(2026, 1, 15)})
+        assert time.monotonic() - start < 2.0  # nothing of that date in flight
+        threading.Timer(1.5, detect.release).start()
+        start = time.monotonic()
+        wait_for_runs(conf, {night})
+        assert time.monotonic() - start >= 1.5
+        threading.Timer(1.0, publish.release).start()
+        start = time.monotonic()
+        wait_for_runs(conf, runs={(f"publish-sanitized_documents-{other}", "r2")})
+        assert time.monotonic() - start >= 1.0 and runs_in_flight(conf) == {}
+    finally:
+        for lease in (detect, publish, erasure):
+            lease.release()

@@ -10,14 +10,23 @@ at a time), run with the pipeline's store key:
    nowhere and never erased is reported and nothing is written;
 2. tombstones each subject (and each document of an erased user) in ``protected.erasures``: its keyed id
    (``pii.hashing.subject_key``), never the id. From here on ingest quarantines their records as ``erased``;
-3. deletes, in this order, the staged sanitized documents, the published rows (their keyed pseudonyms) after
-   re-issuing the export of each date that held one (``stages.publish.erase``, the published zone's one
-   writer), the embeddings, spans, the quarantine's raw records (by the ``user_id`` / ``doc_id`` fields they
-   carry) and last the documents, so a rerun after a crash at any point finds the same documents;
-4. purges the files the rewrites removed from these tables (``--no-purge`` leaves them to ``privtext
-   vacuum``: the negative control of the byte scan);
+3. waits for the ingests in flight (they may have read the tombstones before these), then, in passes: finds the
+   documents again (tombstoning those an ingest added), waits until no run of any date holding them is in
+   flight (``wait_for_runs``: stage leases), and deletes, in this order, the staged sanitized documents, the
+   published rows (their keyed pseudonyms) after re-issuing the export of each date that held one
+   (``stages.publish.erase``, the published zone's one writer), the embeddings, spans, the quarantine's raw
+   records (by the ``user_id`` / ``doc_id`` fields they carry) and last the documents, so a rerun after a crash
+   at any point finds the same documents. A run of such a date that started during a pass may have read rows
+   the pass had not deleted yet: the passes repeat until one deletes nothing (``MAX_PASSES``);
+4. waits for every run in flight (its snapshot may name the rewritten files), then purges the files the
+   rewrites removed from these tables (``--no-purge`` leaves them to ``privtext vacuum``: the negative control
+   of the byte scan);
 5. records per subject the rows deleted per table (``status: erased``), once: a rerun that deletes nothing
    for an already erased subject writes nothing.
+
+So a forget while nights of other dates run (or of the same dates) never rewrites a date partition under a
+run of that date, never deletes a file a run in flight may still read, and leaves no row of the subject that
+such a run wrote: it finishes after them (docs/operations.md, "Erasure").
 
 The ledger keeps every charge and DP releases (synthetic documents, word vectors) stay: their guarantees
 cover the person's presence (docs/privacy-model.md). Retention erases whole date partitions of the
@@ -28,6 +37,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
+import re
+import time
 import unicodedata
 import uuid
 from dataclasses import dataclass
@@ -36,10 +48,11 @@ from pyspark.sql import functions as F
 
 from privtext.errors import Refused, UsageError
 from privtext.pii.hashing import load_hmac_key, subject_key
-from privtext.platform import erasure, storage
+from privtext.platform import erasure, leases, storage
 from privtext.platform.context import RunContext, parse_date
 from privtext.platform.leases import stage_lease
 from privtext.platform.store_access import can_read
+from privtext.platform.table_spec import LakehouseError
 from privtext.platform.tables import (
     DOC_EMBEDDINGS,
     DOCUMENTS,
@@ -52,7 +65,12 @@ from privtext.platform.tables import (
 from privtext.settings import ZONES
 from privtext.stages import publish
 
+log = logging.getLogger("privtext")
+
 MAX_ID_CHARS = 256
+RUN_DATE = re.compile(r"-(\d{4}-\d{2}-\d{2})$")  # a stage lease is named <stage>[-<target>]-<date>
+WAIT_POLL_S = 0.5
+MAX_PASSES = 5  # deletion passes before a forget gives up (runs kept bringing the subjects' rows back)
 DOC_TABLES = (STAGED_SANITIZED_DOCUMENTS, DOC_EMBEDDINGS, PII_SPANS)  # per-document rows keyed by doc_id
 RESTRICTED_TABLES = (DOCUMENTS, QUARANTINE, PII_SPANS, DOC_EMBEDDINGS, STAGED_SANITIZED_DOCUMENTS)
 # the order of deletion: staged before published (a concurrent publish then has nothing of theirs to publish),
@@ -124,20 +142,56 @@ def _record(ctx: RunContext, rows: list[dict]) -> None:
                                          for r in rows])
 
 
+def runs_in_flight(settings) -> dict[str, tuple[str, dt.date]]:
+    """The stage runs holding their lease now: lease name -> (run id, data date)."""
+    runs = {}
+    for name, owner in leases.live(settings.lakehouse).items():
+        match = RUN_DATE.search(name)
+        try:
+            runs[name] = (owner["run_id"], dt.date.fromisoformat(match.group(1)))
+        except (AttributeError, ValueError):  # not a stage lease (erasure, create-tables, mlflow-store)
+            continue
+    return runs
+
+
+def wait_for_runs(settings, dates=frozenset(), runs=frozenset()) -> None:
+    """Return once no stage run of ``dates`` holds its lease (seen free twice, ``WAIT_POLL_S`` apart: a pipeline
+    goes from one stage to the next within that) and none of ``runs`` ((lease name, run id) pairs) does. A run
+    whose process died or whose lease expired is not waited for (``leases.live``). Without a bound: a forget
+    finishes after the runs it waits for."""
+    free, needed, logged = 0, 2 if dates else 1, False
+    while True:
+        busy = sorted(name for name, (run_id, day) in runs_in_flight(settings).items()
+                      if day in dates or (name, run_id) in runs)
+        free = 0 if busy else free + 1
+        if free == needed:
+            return
+        if busy and not logged:
+            log.info("forget waits for the runs in flight: %s", ", ".join(busy))
+            logged = True
+        time.sleep(WAIT_POLL_S)
+
+
 def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files: bool) -> dict:
-    lakehouse = ctx.lakehouse
+    lakehouse, settings = ctx.lakehouse, ctx.settings
     users, requested_docs = list(subjects.users), list(subjects.docs)
-    found = (lakehouse.read(DOCUMENTS).where(F.col("user_id").isin(users) | F.col("doc_id").isin(requested_docs))
-             .select("doc_id", "user_id").distinct().collect())  # O(the subjects' documents)
+
+    def find() -> list:  # O(the subjects' documents)
+        return (lakehouse.read(DOCUMENTS).where(F.col("user_id").isin(users) | F.col("doc_id").isin(requested_docs))
+                .select("doc_id", "user_id", "ingest_date").distinct().collect())
+
+    found = find()
     owner = {r["doc_id"]: ("user", r["user_id"]) for r in found if r["user_id"] in users}
     owner.update({d: ("doc", d) for d in requested_docs})
-    doc_ids = sorted(owner)
     user_id, quarantined_doc = erasure.raw_record_ids(F.col("raw_record"))
-    selected = {spec: F.col("doc_id").isin(doc_ids) for spec in DOC_TABLES + (DOCUMENTS,)}
-    selected[DOCUMENTS] = selected[DOCUMENTS] | F.col("user_id").isin(users)
-    selected[QUARANTINE] = user_id.isin(users) | quarantined_doc.isin(doc_ids)
     quarantine_key = F.when(user_id.isin(users), F.concat(F.lit("user\x00"), user_id)).otherwise(
         F.concat(F.lit("doc\x00"), quarantined_doc))
+
+    def selected(spec):
+        doc_ids = sorted(owner)
+        if spec is QUARANTINE:
+            return user_id.isin(users) | quarantined_doc.isin(doc_ids)
+        return F.col("doc_id").isin(doc_ids) | (F.col("user_id").isin(users) if spec is DOCUMENTS else F.lit(False))
 
     def subject_of(spec, k: str) -> tuple[str, str]:
         if spec is QUARANTINE:
@@ -152,22 +206,30 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
     if any(label not in held and keys[label] not in tombstoned for label in keys):  # held by other tables only?
         for spec in DOC_TABLES + (QUARANTINE,):
             held |= {subject_of(spec, k) for day in erasure.matches(
-                lakehouse, spec, selected[spec], quarantine_key if spec is QUARANTINE else F.col("doc_id")).values()
+                lakehouse, spec, selected(spec), quarantine_key if spec is QUARANTINE else F.col("doc_id")).values()
                 for k in day}
-        held |= {owner[d] for d in publish.published_rows(ctx, doc_ids)}
+        held |= {owner[d] for d in publish.published_rows(ctx, sorted(owner))}
     known = [label for label in subjects.labels() if label in held or keys[label] in tombstoned]
     unknown = len(keys) - len(known)
     if not known:
         return {"erasure_id": None, "subjects": 0, "unknown": unknown, "rows": {}, "exports_reissued": 0,
                 "message": "no table holds the given id(s) and none was erased before: nothing to forget, "
                            "nothing written"}
-    tombstones = {keys[label]: label[0] for label in known}
-    tombstones.update({subject_key(key, "doc", d): "doc" for d, o in owner.items() if o[0] == "user" and o in known})
-    new = [{"kind": kind, "subject_key": k, "status": "tombstoned"} for k, kind in tombstones.items()
-           if k not in tombstoned]
-    if new:
-        _record(ctx, new)
+    users = [u for u in users if ("user", u) in known]  # an unknown user's later documents are not erased
 
+    def tombstone() -> None:  # the known subjects and each document of a known user, once
+        wanted = {keys[label]: label[0] for label in known}
+        wanted.update({subject_key(key, "doc", d): "doc" for d, o in owner.items() if o[0] == "user" and o in known})
+        new = [{"kind": kind, "subject_key": k, "status": "tombstoned"} for k, kind in wanted.items()
+               if k not in tombstoned]
+        if new:
+            _record(ctx, new)
+            tombstoned.update(r["subject_key"] for r in new)
+
+    tombstone()
+    # an ingest in flight may have read the tombstones before these: wait for it, then find what it wrote
+    wait_for_runs(settings, runs={(name, run) for name, (run, _) in runs_in_flight(settings).items()
+                                  if name.startswith("ingest-")})
     counts: dict[tuple[str, str], dict[str, int]] = {label: {} for label in known}
 
     def add(spec, deleted: dict[str, int]) -> None:
@@ -176,16 +238,34 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
             if label in counts:
                 counts[label][spec.qualified_name] = counts[label].get(spec.qualified_name, 0) + n
 
-    reissued = 0
-    for spec in ERASED_TABLES:
-        if spec is PUBLISHED_SANITIZED_DOCUMENTS:
-            by_doc, reissued = publish.erase(ctx, [d for d, o in owner.items() if o in known])
-            add(spec, by_doc)
-        else:
-            key_column = quarantine_key if spec is QUARANTINE else F.col("doc_id")
-            add(spec, erasure.delete_where(lakehouse, spec, selected[spec], key_column))
-    files = {spec.qualified_name: erasure.purge(lakehouse, spec) for spec in ERASED_TABLES
-             if purge_files and lakehouse.exists(spec)}
+    reissued, dates = 0, set()
+    for _ in range(MAX_PASSES):  # a pass that deletes nothing ends the erasure
+        found = find()
+        owner.update({r["doc_id"]: ("user", r["user_id"]) for r in found if r["user_id"] in users})
+        tombstone()
+        dates |= {r["ingest_date"] for r in found}
+        wait_for_runs(settings, dates)  # a run of these dates commits before the rewrite, not against it
+        deleted_any = False
+        for spec in ERASED_TABLES:
+            if spec is PUBLISHED_SANITIZED_DOCUMENTS:
+                by_doc, n = publish.erase(ctx, [d for d, o in owner.items() if o in known])
+                add(spec, by_doc)
+                reissued, deleted_any = reissued + n, deleted_any or bool(by_doc)
+            else:
+                key_column = quarantine_key if spec is QUARANTINE else F.col("doc_id")
+                deleted = erasure.delete_where(lakehouse, spec, selected(spec), key_column)
+                add(spec, deleted)
+                deleted_any = deleted_any or bool(deleted)
+        if not deleted_any:
+            break
+    else:
+        raise LakehouseError(f"the subjects' rows were written again by other runs in each of {MAX_PASSES} passes; "
+                             "rerun privtext forget once they are done (the tombstones stand)")
+    files = {}
+    if purge_files:  # a run in flight may read files of a snapshot older than the rewrites: it ends first
+        wait_for_runs(settings, runs={(name, run) for name, (run, _) in runs_in_flight(settings).items()})
+        files = {spec.qualified_name: erasure.purge(lakehouse, spec) for spec in ERASED_TABLES
+                 if lakehouse.exists(spec)}
     done = {r["subject_key"] for r in erased if r["status"] == "erased"}
     records = [{"kind": label[0], "subject_key": keys[label], "status": "erased",
                 "rows": {spec.qualified_name: counts[label].get(spec.qualified_name, 0) for spec in ERASED_TABLES}}
@@ -227,11 +307,14 @@ def retention(settings, today: dt.date | None = None, purge_files: bool = True) 
     with stage_lease(settings.lakehouse, "erasure", run_id):
         ctx = RunContext.create(settings, pipeline="retention", run_id=run_id)
         last = before - dt.timedelta(days=1)
+        wait_for_runs(settings, {day for _, day in runs_in_flight(settings).values() if day <= last})
         rows = {spec.qualified_name: sum(erasure.delete_where(ctx.lakehouse, spec, F.lit(True), F.lit("old"),
                                                               upto=last).values())
                 for spec in RESTRICTED_TABLES}
-        files = {spec.qualified_name: erasure.purge(ctx.lakehouse, spec)
-                 for spec in RESTRICTED_TABLES} if purge_files else {}
+        files = {}
+        if purge_files:
+            wait_for_runs(settings, runs={(name, run) for name, (run, _) in runs_in_flight(settings).items()})
+            files = {spec.qualified_name: erasure.purge(ctx.lakehouse, spec) for spec in RESTRICTED_TABLES}
         if any(rows.values()):
             _record(ctx,
                     [{"kind": "retention", "subject_key": None, "status": "erased", "rows": rows, "before": before}])

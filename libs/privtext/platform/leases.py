@@ -181,6 +181,17 @@ def acquire(settings: LakehouseSettings, name: str, run_id: str) -> Lease:
     raise StageLocked(f"{name}: could not take the lease at {path} (contended); retry")
 
 
+def live(settings: LakehouseSettings) -> dict[str, dict]:
+    """The leases held now, name -> owner (stale ones left out): the runs in flight (``privtext forget``
+    waits for those of the dates it erases)."""
+    folder, now, found = lock_dir(settings), time.time(), {}
+    for entry in sorted(os.listdir(folder)):
+        owner = _read(os.path.join(folder, entry)) if entry.endswith(".lock") else None
+        if owner is not None and not _stale(owner, now):
+            found[entry.removesuffix(".lock")] = owner
+    return found
+
+
 def _take_over(path: str, holder: dict, name: str) -> None:
     """Remove the stale lease ``holder`` unless another taker holds the takeover marker."""
     marker = f"{path}.takeover"
