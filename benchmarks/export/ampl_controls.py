@@ -12,10 +12,16 @@ The documents come from ``tests.fixtures.realtext`` when it is importable (reali
 headers, quoted replies, signatures and mailing-list footers; real chats), else from the small generator
 below (mail whose list address, list name and URL recur in every message, senders drawn from a Zipf
 prior, so the same value occurs hundreds of times). Distances: CluSanT's D_k as the stage's
-``guarantee_distance`` when ``--dk`` (builds the configured sanitizer), else Euclidean.
+``guarantee_distance`` when ``--dk`` (builds the configured sanitizer), else Euclidean. Each secret is
+audited at the clusant eps of its type and tier, as the stage does (``--eps``: one bound for all).
+
+``--clusant`` also audits the configured sanitizer's own release of the same documents (one draw per distinct
+value, as the sanitize stage draws) and prints how many values it drew back verbatim against the mechanism's
+expectation. ``--copy both`` audits every release twice on the same split and seed, with the released view's
+copy component (issue 45) and without it (w = 0, the posterior before), for the ratio and seconds side by side.
 
     .venv/bin/python benchmarks/export/ampl_controls.py [--docs 1300] [--reruns 3] [--conf conf/local.yaml]
-        [--verbatim 0.4]
+        [--verbatim 0.4] [--kinds mail chat] [--dk] [--clusant] [--copy on|off|both]
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import argparse
 import hashlib
 import os
 import time
+from unittest import mock
 
 import numpy as np
 
@@ -109,6 +116,27 @@ def doc_tokens(corpus, max_tokens: int):
     return docs
 
 
+def clusant_docs(corpus, settings, max_tokens: int):
+    """(documents, verbatim draws, the mechanism's expected verbatim draws): the corpus released by the configured
+    sanitizer as the sanitize stage does (one draw per distinct value under a fixed benchmark draw key), and how
+    many distinct values it drew back as themselves against the mechanism's own probability of that (an
+    eps-metric-LDP draw may return its input: that leak is the mechanism's, and the audit may count it)."""
+    from privtext.ampl.documents import Span, clean_spans, document_tokens
+    from privtext.clusant.sanitizer import sanitize_documents
+    from privtext.sanitizer_setup import build_sanitizer
+
+    sanitizer, encode = build_sanitizer(settings)
+    tier = settings.pii.tier_of
+    texts = [text for text, _ in corpus]
+    spans = [clean_spans([Span(s, e, hashlib.sha256(text[s:e].encode()).hexdigest()[:16], tier(t), t)
+                          for s, e, t in found]) for text, found in corpus]
+    out = sanitize_documents(sanitizer, encode, None, texts, [[(s.start, s.end, s.entity_type, s.tier) for s in doc]
+                                                              for doc in spans],
+                             draw_key=hashlib.sha256(b"ampl_controls benchmark draw key").digest())
+    docs = [document_tokens(text, doc, reps, max_tokens) for text, doc, reps in zip(texts, spans, out.replacements)]
+    return docs, sum(out.same_as_input), sum(out.same_expected)
+
+
 def verbatim_release(secrets, candidates, types, share: float, rng):
     """PERSON values kept verbatim with probability ``share``, everything else uniform (a partial leak)."""
     ids = np.where(secrets.mask, rng.integers(0, len(candidates), size=secrets.secret_ids.shape), -1)
@@ -126,10 +154,16 @@ def main() -> None:
     parser.add_argument("--conf", default="conf/local.yaml")
     parser.add_argument("--verbatim", type=float, default=0.0, help="also audit a release keeping this share of names")
     parser.add_argument("--dk", action="store_true", help="CluSanT's D_k as the distance (builds the sanitizer)")
-    parser.add_argument("--eps", type=float, default=None, help="audited bound (default clusant.eps PII)")
+    parser.add_argument("--clusant", action="store_true", help="also audit the configured sanitizer's own release")
+    parser.add_argument("--copy", choices=["on", "off", "both"], default="on",
+                        help="the released view's copy component; off: w = 0 (the posterior before issue 45's fix); "
+                             "both: each audit twice, side by side")
+    parser.add_argument("--eps", type=float, default=None,
+                        help="one audited bound (default: each secret at the clusant eps of its type and tier)")
     args = parser.parse_args()
     import torch
 
+    from privtext.ampl import audit as audit_module
     from privtext.ampl.audit import audit_with_diagnostics, control_release
     from privtext.ampl.documents import embed_documents
     from privtext.ampl.sequences import split_rows
@@ -139,7 +173,6 @@ def main() -> None:
     settings = load_settings(args.conf)
     ampl = settings.ampl
     torch.set_num_threads(ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2))
-    eps = args.eps or settings.clusant.eps["PII"]
     print(f"load_before: {os.getloadavg()[0]:.2f}")
     for kind in args.kinds:
         corpus = fixture_docs(kind, args.docs, 0)
@@ -149,10 +182,25 @@ def main() -> None:
                 print("chat: skipped (tests.fixtures.realtext not importable)")
                 continue
             corpus = generated_mail(args.docs, 0)
-        docs = doc_tokens(corpus[:ampl.max_documents], ampl.max_tokens)
+        corpus = corpus[:ampl.max_documents]
+        docs = doc_tokens(corpus, ampl.max_tokens)
         from privtext.clusant.surface_format import adjacency_group
 
         batch = embed_documents(docs, lambda p: encode_phrases(p, settings.embed), adjacency_group)
+        tag = f"{kind}_{source}"
+        clusant_release = None
+        if args.clusant:  # the same documents and candidates, released by the sanitizer
+            from privtext.ampl.sequences import ReleasedSequences
+
+            released_docs, same, expected = clusant_docs(corpus, settings, ampl.max_tokens)
+            released = embed_documents(released_docs, lambda p: encode_phrases(p, settings.embed), adjacency_group)
+            # one value per secret_id in both batches, in the same first-seen order, so ids match
+            assert released.candidate_values[:len(batch.candidate_values)] == batch.candidate_values
+            clusant_release = ReleasedSequences(released.release.released, batch.release.mask,
+                                                batch.release.original, batch.release.lengths)
+            print(f"{tag}_clusant_verbatim_draws: {same} (the mechanism's expectation {expected:.1f})")
+        eps = np.full(len(batch.candidates), args.eps) if args.eps else np.array(
+            [settings.clusant.eps_for(t, settings.pii.tier_of(t)) for t in batch.candidate_types])
         distance = None
         if args.dk:
             from privtext.sanitizer_setup import build_sanitizer
@@ -160,7 +208,6 @@ def main() -> None:
 
             sanitizer, phrase_encode = build_sanitizer(settings)
             distance = guarantee_distance(batch, sanitizer, phrase_encode)
-        tag = f"{kind}_{source}"
         print(f"{tag}_documents: {batch.release.n}")
         print(f"{tag}_sensitive_tokens: {int(batch.release.mask.sum())}")
         print(f"{tag}_candidates: {len(batch.candidates)}")
@@ -174,18 +221,31 @@ def main() -> None:
             if args.verbatim:
                 releases.append((f"verbatim{args.verbatim:g}", verbatim_release(
                     batch.secrets, batch.candidates, batch.candidate_types, args.verbatim, rng)))
+            if clusant_release is not None:
+                releases.append(("clusant", clusant_release))
             for name, release in releases:
-                started = time.perf_counter()
-                result, diag = audit_with_diagnostics(
-                    release.take(train_rows), release.take(test_rows), batch.candidates, truth, adversary="transformer",
-                    eps=eps, settings=ampl, groups=np.asarray(batch.candidate_groups, dtype=object), distance=distance,
-                    rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
-                seconds = time.perf_counter() - started
-                ratios.setdefault(name, []).append(result.violation_ratio)
-                train = sum(diag.posterior.epoch_seconds)
-                print(f"{tag}_seed{seed}_{name}_violation_ratio: {result.violation_ratio:.4f}")
-                print(f"{tag}_seed{seed}_{name}_passed: {int(result.passed)}")
-                print(f"{tag}_seed{seed}_{name}_seconds: {seconds:.1f} (training {train:.1f})", flush=True)
+                audit_seed = int(rng.integers(0, 2**31 - 1))
+                for copy in (["on", "off"] if args.copy == "both" else [args.copy]):
+                    label = name if args.copy != "both" else f"{name}_copy_{copy}"
+                    started = time.perf_counter()
+                    with mock.patch.object(audit_module, "fit_copy_weights", (lambda *a, **k: {}) if copy == "off"
+                                           else audit_module.fit_copy_weights):
+                        result, diag = audit_with_diagnostics(
+                            release.take(train_rows), release.take(test_rows), batch.candidates, truth,
+                            adversary="transformer", eps=eps, settings=ampl,
+                            groups=np.asarray(batch.candidate_groups, dtype=object), distance=distance,
+                            rng=np.random.default_rng(audit_seed))
+                    seconds = time.perf_counter() - started
+                    ratios.setdefault(label, []).append(result.violation_ratio)
+                    train = sum(diag.posterior.epoch_seconds)
+                    print(f"{tag}_seed{seed}_{label}_violation_ratio: {result.violation_ratio:.4f}")
+                    print(f"{tag}_seed{seed}_{label}_passed: {int(result.passed)}")
+                    by_type: dict[str, float] = {}
+                    for group, w in diag.copy_weights.items():
+                        by_type[str(group).split("|")[0]] = max(w, by_type.get(str(group).split("|")[0], 0.0))
+                    print(f"{tag}_seed{seed}_{label}_copy_weight_max_by_type: "
+                          + (", ".join(f"{t} {w:.3f}" for t, w in sorted(by_type.items()) if w > 0) or "none"))
+                    print(f"{tag}_seed{seed}_{label}_seconds: {seconds:.1f} (training {train:.1f})", flush=True)
         for name, values in ratios.items():
             print(f"{tag}_{name}_ratio_min: {min(values):.4f}")
             print(f"{tag}_{name}_ratio_max: {max(values):.4f}")
