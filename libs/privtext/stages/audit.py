@@ -264,7 +264,8 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
             curves[tag] = diag.mpl_values
             ctx.tracked.log_metrics({f"{tag}_violation_ratio": result.violation_ratio,
                                      f"{tag}_log10_p_fail": result.log10_p_fail,
-                                     f"{tag}_val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse})
+                                     f"{tag}_val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse,
+                                     f"{tag}_copy_weight_max": max(diag.copy_weights.values(), default=0.0)})
     valid = controls_valid(results["control_identity"], results["control_uniform"])
     for row in rows:
         row["valid"] = valid
