@@ -19,7 +19,9 @@ context, so mPL isolates what the released replacements add. ``train_shared`` fi
 views (each batch once released, once placeholder, losses added): the prior and posterior then differ
 only through the released tokens, not through two independent training runs, whose disagreement would
 otherwise be counted as leakage (with small samples that noise dominates: a blind release measured
-violation ratios of ~0.1 with separate models). CUDA when available.
+violation ratios of ~0.1 with separate models). The released view's posterior is mixed with a copy component,
+"the released token itself, with probability w" (``CopyComponent``: what a regression cannot say for a release
+that keeps a share of the values verbatim). CUDA when available.
 """
 from __future__ import annotations
 
