@@ -1,56 +1,63 @@
-"""Stage ``publish``: a staged date partition -> ``published.<target>`` + export files, behind the audit gate.
+"""Stage ``publish``: a staged date partition -> ``published.<target>`` + export files, behind the gate.
 
 ``privtext run publish --target sanitized_documents --date D``
 
-The gate (``gate_decision`` and the checks no override passes), the keyed pseudonyms of published
-``doc_id``s, and the order of the writes that makes the manifest's rename the export's commit:
-docs/products/export.md, "How publish runs".
+The stage reads the staged rows, the ledger and the audits, runs the gate's checks (``privtext.publishing.gate``),
+replaces the published partition and writes the export (``publishing.files``, ``publishing.manifest``); it
+also erases published rows (``erase``). The gate, the keyed pseudonyms of published ``doc_id``s, and the order
+of the writes that makes the manifest's rename the export's commit: docs/products/export.md, "How publish runs".
 """
 from __future__ import annotations
 
 import datetime as dt
 import getpass
-import hashlib
 import json
-import math
 import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import StringType
 
-from privtext.clusant import masking
-from privtext.errors import Refused, UsageError
+from privtext.errors import UsageError
 from privtext.ledger import Ledger
 from privtext.lineage import lineage_problems, staged_state
 from privtext.pii.hashing import doc_pseudonym, load_hmac_key
 from privtext.platform import erasure, zones
-from privtext.platform.config import ObjectStoreSettings
 from privtext.platform.context import RunContext
 from privtext.platform.leases import check_held
 from privtext.platform.storage import filesystem, move_dir
 from privtext.platform.tables import LEAKAGE_AUDITS
 from privtext.privacy.budget import none_charge
+from privtext.publishing.files import (
+    FILE_SCHEMA,
+    commit_manifest,
+    committed_by,
+    delete_dir,
+    export_task,
+    remove_other_versions,
+)
+from privtext.publishing.gate import (
+    DP_GUARANTEES,
+    NO_GUARANTEE_METHODS,
+    VERBATIM_SUMS,
+    PublishRefused,
+    deterministic_runs,
+    gate_decision,
+    gate_outcome,
+    verbatim_counts,
+    verbatim_problem,
+    verbatim_tail,
+)
+from privtext.publishing.manifest import build_manifest
 from privtext.settings import resolve_uri
 from privtext.stages import DEFAULT_TARGET, STAGES, TARGETS
 
-DP_GUARANTEES = ("secret_protection", "gdp", "approx_dp")
-NO_GUARANTEE_METHODS = ("custext",)
-FILE_SCHEMA = StructType([StructField(n, t) for n, t in (("path", StringType()), ("format", StringType()),
-                                                         ("rows", LongType()), ("bytes", LongType()),
-                                                         ("sha256", StringType()))])
-
-
-class PublishRefused(Refused):
-    """The gate (or the staged data's missing guarantee) refuses the publish; nothing was written.
-    ``reasons``: each check that refused, in words."""
-
-    def __init__(self, message: str, reasons: list[str] | None = None):
-        super().__init__(message)
-        self.reasons = list(reasons or [message])
+# the stage's names callers and tests use (the gate's checks and the manifest commit are its parts)
+__all__ = ["PublishRefused", "PublishResult", "add_arguments", "build_manifest", "commit_manifest",
+           "deterministic_runs", "erase", "gate_decision", "gate_outcome", "pseudonymous", "published_rows", "run",
+           "verbatim_problem", "verbatim_tail"]
 
 
 @dataclass
@@ -70,73 +77,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reason", help="why the gate is overridden (required with --override-gate)")
 
 
-def gate_decision(audits: list[dict], wanted: list[str], staged_runs: list[str]) -> list[str]:
-    """Why the audit gate refuses (empty: it passes). ``audits``: the (target, date) rows of
-    ``protected.leakage_audits``; ``wanted``: adversaries that must have passed; ``staged_runs``: the
-    run ids now in the staged partition."""
-    current = ",".join(sorted(staged_runs))
-    candidates = [r for r in audits if r.get("release") == "candidate"]
-    problems = []
-    for adversary in wanted or sorted({r["adversary"] for r in candidates}) or ["any adversary"]:
-        mine = [r for r in candidates if r["adversary"] == adversary]
-        if not mine:
-            problems.append(f"no leakage audit by {adversary}")
-        for r in mine:
-            if r.get("staged_runs") != current:
-                problems.append(f"the {adversary} audit is stale: it read staged run(s) {r.get('staged_runs')}, "
-                                f"the partition now holds {current} (rerun the audit)")
-            elif not r.get("valid"):
-                controls = {c["release"]: c["passed"] for c in audits
-                            if c.get("release", "").startswith("control_") and c["run_id"] == r["run_id"]}
-                bad = [c for c, ok in controls.items() if ok != (c == "control_uniform")] or ["missing"]
-                problems.append(f"the {adversary} audit is invalid: its negative control(s) misbehaved "
-                                f"({', '.join(sorted(bad))}); the audit cannot tell leaking from safe releases")
-            elif not r["passed"] and r["violation_ratio"] >= r["delta_target"]:
-                problems.append(f"{adversary} found leakage: violation ratio {r['violation_ratio']:.4g} "
-                                f">= delta target {r['delta_target']:.4g} at eps {r['eps']:g} (a lower bound)")
-            elif not r["passed"]:
-                problems.append(f"{adversary}: violation ratio {r['violation_ratio']:.4g} is below the delta target "
-                                f"{r['delta_target']:.4g} but not confidently (Prop. 4: log10 p_fail "
-                                f"{r.get('log10_p_fail', 0.0):.2f} > ampl.max_log10_p_fail); audit more triplets "
-                                "or documents")
-    return problems
-
-
 def _audits(ctx: RunContext, target: str) -> list[dict]:
     return [r.asDict() for r in ctx.lakehouse.read(LEAKAGE_AUDITS, date=ctx.date).where(F.col("target") == target)
             .select("adversary", "eps", "violation_ratio", "delta_target", "log10_p_fail", "passed", "release", "valid",
                     "staged_runs", "run_id").collect()]
-
-
-def verbatim_tail(observed: int, expected: float) -> float:
-    """Chernoff bound on Pr[X >= observed] for X a sum of independent Bernoulli draws with mean ``expected``:
-    exp(-mu) (e mu / x)^x for x > mu, else 1 (valid for any Poisson-binomial sum)."""
-    if observed <= expected:
-        return 1.0
-    if expected <= 0:
-        return 0.0
-    return math.exp(observed - expected + observed * math.log(expected / observed))
-
-
-def verbatim_problem(verbatim: int, expected: float, replaced: int, maximum: float, significance: float) -> list[str]:
-    """The gate's verbatim check: draws equal to their input beyond ``publish.max_verbatim_share`` that the
-    mechanism's own probability of drawing the input (``expected``) does not explain at ``significance``."""
-    excess = verbatim - maximum * replaced
-    if excess <= 0 or verbatim_tail(verbatim, expected) >= significance:
-        return []
-    return [f"{verbatim} of {replaced} replaced values are published as they came in (same normalized value), where "
-            f"the mechanism's own draws explain {expected:.2g} (Pr >= {verbatim}: "
-            f"{verbatim_tail(verbatim, expected):.1e} < publish.verbatim_significance {significance:g}): the "
-            "sanitizer left them unchanged"]
-
-
-VERBATIM_SUMS = ("verbatim", "verbatim_expected", "n_replaced")  # summed per staging run with the summary
-
-
-def _verbatim(summary: list) -> tuple[int, float, int]:
-    """(verbatim draws, their expected count, replaced values) of the staged partition, from its summary rows."""
-    v, e, r = (sum(row[c] or 0 for row in summary) for c in VERBATIM_SUMS)
-    return int(v), float(e), int(r)
 
 
 def _detection_problems(ctx: RunContext, target: str, entries: list[dict]) -> tuple[list[str], dict | None]:
@@ -146,11 +90,6 @@ def _detection_problems(ctx: RunContext, target: str, entries: list[dict]) -> tu
     params = [r["params"] for r in staged.select("params").distinct().collect()]  # O(runs)
     return lineage_problems(ctx.lakehouse, ctx.settings, entries, ctx.date, params,
                             ctx.settings.publish.min_canary_recall)
-
-
-def deterministic_runs(entries: list[dict], run_ids: set[str]) -> list[str]:
-    """The staged runs whose ledger charges say fixed-seed noise (never publishable)."""
-    return sorted({e["run_id"] for e in entries if e["run_id"] in run_ids and e["params"].get("deterministic")})
 
 
 def pseudonymous(staged, key: bytes):
@@ -164,81 +103,6 @@ def _who() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
-
-
-def _sha256(fs: pafs.FileSystem, path: str) -> str:
-    digest = hashlib.sha256()
-    with fs.open_input_stream(path) as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _export_task(folder_uri: str, store: ObjectStoreSettings, formats: tuple[str, ...], schema: pa.Schema):
-    """``mapInArrow``: write this task's rows as one file per format, yield (path, format, rows, bytes, sha256)."""
-
-    def run(batches):
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches).select(schema.names).cast(schema)
-        fs, folder = filesystem(folder_uri, store)
-        fs.create_dir(folder, recursive=True)
-        name = f"part-{uuid.uuid4().hex}"
-        out = []
-        for fmt in formats:
-            path = f"{folder}/{name}.{fmt}"
-            if fmt == "parquet":
-                pq.write_table(table, path, filesystem=fs, compression="zstd")
-            else:
-                with fs.open_output_stream(path) as stream:
-                    for row in table.to_pylist():
-                        line = json.dumps({k: v.isoformat() if isinstance(v, dt.date) else v for k, v in row.items()},
-                                          ensure_ascii=False)
-                        stream.write(line.encode("utf-8") + b"\n")
-            out.append({"path": f"{name}.{fmt}", "format": fmt, "rows": table.num_rows,
-                        "bytes": fs.get_file_info(path).size, "sha256": _sha256(fs, path)})
-        yield pa.RecordBatch.from_pylist(out, schema=pa.schema([("path", pa.string()), ("format", pa.string()),
-                                                                ("rows", pa.int64()), ("bytes", pa.int64()),
-                                                                ("sha256", pa.string())]))
-
-    return run
-
-
-def commit_manifest(fs: pafs.FileSystem, date_dir: str, manifest: dict) -> str:
-    """Write ``manifest.json`` under a temporary name and rename it over the previous one (the commit)."""
-    tmp = f"{date_dir}/_manifest-{uuid.uuid4().hex}.json"
-    with fs.open_output_stream(tmp) as stream:
-        stream.write(json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
-    fs.move(tmp, f"{date_dir}/manifest.json")
-    return f"{date_dir}/manifest.json"
-
-
-def _delete_dir(fs: pafs.FileSystem, path: str) -> None:
-    if fs.get_file_info(path).type == pafs.FileType.Directory:
-        fs.delete_dir(path)
-
-
-def _committed_by(fs: pafs.FileSystem, date_dir: str) -> str | None:
-    """The publish run whose manifest is the date's committed one now."""
-    with fs.open_input_stream(f"{date_dir}/manifest.json") as stream:
-        return json.loads(stream.read()).get("publish_run_id")
-
-
-def _remove_other_versions(fs: pafs.FileSystem, date_dir: str, keep: str) -> None:
-    for info in fs.get_file_info(pafs.FileSelector(date_dir)):
-        if info.base_name != keep:
-            _delete_dir(fs, info.path)
-
-
-def gate_outcome(audit_gated: bool, require_audit: bool, problems: list[str], override: bool) -> str:
-    """The gate's outcome: ``refused`` (problems, no override), ``override``, ``not_required`` (audit
-    skipped, demos), ``passed``, or ``ledger_charged`` for targets gated by their own DP charge."""
-    if not audit_gated:
-        return "ledger_charged"
-    if problems:
-        return "override" if override else "refused"
-    return "passed" if require_audit else "not_required"
 
 
 def _refuse_unpublishable(ctx: RunContext, target: str, summary: list, entries: list[dict],
@@ -273,7 +137,7 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
     detection = None
     if audit_gated:
         missed, detection = _detection_problems(ctx, target, entries)
-        problems += missed + verbatim_problem(*_verbatim(summary), settings.publish.max_verbatim_share,
+        problems += missed + verbatim_problem(*verbatim_counts(summary), settings.publish.max_verbatim_share,
                                               settings.publish.verbatim_significance)
     gate = gate_outcome(audit_gated, settings.publish.require_audit, problems, override_gate)
     if gate == "refused":
@@ -290,40 +154,6 @@ def _pass_gate(ctx: RunContext, ledger: Ledger, entries: list[dict], target: str
     return gate, detection
 
 
-def _masking(target: str, summary: list) -> dict | None:
-    """The sanitized export's span counts (``clusant.masking``, from the staged rows' params): the share of
-    spans written as [TYPE], which types and why, and the share left as written (allow-list), in figures and
-    words."""
-    if target != "sanitized_documents":
-        return None
-    combined = masking.from_params([r["params"] for r in summary])
-    return {**(combined or {}), "in_words": masking.words(combined)}
-
-
-def build_manifest(target: str, date: str, run_id: str, version: str, files: list[dict], first_format: str,
-                   summary: list, entries: list[dict], gate: str, detection: dict | None, table: str,
-                   table_version: int) -> dict:
-    """The export's ``manifest.json``: rows, files (under ``version/``), privacy, gate, detection, table."""
-    return {
-        "target": target, "date": date, "publish_run_id": run_id,
-        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-        "rows": sum(f["rows"] for f in files if f["format"] == first_format),
-        "files": sorted(({**f, "path": f"{version}/{f['path']}"} for f in files), key=lambda f: f["path"]),
-        "privacy": {"methods": sorted({r["method"] for r in summary}), "params": sorted({r["params"] for r in summary}),
-                    "source_run_ids": sorted({r["run_id"] for r in summary}),
-                    "ledger_entry_ids": [e["entry_id"] for e in entries],
-                    "guarantees": sorted({e["guarantee"] for e in entries})},
-        "gate": {"outcome": gate},
-        "masking": _masking(target, summary),
-        "detection": None if detection is None else {
-            "measured_on": "canary documents", "canaries": detection["params"].get("canaries"),
-            **{k: detection["spend"]["overall"][k] for k in ("recall", "coverage")},
-            "by_type": {t: {k: v[k] for k in ("recall", "coverage")}
-                        for t, v in detection["spend"]["by_type"].items()}},
-        "published_table": {"name": table, "version": table_version},
-    }
-
-
 def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Schema, summary: list, gate: str,
             detection: dict | None, table: str, table_version: int) -> tuple[dict, int]:
     """Write the export files into a fresh version folder and commit its manifest. Returns (manifest, files)."""
@@ -336,7 +166,7 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Sch
     tmp_dir = f"{date_dir}/_tmp-{version}"
     run_ids = {r["run_id"] for r in summary}
     try:
-        task = _export_task(f"{root}/{target}/{date}/_tmp-{version}", store, tuple(settings.publish.formats), schema)
+        task = export_task(f"{root}/{target}/{date}/_tmp-{version}", store, tuple(settings.publish.formats), schema)
         files = [r.asDict() for r in staged.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
         fs.create_dir(tmp_dir, recursive=True)
         move_dir(fs, tmp_dir, f"{date_dir}/{version}")
@@ -348,11 +178,11 @@ def _export(ctx: RunContext, ledger: Ledger, target: str, staged, schema: pa.Sch
         check_held()  # fencing: a publisher whose lease was taken over never commits a manifest
         commit_manifest(fs, date_dir, manifest)
     except BaseException:  # the previous manifest and its files are untouched; drop this attempt's files
-        _delete_dir(fs, tmp_dir)
-        _delete_dir(fs, f"{date_dir}/{version}")
+        delete_dir(fs, tmp_dir)
+        delete_dir(fs, f"{date_dir}/{version}")
         raise
-    if _committed_by(fs, date_dir) == ctx.run_id:  # else a later publisher's manifest names its own files
-        _remove_other_versions(fs, date_dir, keep=version)
+    if committed_by(fs, date_dir) == ctx.run_id:  # else a later publisher's manifest names its own files
+        remove_other_versions(fs, date_dir, keep=version)
     return manifest, len(files)
 
 
@@ -371,8 +201,8 @@ def _reissue(ctx: RunContext, target: str, day: dt.date, rows, removed: int) -> 
     version = uuid.uuid4().hex
     tmp_dir = f"{date_dir}/_tmp-{version}"
     try:
-        task = _export_task(f"{root}/{target}/{day.isoformat()}/_tmp-{version}", store,
-                            tuple(settings.publish.formats), TARGETS[target].published.schema)
+        task = export_task(f"{root}/{target}/{day.isoformat()}/_tmp-{version}", store,
+                           tuple(settings.publish.formats), TARGETS[target].published.schema)
         files = [r.asDict() for r in rows.mapInArrow(task, FILE_SCHEMA).collect()]  # O(files)
         fs.create_dir(tmp_dir, recursive=True)
         move_dir(fs, tmp_dir, f"{date_dir}/{version}")
@@ -385,10 +215,10 @@ def _reissue(ctx: RunContext, target: str, day: dt.date, rows, removed: int) -> 
         check_held()
         commit_manifest(fs, date_dir, manifest)
     except BaseException:
-        _delete_dir(fs, tmp_dir)
-        _delete_dir(fs, f"{date_dir}/{version}")
+        delete_dir(fs, tmp_dir)
+        delete_dir(fs, f"{date_dir}/{version}")
         raise
-    _remove_other_versions(fs, date_dir, keep=version)
+    remove_other_versions(fs, date_dir, keep=version)
     return True
 
 
