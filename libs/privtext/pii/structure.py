@@ -21,18 +21,29 @@ reads the structure once per document and returns
     roles) and sign-ins ("*** X has joined") -> PERSON, lower case included;
 * ``protected``: regions that are never part of another type's value: time zones outside a date
   ("(EDT)", "-0400" after a year or time), version and revision numbers ("Revision 1.2.3.4",
-  "$Id: x.c,v 1.12.2.3"), laughter ("hahaha", "lol"), generic chat speaker labels ("User:", "A:").
+  "$Id: x.c,v 1.12.2.3"), laughter ("hahaha", "lol"), generic chat speaker labels ("User:", "A:"), the
+  software named in X-Mailer / User-Agent headers, and the mailing lists' own addresses and pages
+  (``public_addresses``): an address a list footer gives ("FoRK mailing list\nfork@xent.com", "To
+  unsubscribe, e-mail: users-unsubscribe@httpd.apache.org"), a role mailbox of RFC 2142 ("news@",
+  "postmaster@") or a list command of RFC 2369 conventions ("-request", "-unsubscribe", "-help"), or one at
+  a group service's host ("yahoogroups.com"), in every occurrence in the document, a list's name before
+  "mailing list", and a list's web page ("/mailman/listinfo/x", no query, no "@"). These are no person's
+  values: they reach every subscriber of a list, and an organisation's role mailbox is no one's own. A
+  display name of such an address is no person either unless it holds a known first name.
 
 ``apply`` (after the recognizers and ``refine``) cuts every other span out of the protected regions and
 out of the structure's date spans, keeping the longest remaining piece when it still holds a word, and
 drops spans that cannot be entities whatever the recognizer said: no letter or digit ("--", "..."), a
-weekday, month or zone name alone as a name, place or organisation, a URL glued to a word ("apt.conf" ->
+weekday, month or zone name, a relative time ("tonight"), a kinship word ("Mum") or a code ("Q3") alone as a
+name, place or organisation, a URL glued to a word ("apt.conf" ->
 "apt.co"), holding an ellipsis, or a bare file name whose extension is also a top-level domain.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+
+from privtext.pii.refine import RELATIVE_TIME
 
 STRUCTURE_SCORE = 0.99  # above every recognizer (spaCy 0.85, patterns <= 0.96); e-mail/URL-with-user stay 1.0
 
@@ -92,6 +103,24 @@ _FIELD_LABELS = frozenset("from to cc bcc date sent subject reply-to sender mess
                           "time when where "
                           "phone tel fax email e-mail mobile web url address title topic todays topics".split())
 
+# the software header values ("X-Mailer: Microsoft Outlook IMO"): a program, not a person or an organisation's value
+_SOFTWARE_HEADER = re.compile(r"(?im)^(?:X-Mailer|User-Agent|X-Newsreader)[ \t]*:[^\n]*")
+# RFC 2142 role mailboxes and RFC 2369-style list command addresses: an organisation's or a list's, no one's own
+_ROLE_LOCAL = re.compile(r"(?i)(?:postmaster|hostmaster|abuse|noc|security|usenet|news|webmaster|www|uucp|ftp|info|"
+                         r"marketing|sales|support|no-?reply|do-?not-?reply|mailer-daemon|majordomo|listserv|"
+                         r"listproc)|[\w.+-]+-(?:request|owner|admin|bounces?|unsubscribe|subscribe|help|digest|users|list|talk|"
+                         r"devel|announce|discuss)")
+# a group service's host holds groups only (a "lists." host may hold members' mailboxes too: not one of these)
+_LIST_HOST = re.compile(r"(?i)(?:yahoogroups|googlegroups)\.com")
+# a list footer gives the list's address: "<List> mailing list\n<addr>", "Send <List> mailing list submissions
+# to\n\t<addr>", "To unsubscribe, e-mail: <addr>", "For additional commands, e-mail: <addr>", "To unsubscribe
+# from this group, send an email to:\n<addr>"
+_LIST_NAME = re.compile(r"(?im)^[ \t]*(?P<list>[^\n]{1,60}?)[ \t]+mailing[ \t]+list[ \t]*$")
+_FOOTER_CUE = re.compile(r"(?i)(?:(?:^|\n)[ \t]*(?:[^\s@]+[ \t]+){1,3}mailing[ \t]+list|mailing[ \t]+list[ \t]+"
+                         r"submissions[ \t]+to|(?:to[ \t]+unsubscribe|additional[ \t]+commands)[^\n]{0,40}?"
+                         r"(?:e-?mail|to)[ \t]*:?)[ \t]*\n?[ \t]*$")
+_LIST_PAGE = re.compile(r"(?i)\bhttps?://[\w.-]+(?::\d+)?/(?:[\w.-]+/)?(?:mailman|lists?)/(?:listinfo|options)/"
+                        r"[\w.-]+/?(?![^\s)>\]])")
 # e-mail headers with people in them; Date/Sent values are dates
 _HEADER = re.compile(r"(?im)^(?P<label>From|To|Cc|Bcc|Reply-To|Sender|Date|Sent)[ \t]*:[ \t]*(?P<value>[^\n]*"
                      r"(?:\n[ \t]+[^\n]*)*)")
@@ -103,6 +132,8 @@ _ENTRY = re.compile(rf"(?P<name>\"[^\"\n]*\"|[^<>\[\],;\"@\n]*?)[ \t]*(?:<(?:mai
 _WROTE = re.compile(r"(?im)^(?P<quote>[ \t>|]*)(?P<body>[^\n]{1,200}?)[ \t]+(?:wrote|writes|said|schrieb|a écrit|"
                     r"escribió|scrisse)[ \t]*:[ \t]*$")
 _LEAD = re.compile(r"(?i)(?:-+[ \t]*)?(?:On|At|Am|Le|El|Il)[ \t]+")
+_IN_MESSAGE = re.compile(r"(?i)In[ \t]+(?:message|article)[ \t]+<[^<>\n]*>[ \t]*,?[ \t]*")  # nn/exmh, Usenet
+_WORDS = re.compile(r"[^\W\d_]+")
 _SIGN_OFF = (r"(?:thanks(?:[ \t]+(?:again|a[ \t]+lot|in[ \t]+advance|so[ \t]+much))?|thank[ \t]+you|thx|tia|cheers|"
              r"regards|(?:best|kind|warm|warmest|many)[ \t]+(?:regards|wishes|thanks)|best|sincerely(?:[ \t]+yours)?|"
              r"yours(?:[ \t]+(?:truly|sincerely))?|love|take[ \t]+care|ciao|greetings|hth|rgds|br|-+)")
@@ -129,13 +160,17 @@ _WEAK_CUE = re.compile(r"(?i)\b(?:this[ \t]+is|it'?s|i[ \t]+am|i'?m|im|hi|hey|he
                        r"(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>(?-i:[A-Z][a-z]+)))?")
 _EDGE = " \t\n\"',;:-"
 _SLANG = frozenset("ok okay k kk nice cool yes yeah yep yup nah nope no hey hi hello thanks thx ty pls plz btw omg u "
-                   "ur tho though lmk idk imo haha lol sure great fine good".split())
+                   "ur tho though lmk idk imo haha lol sure great fine good fyi".split())
 # field labels of mail and forms that spaCy labels an organisation or a person ("SSN", "IBAN", "PLZ")
 _FORM_LABELS = frozenset("ssn iban bic swift plz zip tel fax phone email e-mail mobile cell subject re fwd fw cc bcc "
                          "url ip id dob vat anschrift adresse address ps p.s".split())
 # mail and software words spaCy labels an organisation ("FREE", "API", "CVS", "LIMITED TIME OFFER", "X-Mailer")
 _NOT_ORG_WORDS = frozenset("free api cvs fyi faq asap changelog x-mailer mailer limited time offer now only today new "
                            "rpm rpms html http url cpu gui sdk ide os tia imo imho btw".split())
+# kinship and household words a writer uses for a person ("Mum says hello"): a relation, no one's name
+_KINSHIP = frozenset("mum mom mommy mummy mama dad daddy papa mother father grandma granny grandpa grandad nana "
+                     "auntie uncle sis bro hubby wifey".split())
+_CODE = re.compile(r"[A-Z]{1,3}\d{1,4}")  # "Q3", "H1", "FY02": a quarter, half or model code, no name
 _FILE_TLDS = frozenset("py pl pm sh md rs cc cs so am in ps js ts go rb ml mk io sc st ai pdf".split())
 _URL_PARTS = re.compile(r"(?i)^(?:[a-z][a-z0-9+.-]*://|www\d?\.)|/")
 
@@ -156,11 +191,15 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
             spans.append(("DATE_TIME", m.start(), m.end()))
     dated = [(s, e) for _, s, e in spans]
     protected = [r for r in _zones_and_noise(text) if not _inside(r, dated)]
+    public = public_addresses(text)
+    protected += _public_regions(text, public)
     for m in _HEADER.finditer(text):
         if m.group("label").lower() not in ("date", "sent"):
-            spans += _address_list(text, m.start("value"), m.end("value"))
+            spans += _address_list(text, m.start("value"), m.end("value"), public, known_first_names)
     for m in _WROTE.finditer(text):
-        spans += _attribution(text, m.start("body"), m.end("body"), not_names)
+        spans += _attribution(text, m.start("body"), m.end("body"), not_names, public, known_first_names)
+    protected += [(s, e) for kind, s, e in spans if kind == "PUBLIC"]  # a list's or role's display name
+    spans = [span for span in spans if span[0] != "PUBLIC"]
     for rx in (_SIGNED_BELOW, _SIGNED_SAME_LINE):
         for m in rx.finditer(text):
             if _addressee(m.group("name")) and _is_name(m.group("name"), known_first_names, not_names,
@@ -193,6 +232,29 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
         spans += [("PERSON", *m.span("name")) for m in _SIGN_IN.finditer(text)
                   if m.group("name").casefold() not in not_names]
     return Structure(spans, protected)
+
+
+def public_addresses(text: str) -> frozenset[str]:
+    """The casefolded addresses in ``text`` that are a list's or a role's, no person's: a role mailbox or list
+    command (``_ROLE_LOCAL``), an address at a list host (``_LIST_HOST``), or one a list footer gives
+    (``_FOOTER_CUE`` right before it, on its line or the line above)."""
+    out = set()
+    for m in re.finditer(_ADDRESS, text):
+        local, _, host = m.group().rpartition("@")
+        line_above = text.rfind("\n", 0, max(0, text.rfind("\n", 0, m.start())))
+        if _ROLE_LOCAL.fullmatch(local) or _LIST_HOST.fullmatch(host) or _FOOTER_CUE.search(
+                text, max(0, line_above), m.start()):  # from the line break before: "^" matches only at 0
+            out.add(m.group().casefold())
+    return frozenset(out)
+
+
+def _public_regions(text: str, public: frozenset[str]) -> list[tuple[int, int]]:
+    """Every occurrence of a ``public`` address, a list's name before "mailing list", a list's web page and
+    a software header's line."""
+    out = [m.span() for m in re.finditer(_ADDRESS, text) if m.group().casefold() in public]
+    out += [m.span("list") for m in _LIST_NAME.finditer(text) if len(m.group("list").split()) <= 3]
+    out += [m.span() for rx in (_LIST_PAGE, _SOFTWARE_HEADER) for m in rx.finditer(text)]
+    return out
 
 
 def _calendar_numbers(value: str) -> bool:
@@ -235,18 +297,24 @@ def _inside(region: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
     return any(s <= region[0] and region[1] <= e for s, e in spans)
 
 
-def _address_list(text: str, start: int, end: int) -> list[tuple[str, int, int]]:
+def _address_list(text: str, start: int, end: int, public: frozenset[str] = frozenset(),
+                  known: frozenset[str] = frozenset()) -> list[tuple[str, int, int]]:
     """PERSON and EMAIL_ADDRESS spans of a header's address list (``text[start:end]``): each entry's address
-    and display name, and the names between entries ("Smith, John <j@x>": "Smith" too)."""
+    and display name, and the names between entries ("Smith, John <j@x>": "Smith" too). A ``public`` address
+    (a list's, a role's) is no value, nor its display name ("Weekly Tech News", kind "PUBLIC": protected by the
+    caller) unless that holds a ``known`` first name."""
     out, pos = [], start
     for m in _ENTRY.finditer(text, start, end):
         out += _names_between(text, pos, m.start())
         address = next(g for g in ("a1", "a2", "a3") if m.group(g))
-        out.append(("EMAIL_ADDRESS", m.start(address), m.end(address)))
+        listed = m.group(address).casefold() in public
+        if not listed:
+            out.append(("EMAIL_ADDRESS", m.start(address), m.end(address)))
         for group in ("name", "comment"):
             name = _trimmed(text, m.start(group), m.end(group)) if m.group(group) is not None else None
             if name:
-                out.append(("PERSON", *name))
+                nobody = listed and not any(w.casefold() in known for w in _WORDS.findall(text[name[0]:name[1]]))
+                out.append(("PUBLIC" if nobody else "PERSON", *name))
         pos = m.end()
     return out + _names_between(text, pos, end)
 
@@ -273,9 +341,14 @@ def _trimmed(text: str, start: int, end: int, digits: bool = False) -> tuple[int
     return (start, end) if any(c.isalpha() or (digits and c.isdigit()) for c in value) else None
 
 
-def _attribution(text: str, start: int, end: int, not_names: frozenset[str]) -> list[tuple[str, int, int]]:
-    """The date and the writer of a quote attribution's body ``text[start:end]``."""
+def _attribution(text: str, start: int, end: int, not_names: frozenset[str], public: frozenset[str] = frozenset(),
+                 known: frozenset[str] = frozenset()) -> list[tuple[str, int, int]]:
+    """The date and the writer of a quote attribution's body ``text[start:end]`` ("In message <id>, X writes:":
+    the writer after the message id)."""
     pos = start
+    cited = _IN_MESSAGE.match(text, pos, end)
+    if cited:
+        pos = cited.end()
     lead = _LEAD.match(text, pos, end)
     if lead:
         pos = lead.end()
@@ -286,7 +359,7 @@ def _attribution(text: str, start: int, end: int, not_names: frozenset[str]) -> 
         if pos == lead.end():
             return []
     if "@" in text[pos:end]:
-        return _address_list(text, pos, end)
+        return _address_list(text, pos, end, public, known)
     name = _trimmed(text, pos, end)
     if name is None:
         return []
@@ -304,7 +377,8 @@ def _is_name(value: str, known: frozenset[str], not_names: frozenset[str], lower
     words = value.split()
     first = words[0].strip(".")
     if first.casefold() in not_names or first.casefold() in _CALENDAR_WORDS or first.casefold() in _SLANG \
-            or _LAUGHTER.fullmatch(first) or len(first) < 2:
+            or first.casefold() in _KINSHIP or RELATIVE_TIME.match(first) or _LAUGHTER.fullmatch(first) \
+            or len(first) < 2:
         return False
     if all(w[0].isupper() for w in words):
         return True
@@ -348,8 +422,10 @@ def _valid(span, text: str) -> bool:
     if not any(c.isalnum() for c in core):
         return False
     if span.entity_type in ("PERSON", "LOCATION", "ORGANIZATION", "NRP", "TITLE") and (
-            core.casefold() in _CALENDAR_WORDS or core.casefold() in _FORM_LABELS):
-        return False
+            core.casefold() in _CALENDAR_WORDS or core.casefold() in _FORM_LABELS or core.casefold() in _KINSHIP
+            or RELATIVE_TIME.match(core) or _CODE.fullmatch(core)
+            or core.isupper() and all(w in _NOT_ORG_WORDS for w in re.findall(r"[\w-]+", core.casefold()))):
+        return False  # ... or a shouted mail word ("LIMITED TIME OFFER" as a place)
     if span.entity_type == "ORGANIZATION" and (
             re.fullmatch(_SIGN_OFF + "|ta|dear[ \t]+\\w+", core, re.IGNORECASE)
             or all(w in _NOT_ORG_WORDS for w in re.findall(r"[\w-]+", core.casefold()))):

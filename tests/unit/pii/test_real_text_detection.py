@@ -114,9 +114,15 @@ def test_phones_glued_to_letters(analyzer, text, phone):
 
 
 @pytest.mark.parametrize("url", ["www.physics.example.edu/~jwhitaker", "http://example.com/a/b?c=d",
-                                 "https://lists.example.org/mailman/listinfo/exmh-users"])
+                                 "https://www.example.org/users/jwhitaker/cv.pdf",
+                                 "http://lists.example.org/mailman/options/exmh-users/jw%40example.org"])
 def test_whole_urls_host_and_path(analyzer, url):
     assert touching(analyzer, f"Visit {url} for details.", url) == [("URL", url)]
+
+
+def test_a_lists_own_page_is_no_value(analyzer):
+    url = "https://lists.example.org/mailman/listinfo/exmh-users"
+    assert touching(analyzer, f"Visit {url} for details.", url) == []
 
 
 def test_house_number_goes_with_its_street(analyzer):
