@@ -6,8 +6,9 @@ the surface format ``fmt = surface_format(type, x)`` of the input: a date or tim
 1971-04-04" an ISO date, "March 3, 2024" a spelled-out one, "EDT" stays "EDT"), an IP address in its version
 (IPv4 stays IPv4, with a port if it had one), a card number with the input's length and grouping and a valid
 Luhn digit, a phone number, SSN or postcode in the input's digit layout (extensions and separators kept), an
-order number in its letter/digit shape. ``format_kept`` says whether a replacement kept its input's kind and
-format (the stage's ``format_kept_share``).
+order number in its letter/digit shape, an e-mail address at a mass-market mailbox provider
+(``MAIL_PROVIDERS``: "x@gmail.com") at that provider. ``format_kept`` says whether a replacement kept its
+input's kind and format (the stage's ``format_kept_share``).
 
 Guarantee. ``render`` is a deterministic function of (y, fmt) only. For two inputs x, x' of the same entity
 type AND the same surface format, the rendered output is a post-processing of the same mechanism, so the
@@ -17,6 +18,14 @@ published, as the span's type already is:
 adjacency is "values of the same entity type and surface format". Inputs of different formats give
 disjoint rendered outputs (a test shows it), which is exactly what publishing the format means.
 Sensitivity: nothing here adds noise; the format class is a deterministic function of x.
+
+E-mail provider. An address whose domain is in ``MAIL_PROVIDERS`` (a fixed public list of consumer mailbox
+providers, each with millions of mailboxes, never built from data) has the class "email:<domain>" and is
+written as the drawn address's local part at that domain; any other address (a company's, a university's:
+identifying) has no class and is replaced whole by the draw (reserved ``example.*`` domains). So what is
+published beyond the type is "a consumer mailbox at this provider", a set of millions; the local part, the
+person's own, is the mechanism's draw. Adjacency for a provider address: addresses of the same provider.
+The candidates never depend on the data (the list is code, not counted from the corpus).
 
 Any script, digit system and width. The format class is computed on the value folded by ``fold`` (NFKC,
 so full-width forms become ASCII, then combining marks dropped): every Unicode digit or other number
@@ -36,6 +45,16 @@ from itertools import chain, count
 
 from . import date_layout
 
+# consumer mailbox providers (a fixed public list, each with millions of mailboxes): an address there keeps its domain
+MAIL_PROVIDERS = frozenset(
+    "gmail.com googlemail.com yahoo.com yahoo.co.uk yahoo.fr yahoo.de ymail.com rocketmail.com hotmail.com "
+    "hotmail.co.uk hotmail.fr outlook.com live.com msn.com aol.com icloud.com me.com mac.com proton.me "
+    "protonmail.com zoho.com gmx.de gmx.net gmx.com web.de t-online.de freenet.de free.fr orange.fr wanadoo.fr "
+    "laposte.net sfr.fr libero.it virgilio.it tiscali.it alice.it mail.ru yandex.ru rambler.ru qq.com 163.com "
+    "126.com sina.com naver.com daum.net hanmail.net rediffmail.com comcast.net verizon.net att.net "
+    "sbcglobal.net bellsouth.net earthlink.net cox.net charter.net juno.com netzero.net netscape.net "
+    "btinternet.com virginmedia.com sky.com talktalk.net ntlworld.com blueyonder.co.uk eircom.net "
+    "bigpond.com shaw.ca rogers.com sympatico.ca terra.com.br uol.com.br bol.com.br".split())
 # digits (and letters, as digits: "1-800-FLOWERS") are drawn; separators, "+" and an extension's marker are kept
 DIGIT_TYPES = frozenset({"CREDIT_CARD", "PHONE_NUMBER", "US_SSN", "CARD_LAST4", "US_BANK_NUMBER"})
 # digits and letters are drawn (letters keep their case); other characters are kept
@@ -73,6 +92,9 @@ def surface_format(entity_type: str, value: str) -> str | None:
         return _url_class(value)
     if entity_type == "PERSON":
         return _name_class(value)
+    if entity_type == "EMAIL_ADDRESS":
+        domain = value.rpartition("@")[2].casefold()
+        return f"email:{domain}" if "@" in value and domain in MAIL_PROVIDERS else None
     if entity_type in DIGIT_TYPES | CODE_TYPES and len(value) <= _MAX_SHAPE and sum(map(_is_number, value)) >= 2:
         kept = ({i for m in _EXTENSION.finditer(value) for i in range(m.start(), m.end())}
                 if entity_type == "PHONE_NUMBER" else set())
@@ -100,6 +122,9 @@ def render(entity_type: str, candidate: str, fmt: str | None) -> str:
         return _render_url(candidate, fmt)
     if entity_type == "PERSON":
         return _render_name(candidate, fmt)
+    if entity_type == "EMAIL_ADDRESS":
+        local = candidate.strip().rpartition("@")[0] or f"user{_hash_int('email:' + candidate) % 100000}"
+        return f"{local}@{fmt[len('email:'):]}"
     digits, letters = _streams(candidate)
     out = [next(digits) if c == "9" else next(letters).upper() if c == "A" else next(letters) if c == "a" else c
            for c in fmt]
@@ -225,13 +250,14 @@ def format_kept(entity_type: str, before: str, after: str) -> bool:
     """Whether ``after`` replaced ``before`` keeping its kind and surface format: the same format class
     where the type has classes (a value of such a type that is in no class was not kept: "the summer" ->
     "02/21/1950", "apt" typed URL -> a web address); a date fitting the input's layout; an e-mail by an
-    e-mail; a name in its layout and case; other free text (a place, a company) by a phrase of its
-    vocabulary, which is of its kind by construction."""
+    e-mail (at the input's provider, if it has one); a name in its layout and case; other free text (a place,
+    a company) by a phrase of its vocabulary, which is of its kind by construction."""
     fmt = surface_format(entity_type, before)
     if entity_type == "DATE_TIME":
         return fmt is not None and date_layout.fits(fmt, ascii_digits(after))
     if entity_type in FORMATTED_TYPES:
         return fmt is not None and surface_format(entity_type, after) == fmt
     if entity_type == "EMAIL_ADDRESS":
-        return bool(_EMAIL.fullmatch(fold(before))) == bool(_EMAIL.fullmatch(fold(after)))
+        return (bool(_EMAIL.fullmatch(fold(before))) == bool(_EMAIL.fullmatch(fold(after)))
+                and (fmt is None or surface_format(entity_type, after) == fmt))
     return fmt == surface_format(entity_type, after)  # a name keeps its layout and case; other free text: None
