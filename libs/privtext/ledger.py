@@ -44,8 +44,8 @@ from privtext.privacy.budget import (
     BudgetExceeded,
     Charge,
     ComposedSpend,
+    LedgerAccountant,
     check,
-    compose,
     dumps,
     exposure_rows,
     validate_exposures,
@@ -62,10 +62,13 @@ class LedgerBusy(Refused):
 
 
 def composed_spend(entries: list[dict], budget, spans=None) -> ComposedSpend:
-    """The composed spend per guarantee (``privacy.budget.compose``) of ``entries`` (every entry of the one
-    account, or a subset such as those up to a date); the read sets joined to ``spans`` (``Ledger.spans``;
-    None: the stored exposures alone)."""
-    return compose(entries, reach(entries, spans), budget)
+    """The composed spend per guarantee (``privacy.budget.LedgerAccountant``) of ``entries`` (every entry of the
+    one account, or a subset such as those up to a date); the read sets joined to ``spans`` (``Ledger.spans``;
+    None: the stored exposures alone). A row the accountant does not support is refused (``UnsupportedCharge``)."""
+    accountant = LedgerAccountant(budget)
+    for entry, exposures in zip(entries, reach(entries, spans)):
+        accountant.compose(entry, exposures)
+    return accountant.spend()
 
 
 def charged_date(entry: dict) -> dt.date | None:

@@ -84,16 +84,18 @@ class _Limits:
 
 
 def _compose_lines(lines: list[str], delta: float = 1e-5) -> budget.ComposedSpend:
-    charges, exposures = [], []
+    accountant = budget.LedgerAccountant(_Limits(delta))
     for n, line in enumerate(lines, 1):
         try:
             charge, exp = budget.charge_from_json(line)
         except (ValueError, KeyError) as exc:
             raise SystemExit(f"line {n}: not a charge as `privtext privacy calibrate --json` prints it "
                              f"({exc})") from exc
-        charges.append(charge)
-        exposures.append(budget.exposure_arrays(exp))
-    return budget.compose(charges, exposures, _Limits(delta))
+        try:
+            accountant.compose(charge, budget.exposure_arrays(exp))
+        except budget.UnsupportedCharge as exc:
+            raise SystemExit(f"line {n}: {exc}") from exc
+    return accountant.spend()
 
 
 def compose(args: argparse.Namespace) -> int:

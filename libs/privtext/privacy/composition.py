@@ -64,21 +64,26 @@ def compose(charges: list[dict], exposures: list, budget) -> ComposedSpend:
     the limit. ``charges``: ledger entries (dicts with guarantee, params, spend, dp_event);
     ``exposures``: per charge, ``exposure_arrays`` output or None. ``budget``: the limits in force."""
     flat = flatten(exposures)
-    record_events = [i for i, c in enumerate(charges) if c["guarantee"] in ("gdp", "approx_dp")
-                     and c["params"].get("unit") in ("record", "user")]
+    record_events = record_event_indices(charges)
     return ComposedSpend(mldp=compose_mldp(charges, exposures, flat, budget),
-                         approx_dp=compose_record_events(charges, record_events, budget),
+                         approx_dp=compose_record_events(charges, record_events, budget.delta_max),
                          secret_protection=compose_secrets(charges, exposures, flat, budget, record_events))
 
 
-def compose_record_events(charges: list[dict], record_events: list[int], budget) -> DpSpend | None:
-    """Every record/user-level DpEvent (each covers every record) composed: eps at ``budget.delta_max``."""
+def record_event_indices(charges: list[dict]) -> list[int]:
+    """The charges that are record/user-level DP events (each covers every record or user)."""
+    return [i for i, c in enumerate(charges) if c["guarantee"] in ("gdp", "approx_dp")
+            and c["params"].get("unit") in ("record", "user")]
+
+
+def compose_record_events(charges: list[dict], record_events: list[int], delta: float) -> DpSpend | None:
+    """Every record/user-level DpEvent (each covers every record) composed: eps at ``delta``."""
     if not record_events:
         return None
     events = [event_from_json(charges[i]["dp_event"]) for i in record_events]
     event = events[0] if len(events) == 1 else dpe.ComposedDpEvent(events)
     units = sorted({charges[i]["params"]["unit"] for i in record_events})
-    return DpSpend(epsilon=epsilon_of(event, budget.delta_max), delta=budget.delta_max,
+    return DpSpend(epsilon=epsilon_of(event, delta), delta=delta,
                    releases=len(record_events), unit="/".join(units))
 
 

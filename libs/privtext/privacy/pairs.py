@@ -26,7 +26,12 @@ ORDERS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0, 
 DISCRETIZATION = 1e-3  # PLD grid shared by every pair (compositions need one grid)
 
 
-class UnknownPair(PrivtextError, ValueError):
+class UnsupportedCharge(PrivtextError, ValueError):
+    """A ledger row the accountant cannot compose (a newer guarantee or pair kind, an unreadable event): refused,
+    never read as another (``privacy.accountant``; docs/privacy-model.md, "Row compatibility")."""
+
+
+class UnknownPair(UnsupportedCharge):
     """A secret charge whose recorded pair no accountant here supports (a newer row kind): refused."""
 
 
