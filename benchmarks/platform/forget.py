@@ -11,18 +11,39 @@ decoded), the other users' row counts are unchanged, and the erasure is recorded
 ``scale``: ``--docs`` documents over 1 and over 10 dates (derived rows for each), one user's share
 ``--user-docs``; prints the seconds to forget that user and what was rewritten (dates, rows), side by side.
 
+``nights``: real nights through the CLI on ``conf/local.yaml`` with only the lakehouse root (so MLflow's store
+and artifacts, under it by default), the export and report folders and ``TMPDIR`` moved into one folder: a
+night, a re-run of it and a second night of ``privtext pipeline run nightly_sanitized_export`` on the demo
+sample (``--docs`` documents a night; one user's documents carry ``NIGHT_TOKENS``; without the leakage audit,
+``publish.require_audit`` off: on a few hundred sample messages it can refuse a night, as it must when a secret
+has no other value of its format to be audited against), ``privtext report`` of each
+date, every command's stdout/stderr (``-v``) kept as a log. Then every file under the lakehouse (MLflow's
+``mlflow.db`` and ``mlruns`` apart), the exports, the reports, the logs, ``TMPDIR`` and the project's model
+caches is scanned for the tokens and the user's id, per area: before the forget, on a copy forgotten with
+``--no-purge`` (the negative control: both must find them), and after ``privtext forget --user-id`` (0 hits),
+then after a re-ingest of night 1's input (the user's records quarantined as ``erased``). The other users' rows
+per table and a checksum of their published text, before and after.
+
+``retention``: the same small lakehouse over three dates, ``privtext retention run`` with ``restricted_days`` 1 on
+the third: every file (local folder, then every object of a SeaweedFS store's buckets through the S3 API) is
+scanned for each date's restricted doc ids before and after (the first date's must be gone, the others'
+stay), and the published rows counted (they stay).
+
 ``s3``: the same small lakehouse with every zone and the exports in a SeaweedFS store (``local_s3``), each
 role with its own key: the analyst's and officer's keys are refused (1 = refused), the pipeline's forgets;
 every object of the buckets is scanned through the S3 API before and after.
 
     .venv/bin/python benchmarks/platform/forget.py faults [--users 3 --days 2 --per-day 10]
     .venv/bin/python benchmarks/platform/forget.py s3
+    .venv/bin/python benchmarks/platform/forget.py nights [--docs 300 --out DIR]
+    .venv/bin/python benchmarks/platform/forget.py retention
     .venv/bin/python benchmarks/platform/forget.py scale [--docs 100000 --user-docs 50]
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import shutil
@@ -288,6 +309,190 @@ def s3(args) -> None:
         print(f"s3.scan_after: {scan_store(fs, roots, needles)}", flush=True)
 
 
+NIGHT_DATES = ("2026-01-20", "2026-01-21")
+FORGOTTEN = "forgetme.q7x2@example.org"  # the user whose documents carry NIGHT_TOKENS
+NIGHT_TOKENS = ("zorblaxquent", "vimtrodeskal", "quibnerflotz")  # lower-case words no detector tags: published as is
+NIGHT_KEY = "privtext-forget-nights-benchmark-key-0001"  # the pipeline's HMAC key of this run (not a secret)
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def night_input(root: Path, day: str, seed: int, docs: int) -> tuple[Path, list[str]]:
+    """The demo sample of ``docs`` messages (``privtext sample-data``), doc ids prefixed with the date; the
+    most frequent user becomes ``FORGOTTEN`` and its texts end with ``NIGHT_TOKENS`` in turn. Returns the file and
+    that user's doc ids."""
+    raw = root / f"sample-{day}.jsonl"
+    subprocess.run([sys.executable, "-m", "privtext.cli", "sample-data", "--n", str(docs), "--seed", str(seed),
+                    "--out", str(raw)], check=True, stdout=subprocess.DEVNULL, cwd=PROJECT)
+    rows = [json.loads(line) for line in raw.read_text().splitlines()]
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["user_id"]] = counts.get(r["user_id"], 0) + 1
+    chosen, mine = max(counts, key=counts.get), []
+    for r in rows:
+        r["doc_id"] = f"{day}-{r['doc_id']}"
+        if r["user_id"] == chosen:
+            r["user_id"] = FORGOTTEN
+            r["text"] += f" (ref {NIGHT_TOKENS[len(mine) % len(NIGHT_TOKENS)]})"
+            mine.append(r["doc_id"])
+    path = root / f"night-{day}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    raw.unlink()
+    return path, mine
+
+
+def night_env(root: Path) -> dict:
+    return {**os.environ, "PRIVTEXT_LAKEHOUSE__ROOT": str(root / "lake"),
+            "PRIVTEXT_PUBLISH__EXPORT_PATH": str(root / "exports"),
+            "PRIVTEXT_PUBLISH__REPORT_PATH": str(root / "reports"), "PRIVTEXT_HMAC_KEY": NIGHT_KEY,
+            "PRIVTEXT_PUBLISH__REQUIRE_AUDIT": "false",
+            "TMPDIR": str(root / "tmp"), "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def privtext(root: Path, log: str, *args: str) -> float:
+    """``privtext -v --conf conf/local.yaml ARGS`` from the project folder, stdout and stderr into
+    ``logs/<log>.log``; returns its seconds (a failure stops the benchmark)."""
+    (root / "logs").mkdir(exist_ok=True)
+    (root / "tmp").mkdir(exist_ok=True)
+    start = time.perf_counter()
+    with open(root / "logs" / f"{log}.log", "ab") as out:
+        rc = subprocess.run([sys.executable, "-m", "privtext.cli", "-v", "--conf", "conf/local.yaml", *args],
+                            cwd=PROJECT, env=night_env(root), stdout=out, stderr=subprocess.STDOUT).returncode
+    if rc:
+        raise SystemExit(f"privtext {args[0]} exited {rc}: see {root / 'logs' / log}.log")
+    return time.perf_counter() - start
+
+
+def areas(root: Path) -> dict[str, list[Path]]:
+    lake = root / "lake"
+    return {"lakehouse": [lake], "mlflow_store": [lake / "mlflow.db"], "mlflow_artifacts": [lake / "mlruns"],
+            "exports": [root / "exports"], "reports": [root / "reports"], "logs": [root / "logs"],
+            "tmp": [root / "tmp"], "model_caches": [PROJECT / "cache"]}
+
+
+def scan_areas(root: Path, needles) -> dict[str, int]:
+    """Files holding any needle per area (the lakehouse row counts every file under it, MLflow's too)."""
+    hits = {}
+    for name, paths in areas(root).items():
+        hits[name] = sum(scan_file(p, needles) if p.is_file() else scan(p, needles) for p in paths if p.exists())
+    return hits
+
+
+def scan_file(path: Path, needles) -> int:
+    data = path.read_bytes()
+    return int(any(n.encode() in data for n in needles))
+
+
+def others(root: Path, mine: list[str]) -> dict:
+    """The other users' rows per table and a sha256 of their published (pseudonym, text) rows."""
+    from deltalake import DeltaTable
+
+    from privtext.pii.hashing import doc_pseudonym
+
+    key = NIGHT_KEY.encode()
+    gone = set(mine) | {doc_pseudonym(key, d) for d in mine}
+    counts = {}
+    for table in TABLES:
+        path = root / "lake" / table
+        if not (path / "_delta_log").exists():
+            continue
+        rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+        counts[table] = sum(FORGOTTEN not in r["raw_record"] and r["reason"] != "erased" if "raw_record" in r
+                            else r["doc_id"] not in gone for r in rows)  # an ``erased`` record is the user's
+        if table.startswith("published"):
+            texts = sorted(f"{r['doc_id']}\t{r['sanitized_text']}" for r in rows if r["doc_id"] not in gone)
+            counts["published_text_sha256"] = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    return counts
+
+
+def erased_records(root: Path, day: str) -> dict[str, int]:
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(root / "lake" / "restricted" / "quarantine")).to_pyarrow_table().to_pylist()
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if str(r["ingest_date"]) == day:
+            reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+    return reasons
+
+
+def nights(args) -> None:
+    root = Path(args.out or tempfile.mkdtemp(prefix="forget-nights-"))
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"nights.root: {root}", flush=True)
+    inputs, mine = {}, []
+    for seed, day in enumerate(NIGHT_DATES, start=1):
+        inputs[day], docs = night_input(root, day, seed, args.docs)
+        mine += docs
+    print(f"nights.forgotten_user_documents: {len(mine)} of {args.docs * len(NIGHT_DATES)}", flush=True)
+    needles = NIGHT_TOKENS + (FORGOTTEN,)
+    for step, day in (("night1", NIGHT_DATES[0]), ("rerun1", NIGHT_DATES[0]), ("night2", NIGHT_DATES[1])):
+        seconds = privtext(root, step, "pipeline", "run", "nightly_sanitized_export", "--date", day,
+                           "--input", str(inputs[day]), "--skip", "audit")
+        seconds += privtext(root, f"report-{step}", "report", "--date", day)
+        print(f"nights.{step}_seconds: {seconds:.0f} (load {os.getloadavg()[0]:.1f})", flush=True)
+    print(f"nights.scan_before_forget: {json.dumps(scan_areas(root, needles))}", flush=True)
+    before = others(root, mine)
+    print(f"nights.others_before: {json.dumps(before)}", flush=True)
+
+    control = root.parent / f"{root.name}-no-purge"  # the negative control: the same forget without the purge
+    shutil.copytree(root, control, ignore=shutil.ignore_patterns("_locks"))
+    privtext(control, "forget-no-purge", "forget", "--user-id", FORGOTTEN, "--no-purge")
+    print(f"nights.scan_no_purge: {json.dumps(scan_areas(control, needles))}", flush=True)
+    shutil.rmtree(control)
+
+    seconds = privtext(root, "forget", "forget", "--user-id", FORGOTTEN)
+    print(f"nights.forget_seconds: {seconds:.0f} (load {os.getloadavg()[0]:.1f})", flush=True)
+    print(f"nights.scan_after_forget: {json.dumps(scan_areas(root, needles))}", flush=True)
+    after = others(root, mine)
+    print(f"nights.others_after: {json.dumps(after)}", flush=True)
+    print(f"nights.others_unchanged: {int(after == before)}", flush=True)
+
+    seconds = privtext(root, "rerun-after-forget", "run", "ingest", "--date", NIGHT_DATES[0], "--input",
+                       str(inputs[NIGHT_DATES[0]]))
+    print(f"nights.rerun_after_forget_seconds: {seconds:.0f}", flush=True)
+    print(f"nights.rerun_quarantine_reasons: {json.dumps(erased_records(root, NIGHT_DATES[0]))}", flush=True)
+    print(f"nights.scan_after_rerun: {json.dumps(scan_areas(root, needles))}", flush=True)
+    print(f"nights.others_after_rerun_unchanged: {int(others(root, mine) == before)}", flush=True)
+
+
+def retention_scan(args) -> None:
+    """Retention N = 1 over three dates, on a local lakehouse and on SeaweedFS S3, with the byte scan."""
+    from privtext.commands.forget import retention
+    from privtext.platform.context import RunContext
+    from privtext.platform.local_s3 import s3_conf, seaweedfs
+    from privtext.platform.storage import filesystem
+    from privtext.platform.tables import PUBLISHED_SANITIZED_DOCUMENTS
+    from privtext.settings import load_settings
+
+    days = [START + dt.timedelta(days=d) for d in range(3)]
+
+    def run(where: str, settings, files_holding) -> None:
+        build(settings, args.users, 3, args.users * args.per_day, args.per_day)
+        lake = RunContext.create(settings).lakehouse
+        before = {str(d): files_holding((f"{d}-",)) for d in days}
+        rows_before = lake.delta_table(PUBLISHED_SANITIZED_DOCUMENTS).to_pyarrow_table().num_rows
+        kept = settings.model_copy(update={"retention": settings.retention.model_copy(update={"restricted_days": 1})})
+        start = time.perf_counter()
+        result = retention(kept, today=days[2])
+        print(f"retention.{where}.seconds: {time.perf_counter() - start:.1f}", flush=True)
+        print(f"retention.{where}.before: {result['before']}", flush=True)
+        print(f"retention.{where}.rows: {json.dumps(result['rows'])}", flush=True)
+        print(f"retention.{where}.files_holding_doc_ids_before: {json.dumps(before)}", flush=True)
+        print(f"retention.{where}.files_holding_doc_ids_after: "
+              f"{json.dumps({str(d): files_holding((f'{d}-',)) for d in days})}", flush=True)
+        rows_after = lake.delta_table(PUBLISHED_SANITIZED_DOCUMENTS).to_pyarrow_table().num_rows
+        print(f"retention.{where}.published_rows: {rows_before} -> {rows_after}", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="forget-retention-") as tmp:
+        run("local", settings_for(Path(tmp)), lambda needles: scan(Path(tmp), needles))
+    with seaweedfs() as store, tempfile.TemporaryDirectory(prefix="forget-retention-s3-") as tmp:
+        settings = load_settings(None, overrides=s3_conf(store, conf_dict(Path(tmp))), environ={})
+        os.environ.update(store.env("pipeline"))
+        fs, _ = filesystem(settings.lakehouse.zone_root("restricted"), settings.lakehouse.object_store)
+        buckets = sorted(set(store.buckets.values()))
+        run("s3", settings, lambda needles: scan_store(fs, buckets, needles))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -295,7 +500,7 @@ def main() -> None:
     f.add_argument("--users", type=int, default=3)
     f.add_argument("--days", type=int, default=2)
     f.add_argument("--per-day", type=int, default=10)
-    for name in ("s3",):
+    for name in ("s3", "retention"):
         o = sub.add_parser(name)
         o.add_argument("--users", type=int, default=3)
         o.add_argument("--days", type=int, default=2)
@@ -304,9 +509,12 @@ def main() -> None:
     s.add_argument("--docs", type=int, default=100_000)
     s.add_argument("--users", type=int, default=1000)
     s.add_argument("--user-docs", type=int, default=50)
+    n = sub.add_parser("nights")
+    n.add_argument("--docs", type=int, default=300)
+    n.add_argument("--out", help="the run's folder (default: a new temporary one; kept)")
     args = parser.parse_args()
     print(f"load: {os.getloadavg()[0]:.1f}", flush=True)
-    {"faults": faults, "scale": scale, "s3": s3}[args.what](args)
+    {"faults": faults, "scale": scale, "s3": s3, "nights": nights, "retention": retention_scan}[args.what](args)
 
 
 if __name__ == "__main__":
