@@ -330,9 +330,7 @@ def posterior_of(adversary: TrainedAdversary, batch: ReleasedSequences, candidat
     return GaussianPosterior(adversary.predict(batch), candidates, scale, floor, adversary.device, copy=copy)
 
 
-# Likelihood-ratio gate of the copy weight: 2 (LL(w_hat) - LL(0)) must exceed the 1% point of the null law of
-# a one-parameter test on the boundary w = 0, the half-half mixture of chi2_0 and chi2_1 (P[chi2_1 > 5.412] = 0.02).
-COPY_LR_CRITICAL = 5.412
+COPY_TEST_LEVEL = 0.01  # the copy weight is 0 unless "no copying" is rejected at this level (``copy_test``)
 
 
 @dataclass(frozen=True)
@@ -355,9 +353,9 @@ class CopyComponent:
     triplet whose released token is neither x_i nor x_j. A release independent of the secret (the uniform
     control: r uniform over the K candidates) therefore changes the violation ratio by at most the share of
     triplets with r in {x_i, x_j}, 2 / K in expectation, whatever w is; and w is 0 unless the validation
-    likelihood rejects "no copying" at the 1% level (``COPY_LR_CRITICAL``), so on such a release the
-    posterior is the Gaussian's with probability >= 0.99 per group. w is capped at 1 - floor so every
-    posterior stays >= floor^2 / K (A1)."""
+    split rejects "no copying" at the 1% level (``copy_test``, exact at any sample size), so on such a
+    release the posterior is the Gaussian's with probability >= 0.99 per group. w is capped at 1 - floor
+    so every posterior stays >= floor^2 / K (A1)."""
 
     points: np.ndarray  # [K] id of each candidate's embedding (candidates with one embedding share it)
     multiplicity: np.ndarray  # [points] candidates per embedding
@@ -388,20 +386,36 @@ def copied_points(batch: ReleasedSequences, candidates: np.ndarray) -> tuple[np.
     return points, multiplicity, np.where(gap <= tol, points[near], -1)
 
 
-def fit_copy_weight(log_gauss: np.ndarray, copy_mass: np.ndarray, floor: float = 0.0) -> float:
+def copy_test(hits: np.ndarray, null_mass: np.ndarray) -> float:
+    """P[N >= sum(hits)] for N a sum of independent Bernoulli(``null_mass``): the exact p-value of "no copying".
+    Without a copy component the secret at observation o is drawn from q_G, so it is the released token with
+    probability q_G(released token | y_o) (``null_mass``) and the number of hits is Poisson-binomial; computed by
+    its recursion, O(n * hits). (A chi-bar-square likelihood-ratio gate is only asymptotic: on the real CluSanT
+    release it passed ONE weekday copy at q_G = 0.035 and set that group's w to 1.)"""
+    k = int(np.sum(hits))
+    if k == 0:
+        return 1.0
+    below = np.zeros(k)  # below[j] = P[N = j] over the observations so far, for j < k
+    below[0] = 1.0
+    for p in np.clip(np.asarray(null_mass, dtype=np.float64), 0.0, 1.0):
+        below[1:] = below[1:] * (1 - p) + below[:-1] * p
+        below[0] *= 1 - p
+    return float(max(0.0, 1.0 - below.sum()))
+
+
+def fit_copy_weight(log_gauss: np.ndarray, copy_mass: np.ndarray, null_mass: np.ndarray, floor: float = 0.0) -> float:
     """Maximum-likelihood w of sum_o log(w a_o + (1 - w) b_o) over [0, 1 - floor] (a_o = C(truth_o | r_o),
-    b_o = q_G(truth_o | y_o) = exp(``log_gauss``)), then 0 unless the likelihood ratio against w = 0 passes
-    ``COPY_LR_CRITICAL``. The log-likelihood is concave in w (log of an affine function), so its derivative
-    sum (a - b) / (w a + (1 - w) b) decreases and bisection finds its root. Pass only the observations whose
-    released token is a candidate: elsewhere C is 0 everywhere and the component is off (w_o = 0)."""
+    b_o = q_G(truth_o | y_o) = exp(``log_gauss``)), then 0 unless ``copy_test`` rejects "no copying" at
+    ``COPY_TEST_LEVEL`` (``null_mass``: q_G's mass on each observation's released token). The
+    log-likelihood is concave in w (log of an affine function), so its derivative sum (a - b) / (w a + (1 - w) b)
+    decreases and bisection finds its root. Pass only the observations whose released token is a candidate:
+    elsewhere C is 0 everywhere and the component is off (w_o = 0)."""
     a = np.asarray(copy_mass, dtype=np.float64)
     b = np.exp(np.asarray(log_gauss, dtype=np.float64))
     if a.size == 0:
         return 0.0
-
-    def loglik(w: float) -> float:
-        with np.errstate(divide="ignore"):
-            return float(np.log(w * a + (1 - w) * b).sum())
+    if copy_test(a > 0, null_mass) >= COPY_TEST_LEVEL:
+        return 0.0
 
     def slope(w: float) -> float:
         return float(((a - b) / np.maximum(w * a + (1 - w) * b, 1e-300)).sum())
@@ -410,13 +424,11 @@ def fit_copy_weight(log_gauss: np.ndarray, copy_mass: np.ndarray, floor: float =
     if slope(lo) <= 0:
         return 0.0
     if slope(hi) >= 0:
-        w = hi
-    else:
-        for _ in range(60):  # 2^-60 of the interval: below float64 resolution of w
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
-        w = 0.5 * (lo + hi)
-    return w if 2.0 * (loglik(w) - loglik(0.0)) > COPY_LR_CRITICAL else 0.0
+        return hi
+    for _ in range(60):  # 2^-60 of the interval: below float64 resolution of w
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 def fit_copy_weights(view: TrainedAdversary, val: ReleasedSequences, candidates: np.ndarray, scale: float,
@@ -430,10 +442,14 @@ def fit_copy_weights(view: TrainedAdversary, val: ReleasedSequences, candidates:
     rows = np.flatnonzero(copied >= 0)
     if rows.size == 0:
         return {}
-    log_gauss = posterior_of(view, val, candidates, scale, floor).log_prob(rows, truth[rows])
+    gauss = posterior_of(view, val, candidates, scale, floor)
+    log_gauss = gauss.log_prob(rows, truth[rows])
+    # q_G's mass on the released token: candidates with one embedding have one Gaussian probability each
+    nearest = nearest_candidate(val.released[val.mask][rows].astype(np.float64), candidates)
+    null = np.minimum(1.0, np.exp(gauss.log_prob(rows, nearest)) * multiplicity[copied[rows]])
     mass = (points[truth[rows]] == copied[rows]) / multiplicity[copied[rows]]
     key = np.asarray(_group_labels(groups, len(candidates)))[truth[rows]]
-    return {k: fit_copy_weight(log_gauss[key == k], mass[key == k], floor) for k in np.unique(key)}
+    return {k: fit_copy_weight(log_gauss[key == k], mass[key == k], null[key == k], floor) for k in np.unique(key)}
 
 
 def copy_component(batch: ReleasedSequences, candidates: np.ndarray, truth: np.ndarray, weights: dict,

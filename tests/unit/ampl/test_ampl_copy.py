@@ -12,13 +12,15 @@ from unittest import mock
 import numpy as np
 import pytest
 import torch
+from scipy.stats import binom
 
 from privtext.ampl import audit as audit_module
 from privtext.ampl.adversary import (
-    COPY_LR_CRITICAL,
+    COPY_TEST_LEVEL,
     CopyComponent,
     GaussianPosterior,
     copied_points,
+    copy_test,
     fit_copy_weight,
 )
 from privtext.ampl.audit import audit_with_diagnostics, control_release
@@ -32,27 +34,43 @@ CPU = torch.device("cpu")
 
 @pytest.mark.parametrize(("copies", "beta"), [(400, 0.1), (700, 0.25), (100, 0.05)])
 def test_copy_weight_is_the_closed_form_maximum_likelihood(copies, beta):
-    # every observation: the Gaussian gives its truth mass beta; `copies` of 1,000 released their truth.
-    # LL(w) = n_c log(w + (1 - w) beta) + n_o log((1 - w) beta) is maximal at w = (s - beta) / (1 - beta), s = n_c / n
+    # every observation: the Gaussian gives its truth (and the released token) mass beta; `copies` of 1,000
+    # released their truth. LL(w) = n_c log(w + (1 - w) beta) + n_o log((1 - w) beta) is maximal at
+    # w = (s - beta) / (1 - beta), s = n_c / n
     n = 1000
     a = (np.arange(n) < copies).astype(float)
-    w = fit_copy_weight(np.full(n, math.log(beta)), a)
+    w = fit_copy_weight(np.full(n, math.log(beta)), a, np.full(n, beta))
     s = copies / n
     assert w == pytest.approx((s - beta) / (1 - beta), abs=1e-9)
 
 
-def test_copy_weight_is_zero_without_copying_and_gated_by_the_likelihood_ratio():
+def test_the_no_copying_test_is_the_exact_binomial_tail():
+    rng = np.random.default_rng(3)
+    for n, p in ((1, 0.035), (5, 0.2), (60, 0.1), (300, 0.02)):
+        for k in range(0, min(n, 12) + 1):
+            expected = binom.sf(k - 1, n, p) if k else 1.0  # P[Bin(n, p) >= k], independent computation
+            assert copy_test(np.arange(n) < k, np.full(n, p)) == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    masses = rng.uniform(0, 0.3, size=8)  # Poisson-binomial: against enumeration of the 2^8 outcomes
+    outcomes = np.array(np.meshgrid(*[[0, 1]] * 8)).reshape(8, -1).T
+    probs = np.prod(np.where(outcomes == 1, masses, 1 - masses), axis=1)
+    for k in range(9):
+        assert copy_test(np.arange(8) < k, masses) == pytest.approx(probs[outcomes.sum(1) >= k].sum(), rel=1e-9)
+
+
+def test_copy_weight_is_zero_without_copying_and_without_evidence():
     n, beta = 400, 0.1
     # a release independent of the secret: the released token is the truth as often as the Gaussian expects
-    assert fit_copy_weight(np.full(n, math.log(beta)), (np.arange(n) < n * beta).astype(float)) == 0.0
-    for copies in range(41, 80):  # just above beta: the ML w is positive, kept only where 2 dLL > the critical value
-        s = copies / n
-        w_hat = (s - beta) / (1 - beta)
-        gain = 2 * (copies * math.log((w_hat + (1 - w_hat) * beta) / beta) + (n - copies) * math.log(1 - w_hat))
-        w = fit_copy_weight(np.full(n, math.log(beta)), (np.arange(n) < copies).astype(float))
-        assert w == (pytest.approx(w_hat, abs=1e-9) if gain > COPY_LR_CRITICAL else 0.0)
+    assert fit_copy_weight(np.full(n, math.log(beta)), (np.arange(n) < n * beta).astype(float), np.full(n, beta)) == 0
+    for copies in range(41, 80):  # above beta: the ML w is positive, kept only where the binomial tail is < 1%
+        w = fit_copy_weight(np.full(n, math.log(beta)), (np.arange(n) < copies).astype(float), np.full(n, beta))
+        w_hat = (copies / n - beta) / (1 - beta)
+        assert w == (pytest.approx(w_hat, abs=1e-9) if binom.sf(copies - 1, n, beta) < COPY_TEST_LEVEL else 0.0)
+    # one copy where the Gaussian gave the released token 0.035 (what set a weekday group's w to 1 under an
+    # asymptotic likelihood-ratio gate on the real CluSanT release): no evidence
+    assert fit_copy_weight(np.array([math.log(0.035)]), np.ones(1), np.array([0.035])) == 0.0
     # an identity release: every token copied, capped below 1 by the floor
-    assert fit_copy_weight(np.full(n, math.log(beta)), np.ones(n), floor=1e-6) == pytest.approx(1 - 1e-6)
+    assert fit_copy_weight(np.full(n, math.log(beta)), np.ones(n), np.full(n, beta), floor=1e-6) == pytest.approx(
+        1 - 1e-6)
 
 
 def test_copied_points_find_verbatim_tokens_and_share_mass_between_equal_embeddings():
@@ -121,5 +139,5 @@ def test_a_release_keeping_40_percent_verbatim_fails_and_failed_only_with_the_co
         blind, _ = run(release)
     assert blind.passed  # the Gaussian alone does not see the leak: this test fails without the component
     uniform, diag = run(control_release(secrets, cand, "control_uniform", rng))
-    assert diag.copy_weights[0] == 0.0  # the likelihood-ratio gate keeps the component off
+    assert diag.copy_weights[0] == 0.0  # the no-copying test keeps the component off
     assert uniform.violation_ratio < TINY.delta_target / 2
