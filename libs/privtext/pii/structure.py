@@ -18,7 +18,14 @@ reads the structure once per document and returns
   - sign-offs ("Thanks,\\nBob", "Cheers, Ann", a name under the "-- " signature line) and chat cues
     ("call me X", "my name is x", "this is X" with a known first name), a chat's speaker labels ("jojo: hi",
     "[12:01] Anna: ok" in a document most of whose lines are turns; "A:", "user2:", "Speaker 1:" are
-    roles) and sign-ins ("*** X has joined") -> PERSON, lower case included;
+    roles) and sign-ins ("*** X has joined") -> PERSON, lower case included; name words of any script, with
+    their combining marks (Devanagari and Thai vowel signs); in a script without case (Han, Hangul, Thai,
+    Devanagari, Arabic, Hebrew) a word counts as capitalised, and after a weak cue ("this is", "I'm") needs
+    no first-name list (none is shipped for those scripts);
+  - in a text mostly in a cased script (Latin, Cyrillic, Greek: its other letters more than twice those of
+    scripts without case), every run of one to four words of a script without case -> PERSON: case cannot
+    tell a name there, and the rule errs on the person's side (a quoted foreign word is replaced too; a text
+    written in that script is left to the other detectors);
 * ``protected``: regions that are never part of another type's value: time zones outside a date
   ("(EDT)", "-0400" after a year or time), version and revision numbers ("Revision 1.2.3.4",
   "$Id: x.c,v 1.12.2.3"), laughter ("hahaha", "lol"), generic chat speaker labels ("User:", "A:"), the
@@ -41,9 +48,40 @@ name, place or organisation, a URL glued to a word ("apt.conf" ->
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, replace
+from itertools import groupby
 
 from privtext.pii.refine import RELATIVE_TIME
+
+
+def _classes(*groups: tuple[str, ...], limit: int = 0x10000) -> list[str]:
+    """For each group of Unicode categories, a regex character-class body of the BMP code points in it."""
+    categories = [unicodedata.category(chr(cp)) for cp in range(limit)]
+    out = []
+    for group in groups:
+        runs = groupby(range(limit), key=lambda cp: categories[cp] in group)
+        spans = [(c[0], c[-1]) for member, c in ((m, list(r)) for m, r in runs) if member]
+        out.append("".join(f"\\u{a:04x}" + (f"-\\u{b:04x}" if b > a else "") for a, b in spans))
+    return out
+
+
+# combining marks (Devanagari and Thai vowel signs, Hebrew points): inside a word, though \w has none of them;
+# letters of scripts without case (Han, Hangul, Kana, Thai, Devanagari, Arabic, Hebrew, ...): capitalisation,
+# the name cue of cased scripts, says nothing there (+ the CJK extension planes)
+_MARKS, _UNCASED = _classes(("Mn", "Mc", "Me"), ("Lo",))
+_UNCASED += "\\U00020000-\\U0003134f"
+_UNCASED_WORD = rf"[{_UNCASED}][{_UNCASED}{_MARKS}]*"
+_UNCASED_RUN = re.compile(rf"(?<![\w{_MARKS}]){_UNCASED_WORD}(?:[ \t]+{_UNCASED_WORD}){{0,3}}(?![\w{_MARKS}])")
+_UNCASED_LETTER = re.compile(f"[{_UNCASED}]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _marked(pattern: str) -> str:
+    """``pattern`` with its name-word classes taking combining marks too ("राहुल", "สมชาย")."""
+    return (pattern.replace(r"[\w'’-]", rf"[\w'’{_MARKS}-]").replace(r"[\w'’.-]", rf"[\w'’.{_MARKS}-]")
+            .replace(r"[\w.'’-]", rf"[\w.'’{_MARKS}-]"))
+
 
 STRUCTURE_SCORE = 0.99  # above every recognizer (spaCy 0.85, patterns <= 0.96); e-mail/URL-with-user stay 1.0
 
@@ -137,13 +175,13 @@ _WORDS = re.compile(r"[^\W\d_]+")
 _SIGN_OFF = (r"(?:thanks(?:[ \t]+(?:again|a[ \t]+lot|in[ \t]+advance|so[ \t]+much))?|thank[ \t]+you|thx|tia|cheers|"
              r"regards|(?:best|kind|warm|warmest|many)[ \t]+(?:regards|wishes|thanks)|best|sincerely(?:[ \t]+yours)?|"
              r"yours(?:[ \t]+(?:truly|sincerely))?|love|take[ \t]+care|ciao|greetings|hth|rgds|br|-+)")
-_NAME_LINE = r"(?P<name>[^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})"
+_NAME_LINE = _marked(r"(?P<name>[^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})")
 _SIGNED_BELOW = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*[,.!:-]*[ \t]*\n(?:[ \t]*\n)?[ \t]*-?[ \t]*{_NAME_LINE}"
                            rf"[ \t]*$")
 _SIGNED_SAME_LINE = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*,[ \t]*{_NAME_LINE}[ \t]*[.!]?[ \t]*$")
 # a name alone as a mail's last paragraph ("-Joan", "-- Darko", "caroline", "C."): after a blank line, and
 # followed only by blank lines and the end, a signature or footer rule, or a quoted or forwarded message
-_ONE_OR_TWO_WORDS = r"[^\W\d_][\w'’-]*(?:[ \t]+[^\W\d_][\w'’-]*)?"
+_ONE_OR_TWO_WORDS = _marked(r"[^\W\d_][\w'’-]*(?:[ \t]+[^\W\d_][\w'’-]*)?")
 _SIGNED_ALONE = re.compile(rf"\n[ \t]*\n[ \t]*(?:-{{1,2}}[ \t]*)?(?P<name>[A-Z]\.|{_ONE_OR_TWO_WORDS})[ \t]*"
                            r"(?=(?:\n[ \t]*)*\Z|(?:\n[ \t]*)+(?:--|__|==|>|On[ \t]|From:))")
 # a greeting paragraph "jason -", "Hi Tiffany,", "Dear Ms Lee,": a name, then a comma or dash and a blank line
@@ -152,12 +190,12 @@ _GREETING = re.compile(r"(?i)(?:\A|\n[ \t]*\n)[ \t]*(?:(?:hi|hey|hello|dear|morn
 # who a greeting or a closing line addresses when it is no person
 _GROUPS = frozenset("all everyone everybody folks guys team people list friends colleagues sir madam sirs gentlemen "
                     "ladies there y'all yall world mate mates buddy dude man pal".split())
-_STRONG_CUE = re.compile(r"(?i)\b(?:call[ \t]+me|my[ \t]+name[ \t]+is|my[ \t]+name'?s|name'?s|they[ \t]+call[ \t]+me|"
-                         r"known[ \t]+as|i[ \t]+go[ \t]+by)[ \t]+(?P<name>[^\W\d_][\w'’-]*)"
-                         r"(?:[ \t]+(?P<last>[^\W\d_][\w'’-]*))?")
-_WEAK_CUE = re.compile(r"(?i)\b(?:this[ \t]+is|it'?s|i[ \t]+am|i'?m|im|hi|hey|hello|thanks|thank[ \t]+you|"
-                       r"bye)[ \t]*,?[ \t]+"
-                       r"(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>(?-i:[A-Z][a-z]+)))?")
+_STRONG_CUE = re.compile(_marked(r"(?i)\b(?:call[ \t]+me|my[ \t]+name[ \t]+is|my[ \t]+name'?s|name'?s|"
+                                 r"they[ \t]+call[ \t]+me|known[ \t]+as|i[ \t]+go[ \t]+by)[ \t]+"
+                                 r"(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>[^\W\d_][\w'’-]*))?"))
+_WEAK_CUE = re.compile(_marked(r"(?i)\b(?:this[ \t]+is|it'?s|i[ \t]+am|i'?m|im|hi|hey|hello|thanks|thank[ \t]+you|"
+                               r"bye)[ \t]*,?[ \t]+"
+                               r"(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>(?-i:[A-Z][a-z]+)|[^\W\d_][\w'’-]*))?"))
 _EDGE = " \t\n\"',;:-"
 _SLANG = frozenset("ok okay k kk nice cool yes yeah yep yup nah nope no hey hi hello thanks thx ty pls plz btw omg u "
                    "ur tho though lmk idk imo haha lol sure great fine good fyi".split())
@@ -219,8 +257,17 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
                 m.group("last"), known_first_names, not_names, lower_ok=True, any_word=True) else m.end("name")
             spans.append(("PERSON", m.start("name"), end))
     for m in _cues(_WEAK_CUE, text):
-        if m.group("name").casefold() in known_first_names and m.group("name").casefold() not in not_names:
-            spans.append(("PERSON", m.start("name"), m.end("last") if m.group("last") else m.end("name")))
+        name, last = m.group("name"), m.group("last")
+        uncased = _is_uncased(name)
+        if (name.casefold() in known_first_names or uncased) and name.casefold() not in not_names:
+            keep_last = last and (last[0].isupper() and last[1:].islower() or uncased and _is_uncased(last))
+            spans.append(("PERSON", m.start("name"), m.end("last") if keep_last else m.end("name")))
+    uncased = len(_UNCASED_LETTER.findall(text))
+    if uncased and len(_LETTER.findall(text)) - uncased > 2 * uncased:
+        # a text in a cased script (Latin, Cyrillic, Greek): a run of words of a script without case in it is
+        # taken as a name ("on behalf of 王秀英", "Note from สมชาย ใจดี"): capitalisation cannot tell, and
+        # treating it as one errs on the side of the person (a quoted foreign phrase is replaced too)
+        spans += [("PERSON", *m.span()) for m in _UNCASED_RUN.finditer(text)]
     turns = [m for m in _TURN.finditer(text) if m.group("label").casefold() not in _FIELD_LABELS]
     if len(turns) >= 2 and 2 * len(turns) >= sum(1 for line in text.splitlines() if line.strip()):  # a chat
         for m in turns:
@@ -265,6 +312,11 @@ def _calendar_numbers(value: str) -> bool:
         return True
     a, b = int(parts[1]), int(parts[2])
     return 1 <= a <= 31 and 1 <= b <= 12 or 1 <= a <= 12 and 1 <= b <= 31
+
+
+def _is_uncased(word: str) -> bool:
+    """The word opens with a letter of a script without case (Han, Thai, Arabic, ...)."""
+    return bool(word) and unicodedata.category(word[0]) == "Lo"
 
 
 def is_calendar_word(word: str) -> bool:
@@ -380,7 +432,7 @@ def _is_name(value: str, known: frozenset[str], not_names: frozenset[str], lower
             or first.casefold() in _KINSHIP or RELATIVE_TIME.match(first) or _LAUGHTER.fullmatch(first) \
             or len(first) < 2:
         return False
-    if all(w[0].isupper() for w in words):
+    if all(w[0].isupper() or _is_uncased(w) for w in words):
         return True
     return lower_ok and (first.casefold() in known or any_word) and len(words) == 1
 
