@@ -25,7 +25,8 @@ settings' sanitizer, ``sanitizer_setup.build_sanitizer``). Prints ``name: value`
 * utility: ``spam_gap`` (spam vs the rest of the mail, TF-IDF + logistic regression trained on the export vs the
   originals, scored on the originals: ``metrics.export_utility.downstream_accuracy``), ``category_gap`` (five
   mail categories), ``prompt_gap`` (chat prompts), ``char_similarity`` (mean ``difflib`` ratio, original vs
-  exported, over documents with spans of at most 20,000 characters), ``semantic_similarity`` (mean cosine of
+  exported, over documents with spans of at most 20,000 characters) and what costs it per span type
+  (``char_loss_T``, see ``char_loss_figures``), ``semantic_similarity`` (mean cosine of
   ``embed.model`` sentence embeddings, the ``sanitize`` stage's similarity, over at most ``--similarity-docs`` documents
   with spans).
 ``--pairs N`` also prints N before/after pairs per replaced type and for Date: lines (``pair_T: before -> after``;
@@ -200,6 +201,26 @@ def _ipv4(value: str) -> bool:
         return False
 
 
+def char_loss_figures(name: str, texts, merged, out) -> None:
+    """What costs the character similarity, per span type: each replaced span loses len(before) + len(after)
+    - 2 * (characters ``difflib`` matches between them) of the document's len(original) + len(export); the
+    mean over the documents of that share (the char_similarity's documents) sums, over the types, to about
+    1 - char_similarity (``char_loss_total``; the difference is difflib matching across span edges)."""
+    loss: Counter = Counter()
+    docs = 0
+    for text, spans, text_out, reps in zip(texts, merged, out.texts, out.replacements):
+        if not spans or len(text) > 20_000:
+            continue
+        docs += 1
+        for (s, e, t, _), after in zip(spans, reps):
+            same = sum(b.size for b in difflib.SequenceMatcher(None, text[s:e], after, autojunk=False)
+                       .get_matching_blocks())
+            loss[t] += (e - s + len(after) - 2 * same) / (len(text) + len(text_out))
+    for t, v in loss.most_common():
+        print(f"real_text_{name}_char_loss_{t}: {v / max(1, docs):.4f}")
+    print(f"real_text_{name}_char_loss_total: {sum(loss.values()) / max(1, docs):.4f}")
+
+
 def utility_figures(name: str, docs, out, merged, seed: int, settings, similarity_docs: int) -> None:
     import numpy as np
 
@@ -219,6 +240,7 @@ def utility_figures(name: str, docs, out, merged, seed: int, settings, similarit
     ratios = [difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
               for a, b, m in zip(texts, out.texts, merged) if m and len(a) <= 20_000]  # difflib is quadratic
     print(f"real_text_{name}_char_similarity: {sum(ratios) / max(1, len(ratios)):.4f} ({len(ratios)} documents)")
+    char_loss_figures(name, texts, merged, out)
     with_spans = [i for i, m in enumerate(merged) if m][:similarity_docs]
     a = encode_texts([texts[i] for i in with_spans], settings.embed).astype(np.float64)
     b = encode_texts([out.texts[i] for i in with_spans], settings.embed).astype(np.float64)
