@@ -24,6 +24,10 @@ from privtext.cli import main
 from privtext.stages import publish
 
 DAY = "2026-04-01"
+# Sizes: a stage's fixed costs (Spark jobs, workers) dominate its time (ingest in one process, load ~10: 8,000
+# lines 31 s, 40,000 lines 36 s); each kill point still lies inside a write, polled every 5 ms.
+INGEST_LINES = 10_000  # every 1,000th line broken: 9,990 documents and 10 quarantined records
+SANITIZE_DOCUMENTS = 5_000
 KILL_POINTS = {
     "after the quarantine commit":
         lambda lake: (lake / "restricted/quarantine/_delta_log/00000000000000000001.json").exists(),
@@ -72,7 +76,8 @@ def _snapshot(lake: Path):
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     path = tmp_path_factory.mktemp("input") / "in.jsonl"
-    lines = [json.dumps({"doc_id": f"d{i}", "text": f"message number {i} about order {i * 7}"}) for i in range(40_000)]
+    lines = [json.dumps({"doc_id": f"d{i}", "text": f"message number {i} about order {i * 7}"})
+             for i in range(INGEST_LINES)]
     lines[10::1000] = ["{broken"] * len(lines[10::1000])
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -87,7 +92,7 @@ def clean_run(spark, tmp_path_factory, sample):
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
 def test_kill_9_then_rerun_equals_a_clean_run(tmp_path, sample, clean_run, point):
-    assert len(clean_run["documents"]) == 39_960 and len(clean_run["quarantine"]) == 40
+    assert len(clean_run["documents"]) == 9_990 and len(clean_run["quarantine"]) == 10
     crash, lake = _conf(tmp_path, "crash"), tmp_path / "crash"
     env = _env(tmp_path)
     assert main(["--conf", str(crash), "init"]) == 0  # in this process: the tables exist before the killed run
@@ -151,7 +156,8 @@ def _sanitize_conf(tmp_path, name, cache):
 
 
 def _sanitize_inputs(spark, conf, names):
-    """20,000 documents, each naming a public vocabulary name (a PERSON span) and a ticket (a placeholder)."""
+    """``SANITIZE_DOCUMENTS`` documents, each naming a public vocabulary name (a PERSON span) and a ticket (a
+    placeholder)."""
     import datetime as dt
 
     from privtext.platform.context import RunContext
@@ -161,7 +167,7 @@ def _sanitize_inputs(spark, conf, names):
 
     ctx = RunContext.create(load_settings(conf, environ={}), date=DAY)
     docs, spans = [], []
-    for i in range(20_000):
+    for i in range(SANITIZE_DOCUMENTS):
         name = names[i % len(names)]
         text = f"Hello {name}, ticket T{i:05d} is closed."
         docs.append(document(f"d{i}", text, DAY))
@@ -223,7 +229,7 @@ def sanitize_clean(spark, tmp_path_factory):
 def test_sanitize_killed_then_rerun_equals_a_clean_run_and_charges_at_most_twice(spark, tmp_path, sanitize_clean,
                                                                                 point):
     cache, names, (clean_rows, clean_charges) = sanitize_clean
-    assert len(clean_rows) == 20_000 and len(clean_charges) == 1  # one run, one charge set: PERSON only
+    assert len(clean_rows) == SANITIZE_DOCUMENTS and len(clean_charges) == 1  # one run, one charge set: PERSON only
     assert [(g, t, len(x)) for g, t, x in clean_charges[0]] == [("mldp", "PERSON", 20)]
     conf, lake = _sanitize_conf(tmp_path, "crash", cache), tmp_path / "crash"
     _sanitize_inputs(spark, conf, names)
