@@ -1,15 +1,19 @@
-"""One-time builds in the background: the trained detector and the sanitizer's vocabularies.
+"""One-time builds in the background: the trained detector, the sanitizer's vocabularies, the scoring LM.
 
-A fresh clone has neither cached: the trained NER (``privtext train detector``, about a CPU minute on one
-thread) and CluSanT's vocabularies (the static phrase encoder's piece table, one encoder pass over
-30,522 wordpieces, plus every type's phrases and their embeddings, about a CPU minute). ``privtext demo``
-starts what is missing as background processes at its beginning (``start``) and waits for each only
-right before the stage that reads it (``Background.before``): detect_pii for the detector, sanitize for
-the vocabularies. Each builds with the same functions, settings and content-keyed caches as the stages
-(``tagger.ensure_trained``, ``sanitizer_setup.build_sanitizer``), so what the stages read is exactly what they
-would have built themselves, and a cached build costs nothing. A background build that fails changes
-nothing: detect_pii then runs without the trained NER (it says so), sanitize builds its vocabularies.
-Nothing here reads private data: both builds use public sources only.
+A fresh clone has none cached: the trained NER (``privtext train detector``, about a CPU minute on one
+thread), CluSanT's vocabularies (the static phrase encoder's piece table, one encoder pass over
+30,522 wordpieces, plus every type's phrases and their embeddings, about a CPU minute) and the float32
+copy of the generator's GGUF that sanitize's perplexity metric loads (``generate.cache_dir``: gguf's
+pure-Python reader, about 40 s of a core; without it each Spark worker of the metrics job de-quantizes
+its own copy at once, two on two cores). ``privtext demo`` starts what is missing as background processes
+at its beginning (``start``) and waits for each only right before the stage that reads it
+(``Background.before``): detect_pii for the detector, sanitize for the vocabularies and the LM. Each
+builds with the same functions, settings and content-keyed caches as the stages
+(``tagger.ensure_trained``, ``sanitizer_setup.build_sanitizer``, ``generate.local.TransformersLM``), so what
+the stages read is exactly what they would have built themselves, and a cached build costs nothing. A
+background build that fails changes nothing: detect_pii then runs without the trained NER (it says so),
+sanitize builds its vocabularies and its workers de-quantize the LM. Nothing here reads private data:
+every build uses public sources only.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 
 from privtext.settings import Settings
 
-JOBS = {"detector": "detect_pii", "vocabularies": "sanitize"}  # build -> the first stage that reads it
+JOBS = {"detector": "detect_pii", "vocabularies": "sanitize", "llm": "sanitize"}  # build -> the first stage reading it
 
 
 def detector_missing(settings: Settings) -> bool:
@@ -64,6 +68,22 @@ def vocabularies_missing(settings: Settings) -> bool:
     return False
 
 
+def llm_missing(settings: Settings) -> bool:
+    """True when sanitize's metrics score perplexity and the generator's GGUF has no float32 copy cached yet
+    (a model folder, or no ``generate.cache_dir``, has nothing to build)."""
+    from privtext.generate.local import float32_copy, resolve_model_path
+    from privtext.settings import resolve_uri
+
+    metrics, generate = settings.clusant.metrics, getattr(settings, "generate", None)
+    if not (metrics.perplexity and metrics.max_documents) or generate is None or not generate.cache_dir:
+        return False
+    try:
+        path = resolve_model_path(generate.model)
+    except (RuntimeError, FileNotFoundError):  # the model is not installed: sanitize measures no perplexity
+        return False
+    return path.is_file() and not (float32_copy(path, resolve_uri(generate.cache_dir)) / "model.safetensors").is_file()
+
+
 def build(job: str, settings: Settings) -> None:
     """Build ``job`` into its cache, in this process."""
     if job == "detector":
@@ -74,6 +94,12 @@ def build(job: str, settings: Settings) -> None:
         from privtext.sanitizer_setup import build_sanitizer
 
         build_sanitizer(settings)
+    elif job == "llm":
+        from privtext.generate.local import TransformersLM, resolve_model_path
+        from privtext.settings import resolve_uri
+
+        generate = settings.generate.model_copy(update={"cache_dir": resolve_uri(settings.generate.cache_dir)})
+        TransformersLM(generate, resolve_model_path(generate.model))
     else:
         raise ValueError(f"unknown one-time build {job!r}; allowed: {', '.join(JOBS)}")
 
@@ -145,7 +171,8 @@ def start(settings: Settings) -> Background:
     """Start a background process for each missing build; its output goes where this process's stdout and
     stderr go (the demo's log)."""
     background = Background()
-    for job, missing in (("detector", detector_missing), ("vocabularies", vocabularies_missing)):
+    for job, missing in (("detector", detector_missing), ("vocabularies", vocabularies_missing),
+                         ("llm", llm_missing)):
         if missing(settings):
             process = subprocess.Popen([sys.executable, "-m", "privtext.prepare", job], stdin=subprocess.PIPE,
                                        text=True)

@@ -98,3 +98,23 @@ def test_stop_ends_a_build_the_demo_no_longer_needs():
     background.add("vocabularies", sleeper)
     background.stop()
     assert sleeper.poll() is not None and background.running == {}
+
+
+
+def test_the_scoring_lm_is_missing_until_its_float32_copy_is_cached_and_only_when_perplexity_is_measured(tmp_path):
+    from privtext.generate.local import float32_copy, resolve_model_path
+
+    def settings(metrics=None, **generate):
+        return load_settings(None, overrides={"generate": {"cache_dir": str(tmp_path / "llm"), **generate},
+                                              "clusant": {"metrics": metrics or {}}})
+
+    assert prepare.llm_missing(settings())
+    copy = float32_copy(resolve_model_path(settings().generate.model), str(tmp_path / "llm"))
+    copy.mkdir(parents=True)
+    assert prepare.llm_missing(settings())  # a folder without weights (a build that died) is no copy
+    (copy / "model.safetensors").write_bytes(b"")
+    assert not prepare.llm_missing(settings())
+    assert prepare.llm_missing(settings(cache_dir=str(tmp_path / "other")))
+    assert not prepare.llm_missing(settings({"perplexity": False}, cache_dir=str(tmp_path / "other")))
+    assert not prepare.llm_missing(settings({"max_documents": 0}, cache_dir=str(tmp_path / "other")))
+    assert not prepare.llm_missing(settings(model=str(tmp_path / "absent.gguf"), cache_dir=str(tmp_path / "other")))

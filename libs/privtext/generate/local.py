@@ -85,15 +85,20 @@ def token_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> lis
     return batches
 
 
+def float32_copy(path: Path, cache_dir: str) -> Path:
+    """The folder a GGUF file is de-quantized into (``_load_float32``), keyed by the file's name and size."""
+    return Path(cache_dir) / f"{path.stem}-{path.stat().st_size}-float32"
+
+
 def _load_float32(path: Path, cache_dir: str | None):
     """(tokenizer, float32 model) of a model folder or a GGUF file. A GGUF file is de-quantized once into
-    ``cache_dir`` (a transformers folder keyed by the file's name and size, written to a temporary folder and
-    renamed): gguf's pure-Python reader costs ~40 s of a core in every process, the folder ~1 s."""
+    ``cache_dir`` (``float32_copy``: written to a temporary folder and renamed): gguf's pure-Python reader
+    costs ~40 s of a core in every process, the folder ~1 s."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if path.is_file() and cache_dir:
-        copy = Path(cache_dir) / f"{path.stem}-{path.stat().st_size}-float32"
+        copy = float32_copy(path, cache_dir)
         if not (copy / "model.safetensors").is_file():
             tokenizer, model = _load_float32(path, None)
             model.hf_quantizer = None  # the weights are plain float32 tensors once de-quantized
