@@ -215,7 +215,10 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
         return {"erasure_id": None, "subjects": 0, "unknown": unknown, "rows": {}, "exports_reissued": 0,
                 "message": "no table holds the given id(s) and none was erased before: nothing to forget, "
                            "nothing written"}
-    users = [u for u in users if ("user", u) in known]  # an unknown user's later documents are not erased
+    # an unknown subject's later rows are not erased (nothing is written for it)
+    users = [u for u in users if ("user", u) in known]
+    requested_docs = [d for d in requested_docs if ("doc", d) in known]
+    owner = {d: o for d, o in owner.items() if o in known}
 
     def tombstone() -> None:  # the known subjects and each document of a known user, once
         wanted = {keys[label]: label[0] for label in known}
