@@ -36,7 +36,7 @@ every object of the buckets is scanned through the S3 API before and after.
     .venv/bin/python benchmarks/platform/forget.py faults [--users 3 --days 2 --per-day 10]
     .venv/bin/python benchmarks/platform/forget.py s3
     .venv/bin/python benchmarks/platform/forget.py nights [--docs 300 --out DIR]
-    .venv/bin/python benchmarks/platform/forget.py retention
+    .venv/bin/python benchmarks/platform/forget.py retention [--store local|s3]
     .venv/bin/python benchmarks/platform/forget.py scale [--docs 100000 --user-docs 50]
 """
 from __future__ import annotations
@@ -483,9 +483,11 @@ def retention_scan(args) -> None:
         rows_after = lake.delta_table(PUBLISHED_SANITIZED_DOCUMENTS).to_pyarrow_table().num_rows
         print(f"retention.{where}.published_rows: {rows_before} -> {rows_after}", flush=True)
 
-    with tempfile.TemporaryDirectory(prefix="forget-retention-") as tmp:
-        run("local", settings_for(Path(tmp)), lambda needles: scan(Path(tmp), needles))
-    with seaweedfs() as store, tempfile.TemporaryDirectory(prefix="forget-retention-s3-") as tmp:
+    if args.store == "local":
+        with tempfile.TemporaryDirectory(prefix="forget-retention-") as tmp:
+            run("local", settings_for(Path(tmp)), lambda needles: scan(Path(tmp), needles))
+        return
+    with seaweedfs() as store, tempfile.TemporaryDirectory(prefix="forget-retention-s3-") as tmp:  # keys before Spark
         settings = load_settings(None, overrides=s3_conf(store, conf_dict(Path(tmp))), environ={})
         os.environ.update(store.env("pipeline"))
         fs, _ = filesystem(settings.lakehouse.zone_root("restricted"), settings.lakehouse.object_store)
@@ -505,6 +507,7 @@ def main() -> None:
         o.add_argument("--users", type=int, default=3)
         o.add_argument("--days", type=int, default=2)
         o.add_argument("--per-day", type=int, default=10)
+        o.add_argument("--store", choices=("local", "s3"), default="local", help="retention: where (one a process)")
     s = sub.add_parser("scale")
     s.add_argument("--docs", type=int, default=100_000)
     s.add_argument("--users", type=int, default=1000)
