@@ -24,6 +24,7 @@ from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_s
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
 from privtext.clusant.surface_format import adjacency_group, ascii_digits, render, surface_format
+from privtext.clusant.surrogates import AllowList
 from privtext.errors import PrivtextError
 from privtext.lineage import staged_state
 from privtext.platform.context import RunContext
@@ -70,13 +71,15 @@ def add_arguments(parser) -> None:
                                                    "each secret at the clusant eps of its type and tier)")
 
 
-def _tokens_task(max_tokens: int):
+def _tokens_task(max_tokens: int, allow: AllowList):
+    """Executor task: each document's tokens. A span whose text is a ``clusant.allow_list`` entry is context:
+    declared public, sanitize leaves it as written, and as a secret it would read as a verbatim copy."""
     def run(frames):
         for frame in frames:
             rows = []
             for text, sanitized, spans in zip(frame["text"], frame["sanitized_text"], frame["spans"]):
                 spans = clean_spans([Span(int(s["start"]), int(s["end"]), s["secret_id"], s["tier"], s["entity_type"])
-                                     for s in spans])
+                                     for s in spans if text[int(s["start"]):int(s["end"])] not in allow])
                 replacements = align_replacements(text, spans, sanitized)
                 if replacements is None:
                     rows.append((False, [], [], [], [], []))
@@ -91,11 +94,12 @@ def _tokens_task(max_tokens: int):
 
 
 def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, max_documents: int,
-                  max_tokens: int, seed: int) -> tuple[list[DocTokens], int]:
+                  max_tokens: int, seed: int, allow: AllowList | None = None) -> tuple[list[DocTokens], int]:
     """(documents, unaligned count): at most ``max_documents`` documents with spans dated in
     [start, ctx.date], tokenized in executors and collected (O(sample), in memory only). ``released``
     (doc_id, date, sanitized_text) pairs each document with its release; None pairs it with itself
-    (the identity release, for tuning where the release is simulated)."""
+    (the identity release, for tuning where the release is simulated); ``allow``: the allow-list whose spans
+    are context (``_tokens_task``)."""
     spans = (ctx.lakehouse.read(PII_SPANS, since=start, upto=ctx.date)
              .groupBy("doc_id", "date")
              .agg(F.collect_list(F.struct("start", "end", "secret_id", "tier", "entity_type")).alias("spans")))
@@ -112,7 +116,7 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
     sample = (joined.withColumn("_key", F.xxhash64("doc_id", F.lit(seed))).orderBy("_key").limit(max_documents)
               .select("text", "sanitized_text", "spans"))
     docs, unaligned = [], 0
-    for row in sample.mapInPandas(_tokens_task(max_tokens), TOKEN_SCHEMA).toLocalIterator():
+    for row in sample.mapInPandas(_tokens_task(max_tokens, allow or AllowList()), TOKEN_SCHEMA).toLocalIterator():
         if not row.aligned:
             unaligned += 1
             continue
@@ -232,7 +236,7 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
     staged_runs = staged_state(ctx.lakehouse, staged_spec, ctx.date, version=version, run_ids=(
         r["run_id"] for r in staged.where(F.col("date") == F.lit(ctx.date)).select("run_id").distinct().collect()))
     docs, unaligned = sample_tokens(ctx, staged, start, ampl.max_documents, ampl.max_tokens,
-                                    int(rng.integers(0, 2**31 - 1)))
+                                    int(rng.integers(0, 2**31 - 1)), AllowList(ctx.settings.clusant.allow_list))
     docs = [d for d in docs if any(s is not None for s in d.spans)]
     if len(docs) < ampl.min_documents:
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
