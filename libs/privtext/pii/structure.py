@@ -206,7 +206,7 @@ _FORM_LABELS = frozenset("ssn iban bic swift plz zip tel fax phone email e-mail 
 _NOT_ORG_WORDS = frozenset("free api cvs fyi faq asap changelog x-mailer mailer limited time offer now only today new "
                            "rpm rpms html http url cpu gui sdk ide os tia imo imho btw".split())
 # kinship and household words a writer uses for a person ("Mum says hello"): a relation, no one's name
-_KINSHIP = frozenset("mum mom mommy mummy mama dad daddy papa mother father grandma granny grandpa grandad nana "
+_KINSHIP = frozenset("mum mom mommy mummy mama dad daddy papa mother father grandma granny grandpa grandad "
                      "auntie uncle sis bro hubby wifey".split())
 _CODE = re.compile(r"[A-Z]{1,3}\d{1,4}")  # "Q3", "H1", "FY02": a quarter, half or model code, no name
 _FILE_TLDS = frozenset("py pl pm sh md rs cc cs so am in ps js ts go rb ml mk io sc st ai pdf".split())
