@@ -187,9 +187,17 @@ def guarantee_distance(batch, sanitizer, encode):
     return distance
 
 
+_NAME_WORDS = ("Alpha", "Beta", "Gamma", "Delta", "Epsilon", "Zeta", "Eta", "Theta")
+
+
 def companion(entity_type: str, value: str, i: int) -> str:
-    """The i-th public value of ``value``'s adjacency group: a fixed public phrase written in its format."""
-    return render(entity_type, f"privtext audit companion {i}", surface_format(entity_type, value))
+    """The i-th public value of ``value``'s adjacency group: a fixed public phrase written in its format (a
+    name's in title case, as a name's layout class reads the case: in lower case it fell outside every
+    title-case group, and a night with one lone "First" name was refused as unauditable; no digit, which a
+    "Last, First" layout would not read as a name)."""
+    phrase = (f"Privtext Companion {_NAME_WORDS[i % len(_NAME_WORDS)]}" if entity_type == "PERSON"  # no digit
+              else f"privtext audit companion {i}")
+    return render(entity_type, phrase, surface_format(entity_type, value))
 
 
 def unpaired(groups, distance=None) -> int:
