@@ -154,6 +154,11 @@ def runs_in_flight(settings) -> dict[str, tuple[str, dt.date]]:
     return runs
 
 
+def current_runs(settings, prefix: str = "") -> set[tuple[str, str]]:
+    """(lease name, run id) of the stage runs in flight now whose lease name starts with ``prefix``."""
+    return {(name, run) for name, (run, _) in runs_in_flight(settings).items() if name.startswith(prefix)}
+
+
 def wait_for_runs(settings, dates=frozenset(), runs=frozenset()) -> None:
     """Return once no stage run of ``dates`` holds its lease (seen free twice, ``WAIT_POLL_S`` apart: a pipeline
     goes from one stage to the next within that) and none of ``runs`` ((lease name, run id) pairs) does. A run
@@ -231,8 +236,7 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
 
     tombstone()
     # an ingest in flight may have read the tombstones before these: wait for it, then find what it wrote
-    wait_for_runs(settings, runs={(name, run) for name, (run, _) in runs_in_flight(settings).items()
-                                  if name.startswith("ingest-")})
+    wait_for_runs(settings, runs=current_runs(settings, "ingest-"))
     counts: dict[tuple[str, str], dict[str, int]] = {label: {} for label in known}
 
     def add(spec, deleted: dict[str, int]) -> None:
@@ -266,7 +270,7 @@ def _erase_subjects(ctx: RunContext, key: bytes, subjects: Subjects, purge_files
                              "rerun privtext forget once they are done (the tombstones stand)")
     files = {}
     if purge_files:  # a run in flight may read files of a snapshot older than the rewrites: it ends first
-        wait_for_runs(settings, runs={(name, run) for name, (run, _) in runs_in_flight(settings).items()})
+        wait_for_runs(settings, runs=current_runs(settings))
         files = {spec.qualified_name: erasure.purge(lakehouse, spec) for spec in ERASED_TABLES
                  if lakehouse.exists(spec)}
     done = {r["subject_key"] for r in erased if r["status"] == "erased"}
@@ -316,7 +320,7 @@ def retention(settings, today: dt.date | None = None, purge_files: bool = True) 
                 for spec in RESTRICTED_TABLES}
         files = {}
         if purge_files:
-            wait_for_runs(settings, runs={(name, run) for name, (run, _) in runs_in_flight(settings).items()})
+            wait_for_runs(settings, runs=current_runs(settings))
             files = {spec.qualified_name: erasure.purge(ctx.lakehouse, spec) for spec in RESTRICTED_TABLES}
         if any(rows.values()):
             _record(ctx,
