@@ -9,32 +9,33 @@ decoded), the other users' row counts are unchanged, and the erasure is recorded
 ``fault.<point>: erased=1 others_unchanged=1 scan_hits=0 recorded=1``.
 
 ``scale``: ``--docs`` documents over 1 and over 10 dates (derived rows for each), one user's share
-``--user-docs``; prints the seconds to forget that user and what was rewritten (dates, rows), side by side.
+``--user-docs``; prints the seconds to forget that user and what it rewrote per table (files and bytes replaced
+and written, rows written), the exports re-issued and the Parquet files left on disk, side by side.
 
 ``nights``: real nights through the CLI on ``conf/local.yaml`` with only the lakehouse root (so MLflow's store
 and artifacts, under it by default), the export and report folders and ``TMPDIR`` moved into one folder: a
 night, a re-run of it and a second night of ``privtext pipeline run nightly_sanitized_export`` on the demo
-sample (``--docs`` documents a night; one user's documents carry ``NIGHT_TOKENS``; without the leakage audit,
-``publish.require_audit`` off: on a few hundred sample messages it can refuse a night, as it must when a secret
-has no other value of its format to be audited against), ``privtext report`` of each
-date, every command's stdout/stderr (``-v``) kept as a log. Then every file under the lakehouse (MLflow's
-``mlflow.db`` and ``mlruns`` apart), the exports, the reports, the logs, ``TMPDIR`` and the project's model
-caches is scanned for the tokens and the user's id, per area: before the forget, on a copy forgotten with
-``--no-purge`` (the negative control: both must find them), and after ``privtext forget --user-id`` (0 hits),
-then after a re-ingest of night 1's input (the user's records quarantined as ``erased``). The other users' rows
-per table and a checksum of their published text, before and after.
+sample (``--docs`` documents a night; one user's documents carry ``NIGHT_TOKENS``; the leakage audit runs, with
+its MLflow parameters, rows and artifacts, and ``publish.require_audit`` is off so that its verdict, printed,
+does not stop the benchmark), ``privtext report`` of each date, every command's stdout/stderr (``-v``) kept as a
+log. Then every file under the lakehouse (MLflow's ``mlflow.db`` and ``mlruns`` apart), the exports, the
+reports, the logs, ``TMPDIR`` and the project's model caches is scanned for the tokens and the user's id, per
+area: before the forget, on a copy forgotten with ``--no-purge`` (the negative control: both must find them),
+and after ``privtext forget --user-id`` (0 hits), then after a re-ingest of night 1's input (the user's records
+quarantined as ``erased``). The other users' rows per table and a checksum of their published text, before and
+after.
 
 ``retention``: the same small lakehouse over three dates, ``privtext retention run`` with ``restricted_days`` 1 on
 the third: every file (local folder, then every object of a SeaweedFS store's buckets through the S3 API) is
 scanned for each date's restricted doc ids before and after (the first date's must be gone, the others'
 stay), and the published rows counted (they stay).
 
-``s3``: the same small lakehouse with every zone and the exports in a SeaweedFS store (``local_s3``), each
-role with its own key: the analyst's and officer's keys are refused (1 = refused), the pipeline's forgets;
-every object of the buckets is scanned through the S3 API before and after.
+``cluster``: the same small lakehouse on a standalone Spark cluster over a SeaweedFS S3 store with per-role keys
+(``cluster``'s docstring): only the pipeline's key forgets; the analyst's and officer's are refused by the code
+and, with the code's check switched off, by the store, on their forget, their deletes and their purge.
 
     .venv/bin/python benchmarks/platform/forget.py faults [--users 3 --days 2 --per-day 10]
-    .venv/bin/python benchmarks/platform/forget.py s3
+    .venv/bin/python benchmarks/platform/forget.py cluster
     .venv/bin/python benchmarks/platform/forget.py nights [--docs 300 --out DIR]
     .venv/bin/python benchmarks/platform/forget.py retention [--store local|s3]
     .venv/bin/python benchmarks/platform/forget.py scale [--docs 100000 --user-docs 50]
@@ -147,19 +148,21 @@ def build(settings, users: int, days: int, per_day: int, user0_docs: int) -> Non
                                              "rows": table.num_rows}]}).encode())
 
 
-def rows_by_user(root: Path, users: int) -> dict:
-    """Rows per table and user (documents by user_id; the rest through doc ids / pseudonyms), read with delta-rs."""
-    from deltalake import DeltaTable
-
+def rows_by_user(settings) -> dict:
+    """Rows per table and user (documents by user_id; the rest through doc ids / pseudonyms; a row whose
+    document is gone counts as ``erased``), read with delta-rs on any store (this process's key)."""
     from privtext.pii.hashing import DETERMINISTIC_TEST_KEY, doc_pseudonym
+    from privtext.platform.lakehouse import Lakehouse
+    from privtext.platform.tables import ALL_TABLES
 
-    docs = DeltaTable(str(root / "lake" / TABLES[0])).to_pyarrow_table(columns=["doc_id", "user_id"]).to_pylist()
+    lake = Lakehouse(None, settings.lakehouse)
+    specs = {spec.qualified_name.replace(".", "/"): spec for spec in ALL_TABLES}
+    docs = lake.delta_table(specs[TABLES[0]]).to_pyarrow_table(columns=["doc_id", "user_id"]).to_pylist()
     owner = {r["doc_id"]: r["user_id"] for r in docs}
     owner.update({doc_pseudonym(DETERMINISTIC_TEST_KEY, d): u for d, u in list(owner.items())})
     counts = {}
     for table in TABLES:
-        data = DeltaTable(str(root / "lake" / table)).to_pyarrow_table()
-        for r in data.to_pylist():
+        for r in lake.delta_table(specs[table]).to_pyarrow_table().to_pylist():
             who = (json.loads(r["raw_record"]).get("user_id") if "raw_record" in r
                    else owner.get(r["doc_id"], "erased"))
             counts[(table, who)] = counts.get((table, who), 0) + 1
@@ -213,7 +216,7 @@ def faults(args) -> None:
     with tempfile.TemporaryDirectory(prefix="forget-faults-") as tmp:
         template = Path(tmp) / "template"
         build(settings_for(template), args.users, args.days, args.users * args.per_day, args.per_day)
-        before = rows_by_user(template, args.users)
+        before = rows_by_user(settings_for(template))
         assert scan(template, TOKENS + (user(0),)) > 0  # the negative control: the tokens are there
         base = {t: log_versions(template, t) for t in TABLES + ("protected/erasures",)}
         for name, reached in kill_points(base).items():
@@ -230,7 +233,7 @@ def faults(args) -> None:
             proc.wait()
             rerun = cli(root, "forget", "--user-id", user(0))
             rc = rerun.wait()
-            after = rows_by_user(root, args.users)
+            after = rows_by_user(settings_for(root))
             erased = not any(n for (t, who), n in after.items() if who == user(0))
             others = all(after.get(k, 0) == n for k, n in before.items() if k[1] != user(0))
             from deltalake import DeltaTable
@@ -243,27 +246,70 @@ def faults(args) -> None:
             shutil.rmtree(root)
 
 
+def snapshot_files(settings) -> dict[str, dict[str, tuple[int, int]]]:
+    """table -> {file: (bytes, rows)} of each erased table's current snapshot (its Delta log's add actions)."""
+    import pyarrow as pa
+
+    from privtext.commands.forget import ERASED_TABLES
+    from privtext.platform.lakehouse import Lakehouse
+
+    lake = Lakehouse(None, settings.lakehouse)
+    return {spec.qualified_name: {a["path"]: (a["size_bytes"], a["num_records"])
+                                  for a in pa.table(lake.delta_table(spec).get_add_actions(flatten=True)).to_pylist()}
+            for spec in ERASED_TABLES}
+
+
+def rewritten(before: dict, after: dict) -> dict[str, dict[str, int]]:
+    """Per table: the files the forget replaced (no longer in the snapshot) and wrote, with their bytes and rows."""
+    out = {}
+    for table, files in before.items():
+        gone = [files[f] for f in files.keys() - after[table].keys()]
+        new = [after[table][f] for f in after[table].keys() - files.keys()]
+        out[table] = {"files_replaced": len(gone), "bytes_replaced": sum(b for b, _ in gone),
+                      "files_written": len(new), "bytes_written": sum(b for b, _ in new),
+                      "rows_written": sum(r for _, r in new), "rows_in_table": sum(r for _, r in after[table].values())}
+    return out
+
+
+def folder_files(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
+
+
 def scale(args) -> None:
+    """Per layout (1 and 10 dates): the build, then the forget of user 0 timed, with what it rewrote per table
+    (files and bytes replaced and written, rows written), the exports' files and the files left on disk."""
     from privtext.commands.forget import Subjects, forget
 
     for days in (1, 10):
         with tempfile.TemporaryDirectory(prefix="forget-scale-") as tmp:
             root = Path(tmp)
+            start = time.perf_counter()
             build(settings_for(root), args.users, days, args.docs // days, max(2, args.user_docs // days))
+            print(f"build_seconds_{days}_dates: {time.perf_counter() - start:.1f}", flush=True)
+            before, exports = snapshot_files(settings_for(root)), folder_files(root / "exports")
+            on_disk = sum(1 for _ in (root / "lake").rglob("*.parquet"))
+            load = os.getloadavg()[0]
             start = time.perf_counter()
             result = forget(settings_for(root), Subjects(users=(user(0),)))
             seconds = time.perf_counter() - start
-            print(f"forget_seconds_{days}_dates: {seconds:.1f}", flush=True)
+            print(f"forget_seconds_{days}_dates: {seconds:.1f} (load {load:.1f} -> {os.getloadavg()[0]:.1f})",
+                  flush=True)
             print(f"forget_rows_{days}_dates: {json.dumps(result['rows'])}", flush=True)
-            print(f"forget_rewritten_partitions_{days}_dates: {days} per table "
-                  f"({args.docs // days} documents each)", flush=True)
+            for table, what in rewritten(before, snapshot_files(settings_for(root))).items():
+                print(f"forget_rewrite_{days}_dates.{table}: {json.dumps(what)}", flush=True)
+            after = folder_files(root / "exports")
+            print(f"forget_exports_{days}_dates: files {len(exports)} -> {len(after)}, bytes {sum(exports.values())} "
+                  f"-> {sum(after.values())}, re-issued {result['exports_reissued']}", flush=True)
+            print(f"forget_parquet_files_on_disk_{days}_dates: {on_disk} -> "
+                  f"{sum(1 for _ in (root / 'lake').rglob('*.parquet'))} "
+                  f"(purged {json.dumps(result['files_removed'])})", flush=True)
 
 
-def scan_store(fs, roots: list[str], needles) -> int:
+def holding_objects(fs, roots: list[str], needles) -> list[str]:
     """Objects under ``roots`` (bucket paths) holding any needle: bytes, and Parquet objects' decoded values."""
     import pyarrow.fs as pafs
 
-    hits = 0
+    found = []
     for root in roots:
         for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
             if info.type != pafs.FileType.File:
@@ -272,41 +318,139 @@ def scan_store(fs, roots: list[str], needles) -> int:
                 data = stream.read()
             if data[:4] == b"PAR1":
                 data += json.dumps(pq.read_table(info.path, filesystem=fs).to_pylist(), default=str).encode()
-            hits += any(n.encode() in data for n in needles)
-    return hits
+            if any(n.encode() in data for n in needles):
+                found.append(info.path)
+    return found
 
 
-def s3(args) -> None:
-    """The same forget with every zone and the exports in a SeaweedFS store, each role with its own key: the
-    analyst's and officer's keys are refused, the pipeline's erases; objects scanned through the S3 API."""
-    from privtext.commands.forget import Subjects, forget
-    from privtext.errors import Refused
+def scan_store(fs, roots: list[str], needles) -> int:
+    return len(holding_objects(fs, roots, needles))
+
+
+def role_cli(root: Path, store, identity: str, log: str, *args: str, check: bool = True) -> tuple[int, float, str]:
+    """``privtext -v --conf root/conf.yaml ARGS`` in its own process holding ``identity``'s store key only (its
+    output into ``root/logs/<log>.log``: a failure's last line is the exception); ``check=False`` switches the
+    forget's own key check off first, so that only the store can refuse. Returns (exit code, seconds, the output's
+    last line)."""
+    from privtext.platform.store_access import STORE_KEYS
+
+    env = {**{k: v for k, v in os.environ.items() if k not in STORE_KEYS}, **store.env(identity),
+           "TMPDIR": str(root / "tmp"), "PYTHONPATH": os.pathsep.join(sys.path)}
+    code = ("import sys; from privtext.commands import forget; from privtext.cli import main; "
+            + ("" if check else "forget._require_pipeline_key = lambda settings: None; ")
+            + "sys.exit(main(sys.argv[1:]))")
+    (root / "logs").mkdir(exist_ok=True)
+    (root / "tmp").mkdir(exist_ok=True)
+    start = time.perf_counter()
+    with open(root / "logs" / f"{log}.log", "wb") as out:
+        rc = subprocess.run([sys.executable, "-c", code, "-v", "--conf", str(root / "conf.yaml"), *args], env=env,
+                            stdout=out, stderr=subprocess.STDOUT).returncode
+    lines = [line for line in (root / "logs" / f"{log}.log").read_text().splitlines() if line.strip()]
+    return rc, time.perf_counter() - start, redacted(store, lines[-1] if lines else "")
+
+
+def redacted(store, text: str) -> str:
+    for secret in store.secrets():
+        text = text.replace(secret, "<key>")
+    return text[:300]
+
+
+def cluster(args) -> None:
+    """``privtext forget`` on a standalone Spark cluster (a master and two workers, their executors holding the
+    pipeline's key: ``local_cluster``) over a SeaweedFS S3 store with per-role keys (``local_s3``): every zone and
+    the exports in buckets. The lakehouse is built as the pipeline; then, each in its own process holding one key:
+    the analyst's and the officer's ``privtext forget`` (refused by the code), the same with the code's key check
+    switched off (what does the store answer?) and their deletes of the objects holding user 0's data; the
+    pipeline's ``forget --no-purge``; the analyst's and officer's purge of the files that forget replaced (the
+    deletion itself); the pipeline's ``forget``. After each step, with the pipeline's key: the objects holding
+    user 0's tokens or id (every object of every bucket read through the S3 API) and the rows per table."""
+    from pyspark.sql import SparkSession
+
+    from privtext.commands.forget import ERASED_TABLES
+    from privtext.platform import erasure
+    from privtext.platform.lakehouse import Lakehouse
+    from privtext.platform.local_cluster import cluster_conf, project_zip, standalone_cluster
     from privtext.platform.local_s3 import s3_conf, seaweedfs
     from privtext.platform.storage import filesystem
+    from privtext.platform.tables import ERASURES
     from privtext.settings import load_settings
 
-    with seaweedfs() as store, tempfile.TemporaryDirectory(prefix="forget-s3-") as tmp:
-        settings = load_settings(None, overrides=s3_conf(store, conf_dict(Path(tmp))), environ={})
-        os.environ.update(store.env("pipeline"))
-        build(settings, args.users, args.days, args.users * args.per_day, args.per_day)
-        fs, _ = filesystem(settings.lakehouse.zone_root("restricted"), settings.lakehouse.object_store)
-        roots = sorted({b for b in store.buckets.values()})
-        needles = TOKENS + (user(0),)
-        print(f"s3.scan_before: {scan_store(fs, roots, needles)}", flush=True)
-        for identity in ("analyst", "officer"):
+    c1 = "-XX:TieredStopAtLevel=1"  # the JIT of privtext's own JVMs (tests/integration/test_cluster.py)
+    needles = TOKENS + (user(0),)
+    with seaweedfs() as store, tempfile.TemporaryDirectory(prefix="forget-cluster-") as tmp, standalone_cluster(
+            workers=2, cores=1, memory="1200m", env={**store.env("pipeline"), "SPARK_DAEMON_JAVA_OPTS": c1}) as spark:
+        root = Path(tmp)
+        conf = s3_conf(store, cluster_conf(spark, project_zip(root / "privtext.zip"), conf_dict(root)))
+        conf["spark"]["conf"]["spark.executor.extraJavaOptions"] = c1
+        (root / "conf.yaml").write_text(yaml.safe_dump(conf))
+        settings = load_settings(None, overrides=conf, environ={})
+        buckets = sorted(set(store.buckets.values()))
+
+        def holding(identity: str) -> None:  # this process's key: the role's (the same variable names)
             os.environ.update(store.env(identity))
-            try:
-                forget(settings, Subjects(users=(user(0),)))
-                print(f"s3.{identity}_refused: 0", flush=True)
-            except Refused:
-                print(f"s3.{identity}_refused: 1", flush=True)
-        os.environ.update(store.env("pipeline"))
+
+        def state(step: str) -> tuple[list[str], dict]:
+            holding("pipeline")
+            fs, _ = filesystem(settings.lakehouse.zone_root("restricted"), settings.lakehouse.object_store)
+            objects, rows = holding_objects(fs, buckets, needles), rows_by_user(settings)
+            mine = {t: n for (t, who), n in rows.items() if who in (user(0), "erased")}
+            print(f"cluster.{step}: objects holding user 0's tokens or id {len(objects)}, its rows "
+                  f"{sum(mine.values())} {json.dumps(mine)}, local files {scan(root, needles)}", flush=True)
+            return objects, rows
+
+        holding("pipeline")
         start = time.perf_counter()
-        result = forget(settings, Subjects(users=(user(0),)))
-        print(f"s3.forget_seconds: {time.perf_counter() - start:.1f}", flush=True)
-        print(f"s3.rows: {json.dumps(result['rows'])}", flush=True)
-        fs, _ = filesystem(settings.lakehouse.zone_root("restricted"), settings.lakehouse.object_store)
-        print(f"s3.scan_after: {scan_store(fs, roots, needles)}", flush=True)
+        build(settings, args.users, args.days, args.users * args.per_day, args.per_day)
+        SparkSession.getActiveSession().stop()  # the cluster's cores go to the next application
+        print(f"cluster.build_seconds: {time.perf_counter() - start:.1f} (as the pipeline, on {spark.url})", flush=True)
+        objects, before = state("built")
+
+        def denied_deletes(identity: str, paths: list[str]) -> str:
+            holding(identity)
+            fs, _ = filesystem(settings.lakehouse.zone_root("restricted"), settings.lakehouse.object_store)
+            errors = []
+            for path in paths:
+                try:
+                    fs.delete_file(path)
+                except OSError as error:
+                    errors.append(redacted(store, str(error).splitlines()[0]))
+            return f"{len(errors)} of {len(paths)} refused" + (f", e.g. {errors[0]}" if errors else "")
+
+        for identity in ("analyst", "officer"):
+            rc, _, line = role_cli(root, store, identity, f"{identity}-forget", "forget", "--user-id", user(0))
+            print(f"cluster.{identity}.forget: exit {rc}: {line}", flush=True)
+            rc, _, line = role_cli(root, store, identity, f"{identity}-forget-unchecked", "forget", "--user-id",
+                                   user(0), check=False)
+            print(f"cluster.{identity}.forget_without_the_code_check: exit {rc}: {line}", flush=True)
+            print(f"cluster.{identity}.delete_objects: {denied_deletes(identity, objects)}", flush=True)
+        state("after_analyst_and_officer")
+
+        rc, seconds, _ = role_cli(root, store, "pipeline", "pipeline-forget-no-purge", "forget", "--user-id", user(0),
+                                  "--no-purge")
+        print(f"cluster.pipeline.forget_no_purge: exit {rc}, {seconds:.1f} s (load {os.getloadavg()[0]:.1f})",
+              flush=True)
+        replaced, _ = state("after_pipeline_forget_no_purge")
+        for identity in ("analyst", "officer"):
+            holding(identity)
+            purges = {}
+            for spec in ERASED_TABLES:
+                try:
+                    purges[spec.qualified_name] = f"removed {erasure.purge(Lakehouse(None, settings.lakehouse), spec)}"
+                except Exception as error:  # noqa: BLE001  the store's answer is what is printed
+                    purges[spec.qualified_name] = redacted(store, str(error).splitlines()[0])
+            print(f"cluster.{identity}.purge: {json.dumps(purges)}", flush=True)
+            print(f"cluster.{identity}.delete_replaced_objects: {denied_deletes(identity, replaced)}", flush=True)
+        state("after_analyst_and_officer_purge")
+
+        rc, seconds, _ = role_cli(root, store, "pipeline", "pipeline-forget", "forget", "--user-id", user(0))
+        print(f"cluster.pipeline.forget: exit {rc}, {seconds:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+        _, after = state("after_pipeline_forget")
+        print(f"cluster.others_unchanged: {int(all(after.get(k) == n for k, n in before.items() if k[1] != user(0)))}",
+              flush=True)
+        holding("pipeline")
+        records = Lakehouse(None, settings.lakehouse).delta_table(ERASURES).to_pyarrow_table().to_pylist()
+        print(f"cluster.erasures: {json.dumps(sorted((r['kind'], r['status']) for r in records))}", flush=True)
+        print(f"cluster.applications: {[a['name'] for a in spark.state()['completedapps']]}", flush=True)
 
 
 NIGHT_DATES = ("2026-01-20", "2026-01-21")
@@ -415,6 +559,24 @@ def erased_records(root: Path, day: str) -> dict[str, int]:
     return reasons
 
 
+def audits(root: Path) -> dict:
+    """What the leakage audit left: its rows per (date, release, passed) and MLflow's audit artifacts (files under
+    ``mlruns/**/artifacts/audit``) and runs with its ``adversaries`` parameter (the scan covers all of them)."""
+    import sqlite3
+
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(root / "lake" / "protected" / "leakage_audits")).to_pyarrow_table().to_pylist()
+    outcome: dict[str, int] = {}
+    for r in rows:
+        k = f"{r['date']} {r['release']} passed={int(r['passed'])}"
+        outcome[k] = outcome.get(k, 0) + 1
+    artifacts = [p for p in (root / "lake" / "mlruns").rglob("*") if p.is_file() and "audit" in p.parent.parts]
+    with sqlite3.connect(root / "lake" / "mlflow.db") as db:
+        runs = db.execute("SELECT count(DISTINCT run_uuid) FROM params WHERE key = 'adversaries'").fetchone()[0]
+    return {"rows": outcome, "artifact_files": len(artifacts), "mlflow_runs_with_audit_params": runs}
+
+
 def nights(args) -> None:
     root = Path(args.out or tempfile.mkdtemp(prefix="forget-nights-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -427,9 +589,10 @@ def nights(args) -> None:
     needles = NIGHT_TOKENS + (FORGOTTEN,)
     for step, day in (("night1", NIGHT_DATES[0]), ("rerun1", NIGHT_DATES[0]), ("night2", NIGHT_DATES[1])):
         seconds = privtext(root, step, "pipeline", "run", "nightly_sanitized_export", "--date", day,
-                           "--input", str(inputs[day]), "--skip", "audit")
+                           "--input", str(inputs[day]))
         seconds += privtext(root, f"report-{step}", "report", "--date", day)
         print(f"nights.{step}_seconds: {seconds:.0f} (load {os.getloadavg()[0]:.1f})", flush=True)
+    print(f"nights.audits: {json.dumps(audits(root))}", flush=True)
     print(f"nights.scan_before_forget: {json.dumps(scan_areas(root, needles))}", flush=True)
     before = others(root, mine)
     print(f"nights.others_before: {json.dumps(before)}", flush=True)
@@ -502,7 +665,7 @@ def main() -> None:
     f.add_argument("--users", type=int, default=3)
     f.add_argument("--days", type=int, default=2)
     f.add_argument("--per-day", type=int, default=10)
-    for name in ("s3", "retention"):
+    for name in ("cluster", "retention"):
         o = sub.add_parser(name)
         o.add_argument("--users", type=int, default=3)
         o.add_argument("--days", type=int, default=2)
@@ -517,7 +680,8 @@ def main() -> None:
     n.add_argument("--out", help="the run's folder (default: a new temporary one; kept)")
     args = parser.parse_args()
     print(f"load: {os.getloadavg()[0]:.1f}", flush=True)
-    {"faults": faults, "scale": scale, "s3": s3, "nights": nights, "retention": retention_scan}[args.what](args)
+    modes = {"faults": faults, "scale": scale, "cluster": cluster, "nights": nights, "retention": retention_scan}
+    modes[args.what](args)
 
 
 if __name__ == "__main__":
