@@ -17,22 +17,26 @@ from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS, STAGE
 from privtext.stages.runner import run_stage
 
 DATE = dt.date(2026, 1, 15)
-NAMES = ["Alice Moreau", "Bruno Keller", "Chen Wei", "Dana Okafor", "Emil Novak", "Farah Haddad",
-         "Gita Rao", "Hugo Silva"]
+FIRST = ["Alice", "Bruno", "Chen", "Dana", "Emil", "Farah", "Gita", "Hugo", "Ines", "Jonas", "Kavya", "Lars",
+         "Maya", "Nils", "Olga"]
+LAST = ["Moreau", "Keller", "Wei", "Okafor", "Novak", "Haddad", "Rao", "Silva", "Tanaka", "Weber"]
+NAMES = [f"{first} {last}" for last in LAST for first in FIRST]  # 150: one person per document
 CITIES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Tallinn", "Winnipeg", "Dakar", "Hobart"]
 TINY = {"epochs": 6, "hidden_size": 16, "num_layers": 1, "heads": 2, "batch_size": 16, "dropout": 0.0,
         "triplets": 4000, "device": "cpu", "torch_threads": 1, "max_documents": 150, "min_documents": 10,
-        "max_tokens": 24, "adversaries": ["transformer"], "pass_rule": "ratio", "delta_target": 0.1,
-        "temperature": "calibrated"}
+        "min_unseen_secrets": 10, "max_tokens": 24, "adversaries": ["transformer"], "pass_rule": "ratio",
+        "delta_target": 0.1, "temperature": "calibrated"}
 
 
 def _corpus(n=150, seed=0):
-    """Each document names a person twice and the person's city once (correlated secrets)."""
+    """Each document names its own person twice and a city once, mostly the one the person's first name points
+    to (correlated secrets). The cities recur in the audit's training documents, so it scores the names, each
+    of which its adversary never saw (``ampl.audit``, "unseen units")."""
     rng = np.random.default_rng(seed)
     docs, spans = [], []
     for i in range(n):
-        k = int(rng.integers(len(NAMES)))
-        name, city = NAMES[k], CITIES[k if rng.random() < 0.9 else int(rng.integers(len(CITIES)))]
+        k = i % len(FIRST)
+        name, city = NAMES[i], CITIES[k % len(CITIES) if rng.random() < 0.9 else int(rng.integers(len(CITIES)))]
         parts = ["Hello, this is ", name, " writing about my parcel to ", city, ". Please ask for ", name, " again."]
         text, pos, doc_spans = "", 0, []
         for j, part in enumerate(parts):
@@ -98,7 +102,7 @@ def test_identity_release_fails_constant_release_passes_and_no_value_leaves(audi
         assert 0.0 <= row.violation_ratio <= 1.0 and row.log10_p_fail <= 0.0 and row.date == DATE
         assert row.utility_loss == pytest.approx(0.0, abs=1e-5)  # nothing was changed
         assert row.staged_runs == staged_state(ctx.lakehouse, STAGED_SANITIZED_DOCUMENTS, DATE, ["r"]) and row.valid
-    assert leak.documents == 150 and leak.unaligned == 0 and leak.candidates == 16
+    assert leak.documents == 150 and leak.unaligned == 0 and leak.candidates == 158
     assert leak.valid and leak.controls["control_identity"] > 0.5 > 0.1 > leak.controls["control_uniform"]
     assert not leak.passed and leak.worst_violation_ratio > 0.5
 

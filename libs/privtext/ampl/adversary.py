@@ -432,14 +432,18 @@ def fit_copy_weight(log_gauss: np.ndarray, copy_mass: np.ndarray, null_mass: np.
 
 
 def fit_copy_weights(view: TrainedAdversary, val: ReleasedSequences, candidates: np.ndarray, scale: float,
-                     floor: float, groups=None) -> dict:
+                     floor: float, groups=None, rows: np.ndarray | None = None) -> dict:
     """w per adjacency group (``groups``: each candidate's; one group if None), each fitted by
-    ``fit_copy_weight`` on the validation split of the released view, at the Gaussian ``scale`` of
-    ``shared_scale``: never on the audited documents."""
+    ``fit_copy_weight`` on the validation split of the released view (``rows``: only these of its replaced
+    positions, ``targets()`` order), at the Gaussian ``scale`` of ``shared_scale``: never on the audited
+    documents."""
     candidates = np.asarray(candidates, dtype=np.float64)
     points, multiplicity, copied = copied_points(val, candidates)
     truth = nearest_candidate(val.targets().astype(np.float64), candidates)
-    rows = np.flatnonzero(copied >= 0)
+    usable = copied >= 0
+    if rows is not None:
+        usable &= np.isin(np.arange(usable.size), rows)
+    rows = np.flatnonzero(usable)
     if rows.size == 0:
         return {}
     gauss = posterior_of(view, val, candidates, scale, floor)
@@ -480,9 +484,11 @@ TEMPERATURE_GRID = tuple(2.0 ** (k / 2) for k in range(-4, 21))  # 0.25 .. 1024
 
 
 def shared_scale(views: Sequence[TrainedAdversary], val: ReleasedSequences, candidates: np.ndarray, floor: float,
-                 temperature: float | str = "calibrated", chunk_elems: int = 1 << 24) -> float:
+                 temperature: float | str = "calibrated", chunk_elems: int = 1 << 24,
+                 rows: np.ndarray | None = None) -> float:
     """The one Gaussian scale tau_base * tau of the posterior AND the prior (Sec. 2.4): tau_base = 2 * the
-    views' mean validation MSE per dimension; tau the given number, or (``"calibrated"``) temperature scaling
+    views' mean validation MSE per dimension (over ``rows`` of the replaced positions, ``targets()`` order, if
+    given: the population the audit scores); tau the given number, or (``"calibrated"``) temperature scaling
     on held-out data (Guo et al. 2017): the grid temperature minimising the views' summed validation negative
     log-likelihood of the true candidate (an over-confident posterior inflates every log-ratio).
 
@@ -495,19 +501,23 @@ def shared_scale(views: Sequence[TrainedAdversary], val: ReleasedSequences, cand
     With one scale the shift is 2 (p' - p).(x_i - x_j) / s: only what the released tokens moved.
     The squared distances are computed once per chunk of validation targets and reused for every grid
     temperature."""
-    base = 2.0 * float(np.mean([v.val_mse for v in views]))
+    targets = val.targets().astype(np.float64)
+    preds = [view.predict(val) for view in views]
+    if rows is not None:
+        targets, preds = targets[rows], [p[rows] for p in preds]
+    base = 2.0 * float(np.mean([np.mean((p - targets) ** 2) for p in preds]))  # each view's val_mse on ``rows``
     if temperature != "calibrated":
         return base * float(temperature)
     candidates = np.asarray(candidates, dtype=np.float64)
-    truth = torch.as_tensor(nearest_candidate(val.targets().astype(np.float64), candidates))
+    truth = torch.as_tensor(nearest_candidate(targets, candidates))
     device = views[0].device
     cand = torch.as_tensor(candidates, device=device)
     cand_sq = (cand * cand).sum(1)
     scales = torch.as_tensor([base * t for t in TEMPERATURE_GRID], dtype=torch.float64, device=device)
     rows = max(1, chunk_elems // max(1, cand.shape[0]))
     nll = torch.zeros(len(TEMPERATURE_GRID), dtype=torch.float64, device=device)
-    for view in views:
-        pred = torch.as_tensor(view.predict(val), dtype=torch.float64, device=device)
+    for pred in preds:
+        pred = torch.as_tensor(pred, dtype=torch.float64, device=device)
         for s in range(0, pred.shape[0], rows):
             p, idx = pred[s:s + rows], truth[s:s + rows].to(device)
             sq = ((p * p).sum(1)[:, None] + cand_sq[None, :] - 2.0 * p @ cand.T).clamp_min(0.0)

@@ -48,11 +48,13 @@ class Span:
 @dataclass(frozen=True)
 class DocTokens:
     """original: tokens in reading order; released: the same with replacements at span positions;
-    spans: the Span at each position (None for context)."""
+    spans: the Span at each position (None for context); draw: the surrogate draw epoch of the document's
+    date (a value's surrogate repeats within one epoch: ``clusant.surrogates``)."""
 
     original: tuple[str, ...]
     released: tuple[str, ...]
     spans: tuple[Span | None, ...]
+    draw: int = 0
 
 
 def clean_spans(spans: Sequence[Span]) -> list[Span]:

@@ -75,20 +75,25 @@ Distance = Callable[[np.ndarray, np.ndarray], np.ndarray]  # candidate index pai
 
 
 def true_secret_triplets(rng: np.random.Generator, truth: np.ndarray, candidates: np.ndarray, count: int,
-                         groups: np.ndarray | None = None, distance: Distance | None = None) -> Triplets:
+                         groups: np.ndarray | None = None, distance: Distance | None = None,
+                         eligible: np.ndarray | None = None) -> Triplets:
     """i.i.d. triplets (y, x_i, x_j): y uniform among the observations, x_i = the true secret of y
     (``truth[y]``, an index into ``candidates``), x_j uniform among the candidates of x_i's group (the
     sanitizer's adjacency: two values of one span, i.e. of one entity type; all candidates if no
     ``groups``) at distance > 0. Observations whose group has no other candidate are not sampled.
     ``distance``: the metric d of Eq. 5, which must be the metric of the audited guarantee (the
-    mechanism's D_k for CluSanT); default the Euclidean distance of the candidate rows."""
+    mechanism's D_k for CluSanT); default the Euclidean distance of the candidate rows. ``eligible``: a
+    boolean per observation, only those are sampled (the audit's unseen units); default all."""
     truth = np.asarray(truth, dtype=np.int64)
     k = candidates.shape[0]
     groups = np.zeros(k, dtype=np.int64) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
     order = np.argsort(groups, kind="stable")  # the members of group g: order[start[g]:start[g] + size[g]]
     size = np.bincount(groups)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
-    usable = np.flatnonzero(size[groups[truth]] > 1) if truth.size else truth
+    keep = size[groups[truth]] > 1
+    if eligible is not None:
+        keep &= np.asarray(eligible, dtype=bool)
+    usable = np.flatnonzero(keep)
     if usable.size < 1:
         raise ValueError("need an observation whose secret has another candidate of its type")
     obs = usable[rng.integers(0, usable.size, size=count)]

@@ -54,6 +54,10 @@ class AmplSettings(StrictModel):
     audit_eps: float | None = Field(None, gt=0)  # mPL bound to audit; None: the sanitizer's PII-tier eps
     max_documents: int = Field(2000, ge=10)
     min_documents: int = Field(20, ge=10)  # fewer documents with sensitive tokens: the audit refuses to run
+    # distinct held-out secrets whose value (and draw epoch) no training document holds; fewer: unauditable, the
+    # audit refuses (ampl.audit, "unseen units"). 44 = ceil(ln 0.01 / ln 0.9): a release keeping a share
+    # 2 * delta_target (0.1) of values verbatim has a kept one among them with probability >= 0.99
+    min_unseen_secrets: int = Field(44, ge=1)
     max_tokens: int = Field(64, ge=4)  # tokens per document (a window around the first sensitive token)
     window_days: int = Field(1, ge=1)  # audit the date's releases (1) or a reference window ending at it
 

@@ -17,14 +17,30 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import ArrayType, BooleanType, FloatType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DateType,
+    FloatType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
-from privtext.ampl.audit import CONTROLS, audit_with_diagnostics, control_release, controls_valid
+from privtext.ampl.audit import (
+    CONTROLS,
+    UnauditableError,
+    audit_with_diagnostics,
+    control_release,
+    controls_valid,
+    unit_labels,
+)
 from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
 from privtext.clusant.surface_format import adjacency_group, ascii_digits, render, surface_format
-from privtext.clusant.surrogates import AllowList
+from privtext.clusant.surrogates import AllowList, epoch_of
 from privtext.errors import PrivtextError
 from privtext.lineage import staged_state
 from privtext.platform.context import RunContext
@@ -41,6 +57,7 @@ TOKEN_SCHEMA = StructType([
     StructField("secret_id", ArrayType(StringType())),
     StructField("tier", ArrayType(StringType())),
     StructField("entity_type", ArrayType(StringType())),
+    StructField("date", DateType()),
 ])
 
 
@@ -77,29 +94,31 @@ def _tokens_task(max_tokens: int, allow: AllowList):
     def run(frames):
         for frame in frames:
             rows = []
-            for text, sanitized, spans in zip(frame["text"], frame["sanitized_text"], frame["spans"]):
+            for text, sanitized, spans, day in zip(frame["text"], frame["sanitized_text"], frame["spans"],
+                                                   frame["date"]):
                 spans = clean_spans([Span(int(s["start"]), int(s["end"]), s["secret_id"], s["tier"], s["entity_type"])
                                      for s in spans if text[int(s["start"]):int(s["end"])] not in allow])
                 replacements = align_replacements(text, spans, sanitized)
                 if replacements is None:
-                    rows.append((False, [], [], [], [], []))
+                    rows.append((False, [], [], [], [], [], day))
                     continue
                 doc = document_tokens(text, spans, replacements, max_tokens)
                 rows.append((True, list(doc.original), list(doc.released),
                              [s.secret_id if s else None for s in doc.spans],
                              [s.tier if s else None for s in doc.spans],
-                             [s.entity_type if s else None for s in doc.spans]))
+                             [s.entity_type if s else None for s in doc.spans], day))
             yield pd.DataFrame(rows, columns=TOKEN_SCHEMA.fieldNames())
     return run
 
 
 def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, max_documents: int,
-                  max_tokens: int, seed: int, allow: AllowList | None = None) -> tuple[list[DocTokens], int]:
+                  max_tokens: int, seed: int, allow: AllowList | None = None, epoch_days: int = 1
+                  ) -> tuple[list[DocTokens], int]:
     """(documents, unaligned count): at most ``max_documents`` documents with spans dated in
     [start, ctx.date], tokenized in executors and collected (O(sample), in memory only). ``released``
     (doc_id, date, sanitized_text) pairs each document with its release; None pairs it with itself
     (the identity release, for tuning where the release is simulated); ``allow``: the allow-list whose spans
-    are context (``_tokens_task``)."""
+    are context (``_tokens_task``); each document's ``draw`` is the surrogate epoch (``epoch_days``) of its date."""
     spans = (ctx.lakehouse.read(PII_SPANS, since=start, upto=ctx.date)
              .groupBy("doc_id", "date")
              .agg(F.collect_list(F.struct("start", "end", "secret_id", "tier", "entity_type")).alias("spans")))
@@ -114,7 +133,7 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
         window = F.col("date").between(F.lit(start), F.lit(ctx.date))
         joined = joined.join(released.where(window).select("doc_id", "date", "sanitized_text"), ["doc_id", "date"])
     sample = (joined.withColumn("_key", F.xxhash64("doc_id", F.lit(seed))).orderBy("_key").limit(max_documents)
-              .select("text", "sanitized_text", "spans"))
+              .select("text", "sanitized_text", "spans", "date"))
     docs, unaligned = [], 0
     for row in sample.mapInPandas(_tokens_task(max_tokens, allow or AllowList()), TOKEN_SCHEMA).toLocalIterator():
         if not row.aligned:
@@ -122,7 +141,7 @@ def sample_tokens(ctx: RunContext, released: DataFrame | None, start: dt.date, m
             continue
         spans = tuple(None if sid is None else Span(0, 0, sid, tier, etype)
                       for sid, tier, etype in zip(row.secret_id, row.tier, row.entity_type))
-        docs.append(DocTokens(tuple(row.original), tuple(row.released), spans))
+        docs.append(DocTokens(tuple(row.original), tuple(row.released), spans, epoch_of(row.date, epoch_days)))
     return docs, unaligned
 
 
@@ -243,29 +262,36 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
     staged = ctx.lakehouse.read(staged_spec, version, since=start, upto=ctx.date)
     staged_runs = staged_state(ctx.lakehouse, staged_spec, ctx.date, version=version, run_ids=(
         r["run_id"] for r in staged.where(F.col("date") == F.lit(ctx.date)).select("run_id").distinct().collect()))
+    clusant = ctx.settings.clusant
     docs, unaligned = sample_tokens(ctx, staged, start, ampl.max_documents, ampl.max_tokens,
-                                    int(rng.integers(0, 2**31 - 1)), AllowList(ctx.settings.clusant.allow_list))
+                                    int(rng.integers(0, 2**31 - 1)), AllowList(clusant.allow_list),
+                                    clusant.surrogate_epoch_days)
     docs = [d for d in docs if any(s is not None for s in d.spans)]
     if len(docs) < ampl.min_documents:
         raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
     batch, distance, _, _ = candidate_batch(ctx, docs, f"audit of {target} for {ctx.date}")
-    clusant = ctx.settings.clusant
     candidate_eps = (np.full(len(batch.candidates), float(eps)) if eps else
                      np.array([clusant.eps_for(t, _tier(ctx, t)) for t in batch.candidate_types]))
     eps = float(candidate_eps.min())  # rows, metrics and the plot report the strictest audited bound
     train_rows, test_rows = split_rows(rng, batch.release.n, 0.2)
     truth = batch.secrets.take(test_rows).truth()
+    # a unit is a secret within one surrogate epoch: only the held-out ones no training document holds are scored
+    labels = unit_labels(batch.secrets.secret_ids, [d.draw for d in docs])
+    units = tuple(labels[rows][labels[rows] >= 0] for rows in (train_rows, test_rows))
     releases = [("candidate", kind, batch.release) for kind in kinds]
     releases += [(c, kinds[0], control_release(batch.secrets, batch.candidates, c, rng)) for c in CONTROLS]
     rows, curves, results = [], {}, {}
     with torch_scope(threads=ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2)):
         for name, kind, release in releases:
-            result, diag = audit_with_diagnostics(release.take(train_rows), release.take(test_rows), batch.candidates,
-                                                  truth, adversary=kind, eps=candidate_eps, settings=ampl,
-                                                  groups=np.asarray(batch.candidate_groups, dtype=object),
-                                                  distance=distance,
-                                                  rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
+            try:
+                result, diag = audit_with_diagnostics(
+                    release.take(train_rows), release.take(test_rows), batch.candidates, truth, adversary=kind,
+                    eps=candidate_eps, settings=ampl, groups=np.asarray(batch.candidate_groups, dtype=object),
+                    distance=distance, units=units, rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
+            except UnauditableError as error:
+                raise AuditError(f"audit of {target} for {ctx.date} is unauditable: {error}; nothing was written "
+                                 "(the gate refuses)") from error
             results[name if name != "candidate" else kind] = result
             rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,
                          "triplets": result.triplets, "violation_ratio": result.violation_ratio,
@@ -277,7 +303,9 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
             ctx.tracked.log_metrics({f"{tag}_violation_ratio": result.violation_ratio,
                                      f"{tag}_log10_p_fail": result.log10_p_fail,
                                      f"{tag}_val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse,
-                                     f"{tag}_copy_weight_max": max(diag.copy_weights.values(), default=0.0)})
+                                     f"{tag}_copy_weight_max": max(diag.copy_weights.values(), default=0.0),
+                                     f"{tag}_unseen_secrets": diag.unseen_secrets,
+                                     f"{tag}_scored_observations": diag.scored_observations})
     valid = controls_valid(results["control_identity"], results["control_uniform"])
     for row in rows:
         row["valid"] = valid

@@ -56,7 +56,8 @@ def test_shared_scale_is_the_grid_temperature_of_the_summed_validation_nll():
     rng = np.random.default_rng(1)
     cand = rng.normal(size=(30, 5))
     targets = cand[rng.integers(0, 30, size=60)]
-    views = [_view(targets + rng.normal(scale=s, size=targets.shape), mse) for s, mse in ((0.3, 0.05), (0.8, 0.4))]
+    preds = [targets + rng.normal(scale=s, size=targets.shape) for s in (0.3, 0.8)]
+    views = [_view(p, float(np.mean((p - targets) ** 2))) for p in preds]  # val_mse as the adversary computes it
     val, floor = _val(targets), 1e-4
     base = 2.0 * np.mean([v.val_mse for v in views])
     truth = nearest_candidate(targets, cand)
@@ -69,6 +70,11 @@ def test_shared_scale_is_the_grid_temperature_of_the_summed_validation_nll():
     best = min(TEMPERATURE_GRID, key=nll)
     assert shared_scale(views, val, cand, floor, chunk_elems=64) == pytest.approx(base * best)
     assert shared_scale(views, val, cand, floor, temperature=3.0) == pytest.approx(base * 3.0)
+    # on a subset of the validation positions: the base and the grid temperature of those positions alone
+    rows = np.arange(0, len(targets), 3)
+    sub = [_view(p[rows], float(np.mean((p[rows] - targets[rows]) ** 2))) for p in preds]
+    assert shared_scale(views, val, cand, floor, rows=rows) == pytest.approx(shared_scale(sub, _val(targets[rows]),
+                                                                                          cand, floor))
 
 
 TINY = AmplSettings(epochs=12, hidden_size=16, num_layers=1, heads=2, batch_size=16, dropout=0.0, triplets=4000,
