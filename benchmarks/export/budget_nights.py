@@ -1,5 +1,6 @@
 """The sanitize budget policy over many nights of real-looking mail (docs/privacy-model.md, "The sanitizer's
-budget policy"): the share of spans masked as [TYPE] per night and the worst (type, value)'s spend.
+budget policy"): the share of spans masked as [TYPE] per night and the worst value's spend, per value string
+across the types it was detected as (the ledger's unit), and per (type, value) beside it.
 
 Algorithm level, without Spark, with the stage's own functions: ``stages.sanitize.doc_spans`` (merge and
 allow-list), ``drawn_values`` (the plan job's body), ``check_schedule``, ``new_draws``, the ledger's
@@ -135,9 +136,11 @@ def main(argv=None) -> int:
     limit = budget.mldp_eps_max
     fingerprint = _sanitizer_key(settings)
     draw_eps = max(ts.mechanism.epsilon for ts in sanitizer.per_type.values())
+    string_eps = sum(ts.mechanism.epsilon for ts in sanitizer.per_type.values())  # the stage's schedule per draw
     eps_of = lambda t: sanitizer.per_type[t].mechanism.epsilon if t in sanitizer.per_type else 0.0  # noqa: E731
     print(f"nights: {args.nights}\nmail_per_night: {args.mail_per_night}\nepoch_days: {epoch_days}\n"
-          f"allow_list_entries: {len(allow)}\nmldp_eps_max: {limit:g}\ndraw_eps: {draw_eps:g}")
+          f"allow_list_entries: {len(allow)}\nmldp_eps_max: {limit:g}\ndraw_eps: {draw_eps:g}\n"
+          f"draw_string_eps: {string_eps:g}\ndrawn_types: {len(sanitizer.per_type)}")
     entries: list[dict] = []
     former: dict = {}
     rows = []
@@ -148,14 +151,15 @@ def main(argv=None) -> int:
         epoch = epoch_of(day, epoch_days)
         draw = draw_id(epoch, fingerprint)
         try:
-            schedule = check_schedule(entries, draw, draw_eps, limit, "bench")
+            schedule = check_schedule(entries, draw, string_eps, limit, "bench")
         except BudgetExceeded:
             rows.append({"night": n + 1, "refused": True})
             print(f"night_{n + 1:02d}: refused by the schedule")
             continue
         drawn = drawn_values(texts, spans, allow, frozenset(sanitizer.per_type), KEY)
         new = new_draws(entries, draw, drawn)
-        params = {"draw": draw, "draw_eps": draw_eps, "epoch": epoch, "date": day.isoformat()}
+        params = {"draw": draw, "draw_eps": draw_eps, "draw_string_eps": string_eps, "string_units": True,
+                  "epoch": epoch, "date": day.isoformat()}
         tonight = [_entry(mldp_charge("bench", "sanitize", f"n{n}", "clusant", epsilon=eps_of(t),
                                       pure_epsilon=eps_of(t),
                                       metric="D_k", k=settings.clusant.k, params={**params, "entity_type": t}), values)
@@ -169,11 +173,13 @@ def main(argv=None) -> int:
         allowed = sum(a for _, a in planned)
         composed = composed_spend(entries, budget).mldp
         independent = _independent_worst(entries)
+        per_type = _independent_worst(entries, by_type=True)
         f_total, f_masked, f_types = former_policy(former, texts, spans, eps_of, limit)
         row = {"night": n + 1, "date": day.isoformat(), "spans": total, "masked_share": masked / max(1, total),
                "masked_types": sorted({t for m in out.masked for t in m}), "allowed_share": allowed / max(1, total),
                "values_drawn": len(drawn), "values_charged": sum(len(v) for v in new.values()),
                "worst_spend": composed.epsilon if composed else 0.0, "worst_spend_independent": independent,
+               "worst_type_value_spend": per_type,
                "schedule_bound": mldp_schedule(entries)["bound"], "limit": limit,
                "former_masked_share": f_masked / max(1, f_total), "former_masked_types": sorted(f_types),
                "former_worst_spend": max(former.values(), default=0.0), "seconds": time.perf_counter() - started}
@@ -181,17 +187,18 @@ def main(argv=None) -> int:
         rows.append(row)
         print(f"night_{n + 1:02d}: spans {total} masked {row['masked_share']:.2%} {row['masked_types']} allowed "
               f"{row['allowed_share']:.2%} drawn {len(drawn)} charged {row['values_charged']} "
-              f"worst {row['worst_spend']:g} "
-              f"(independent {independent:g}, schedule {row['schedule_bound']:g} of {limit:g}) | former policy: masked "
+              f"worst string {row['worst_spend']:g} (independent {independent:g}; per (type, value) {per_type:g}; "
+              f"schedule {row['schedule_bound']:g} of {limit:g}) | former policy: masked "
               f"{row['former_masked_share']:.2%} {row['former_masked_types']} worst {row['former_worst_spend']:g}")
     done = [r for r in rows if not r.get("refused")]
     print(f"first_night_masked_share: {done[0]['masked_share']:.4f}")
     print(f"max_masked_share: {max(r['masked_share'] for r in done):.4f}")
     print(f"mean_allowed_share: {sum(r['allowed_share'] for r in done) / len(done):.4f}")
     print(f"final_worst_spend: {done[-1]['worst_spend']:g}")
+    print(f"final_worst_type_value_spend: {done[-1]['worst_type_value_spend']:g}")
     print(f"final_schedule_bound: {done[-1]['schedule_bound']:g}")
-    print(f"horizon_epochs: {int(limit // draw_eps)}")
-    print(f"horizon_days: {int(limit // draw_eps) * epoch_days}")
+    print(f"horizon_epochs: {int(limit // string_eps)}")
+    print(f"horizon_days: {int(limit // string_eps) * epoch_days}")
     print(f"former_first_night_masked_share: {done[0]['former_masked_share']:.4f}")
     print(f"former_last_night_masked_share: {done[-1]['former_masked_share']:.4f}")
     print(f"refused_nights: {len(rows) - len(done)}")
@@ -207,13 +214,14 @@ def _sanitized(sanitizer, encode, texts, docs, key):
     return sanitize_documents(sanitizer, encode, None, texts, docs, draw_key=key)
 
 
-def _independent_worst(entries: list[dict]) -> float:
-    """Plain Python: the largest eps * occurrences summed per (entity type, value) over the ledger's mldp rows."""
+def _independent_worst(entries: list[dict], by_type: bool = False) -> float:
+    """Plain Python: the largest eps * occurrences summed per value string (the unit, whatever the row's type)
+    over the ledger's mldp rows; ``by_type``: per (entity type, value), the former unit."""
     sums: dict = {}
     for e in entries:
         if e["guarantee"] == "mldp":
             for x in e["exposures"]:
-                key = (e["params"]["entity_type"], x["unit"])
+                key = (e["params"]["entity_type"], x["unit"]) if by_type else x["unit"]
                 sums[key] = sums.get(key, 0.0) + e["spend"]["epsilon"] * x["occurrences"]
     return max(sums.values(), default=0.0)
 

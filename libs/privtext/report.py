@@ -135,7 +135,7 @@ def plain_words(entry: dict, delta: float | None = None) -> str:
         return (f"{who}: {_fmt(eps)}-metric local DP per draw of a value, for the metric {metric}"
                 f" (k={_fmt(k)}): the likelihood ratio of two values x, x' is at most e^({_fmt(eps)}*{metric}(x,x')); "
                 f"across all values at most e^{_fmt(pure)} (pure local DP).{draw} The ledger sums the draws per "
-                "(type, value).")
+                "value string, across the types the detector gave it.")
     if kind == "empirical_mpl":
         return f"{who}: measured leakage from an audit, recorded for the record; it is not a guarantee."
     why = f" Recorded because: {params['why']}." if params.get("why") else ""

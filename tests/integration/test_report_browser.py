@@ -98,7 +98,7 @@ def test_report_renders_verdict_and_key_figures_in_a_browser(chromium, settings,
     assert "Text outside the detected spans is published unchanged" in visible
     assert "ε = 2 for PERSON" in visible and "ε = 4 for LOCATION" in visible
     # budget per protected unit: the value met 3 times at eps 2 is the worst: 6 of 20, 30%
-    assert "metric-LDP epsilon, summed over occurrences\t6\t20\t30%" in visible
+    assert "metric-LDP epsilon summed over its draws, across the types detected\t6\t20\t30%" in visible
     # audits with their controls, read for people
     assert "control: unchanged text\t1\t0.05\t20,000\t2\tfailed, as it must" in visible
     assert "control: every secret random\t0\t0.05\t20,000\t2\tpassed, as it must" in visible

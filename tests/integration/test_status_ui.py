@@ -56,8 +56,8 @@ def test_status_shows_last_runs_gate_budget_and_rows(tmp_path, capsys):
             and "gate: refused: rnn found leakage" in nightly)
     assert re.search(r"synthetic_refresh\s+no run", out)
     # 5 occurrences x eps 4 = 20 of the default mldp_eps_max 200
-    assert ("default:\n    per value: 20 of 200 used (10%; metric-LDP epsilon, summed over occurrences, "
-            "worst of 2 values)") in out
+    assert ("default:\n    per value: 20 of 200 used (10%; metric-LDP epsilon summed over its draws, across the "
+            "types detected, worst of 2 values)") in out
     assert re.search(r"protected\.leakage_audits\s+1\n", out) and re.search(r"restricted\.documents\s+not created", out)
 
     assert main(["--conf", str(conf), "status", "--date", "2026-01-14"]) == 0

@@ -55,8 +55,9 @@ def describe(total: ComposedSpend, budget) -> list[str]:
                    f"release(s) (limit eps {budget.eps_max:g}).")
     mldp = total.mldp
     if mldp:
-        out.append(f"Replaced values: the most drawn of {mldp.values:,} (type, value) pairs has metric-LDP eps "
-                   f"{mldp.epsilon:.3g} summed over its draws (limit {budget.mldp_eps_max:g}); "
+        out.append(f"Replaced values: the most drawn of {mldp.values:,} values (one string, whatever type the "
+                   f"detector gave it) has metric-LDP eps {mldp.epsilon:.3g} summed over its draws of every type "
+                   f"(limit {budget.mldp_eps_max:g}); "
                    f"{mldp.values_near_limit} value(s) are above {NEAR_LIMIT:.0%} of the limit.")
     return out
 
@@ -76,7 +77,8 @@ def usage(total: ComposedSpend, budget) -> list[dict]:
                      "releases": adp.releases})
     mldp = total.mldp
     if mldp:
-        rows.append({"guarantee": "mldp", "unit": "value", "measure": "metric-LDP epsilon, summed over occurrences",
+        rows.append({"guarantee": "mldp", "unit": "value",
+                     "measure": "metric-LDP epsilon summed over its draws, across the types detected",
                      "spent": mldp.epsilon, "limit": budget.mldp_eps_max, "units": mldp.values,
                      "near_limit": mldp.values_near_limit, "releases": mldp.releases})
     return rows

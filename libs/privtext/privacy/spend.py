@@ -52,8 +52,8 @@ class DpSpend:
 
 @dataclass(frozen=True)
 class MldpSpend:
-    """Metric-LDP eps of the most drawn (entity type, value), summed over its draws, and the largest sum of
-    pure-LDP eps of one value."""
+    """Metric-LDP eps of the most drawn value string, summed over its draws of every type the detector gave it,
+    and the largest sum of pure-LDP eps of one string; ``values``: the strings charged."""
 
     epsilon: float
     values: int

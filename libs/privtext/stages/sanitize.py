@@ -21,12 +21,14 @@ one the ledger's secret_id hashes) and reproduced by every batch, night and reru
 the value x replaced by x' in all its occurrences of the epoch (the equality of spans is disclosed, as
 type and format are). The ledger gets, BEFORE anything is written and in one all-or-nothing commit, one
 ``mldp`` charge per span type with the keyed values drawn tonight that no earlier entry of the same draw
-charged (occurrences 1), every entry naming the draw (``params.draw``, ``draw_eps``); a night with nothing
-new records the draw in a ``none`` entry. No decision depends on private counts: which spans are
+charged (occurrences 1; a code type's span names its string's key too: the ledger composes per string,
+across types), every entry naming the draw (``params.draw``, ``draw_eps``, ``draw_string_eps``); a night
+with nothing new records the draw in a ``none`` entry. No decision depends on private counts: which spans are
 replaced, left (allow-list) or masked (a type without vocabulary) depends on the configuration, the
 spans' types and their text only, and the night is refused (``BudgetExceeded``) only when the ledger's
-public schedule (``budget.mldp_schedule``: the sum over its distinct draws of their largest eps) would
-pass the strictest ``mldp_eps_max``; that bound holds for every (type, value) whatever occurred, so the
+public schedule (``budget.mldp_schedule``: the sum over its distinct draws of the sum of eps over the
+mechanism's types, as one string may be detected as every type) would pass the strictest ``mldp_eps_max``;
+that bound holds for every value string whatever occurred, so the
 ledger's own per-value check can never be the one refusing. ``custext`` has no guarantee across
 clusters: it is recorded as ``none`` and ``publish`` refuses its output. Placeholders are deterministic masks.
 
@@ -114,7 +116,7 @@ class SanitizeResult:
     replaced_by_type: dict[str, int] = field(default_factory=dict)
     masked_by_type: dict[str, int] = field(default_factory=dict)  # [TYPE]: types without a replacement vocabulary
     draw: str = ""  # the surrogate draw (epoch:mechanism) tonight's values were drawn in
-    mldp_schedule: float = 0.0  # the schedule's bound on any (type, value)'s spend after tonight
+    mldp_schedule: float = 0.0  # the schedule's bound on any value string's spend (across types) after tonight
     mldp_limit: float = 0.0
 
 
@@ -137,12 +139,14 @@ def doc_spans(text: str, spans, allow: AllowList) -> tuple[list[tuple[int, int, 
 
 
 def drawn_values(texts, spans_per_doc, allow: AllowList, drawn_types, key: bytes) -> set[tuple[str, str]]:
-    """The distinct (type, secret_id) the documents draw: merged spans not allow-listed, of a type with a vocabulary."""
+    """The distinct (type, secret_id) the documents draw: merged spans not allow-listed, of a type with a vocabulary.
+    A span names its type's key (the draw's and the spans' secret_id) and its string's own key (``normalize_value``
+    of no type: the ledger's unit across types) where they differ: a code type keys letters and digits only."""
     out = set()
     for text, spans in zip(texts, spans_per_doc):
         for s, e, t, _ in doc_spans(text, spans, allow)[0]:
             if t in drawn_types:
-                out.add((t, secret_id(key, normalize_value(t, text[s:e]))))
+                out |= {(t, secret_id(key, v)) for v in {normalize_value(t, text[s:e]), normalize_value("", text[s:e])}}
     return out
 
 
@@ -156,17 +160,19 @@ def new_draws(entries: list[dict], draw: str, drawn: set[tuple[str, str]]) -> di
     return out
 
 
-def check_schedule(entries: list[dict], draw: str, draw_eps: float, limit: float, dataset: str) -> dict:
-    """Refuse (``BudgetExceeded``) when the ledger's public schedule with tonight's draw would pass ``limit``."""
-    schedule = mldp_schedule(entries
-                             + [{"guarantee": "none", "params": {"draw": draw, "draw_eps": draw_eps}, "spend": {}}])
+def check_schedule(entries: list[dict], draw: str, string_eps: float, limit: float, dataset: str) -> dict:
+    """Refuse (``BudgetExceeded``) when the ledger's public schedule with tonight's draw would pass ``limit``;
+    ``string_eps``: the most one string can spend in the draw (the sum of eps over the mechanism's types)."""
+    schedule = mldp_schedule(entries + [{"guarantee": "none", "params": {"draw": draw, "draw_string_eps": string_eps},
+                                         "spend": {}}])
     if exceeds(schedule["bound"], limit):
         raise BudgetExceeded(
             f"privacy budget of dataset {dataset!r} would be exceeded: {schedule['draws']} surrogate draw(s) "
-            f"(epochs x mechanisms) at up to eps {draw_eps:g} each, plus {schedule['legacy']:.4g} of older "
-            f"per-document charges, bound every value at {schedule['bound']:.4g} > mldp_eps_max = {limit:g}; "
-            "the schedule does not "
-            "depend on the data: lengthen clusant.surrogate_epoch_days, lower clusant.eps, or end the export")
+            f"(epochs x mechanisms) at up to eps {string_eps:g} per value string each (one string may be detected "
+            f"as every type), plus {schedule['older'] + schedule['legacy']:.4g} of older charges, bound every value "
+            f"at {schedule['bound']:.4g} > mldp_eps_max = {limit:g}; the schedule does not depend on the data: "
+            "lengthen clusant.surrogate_epoch_days, lower clusant.eps, draw fewer clusant.entity_types, "
+            "or end the export")
     return schedule
 
 
@@ -379,13 +385,14 @@ def run(ctx: RunContext) -> SanitizeResult:
     epoch, fingerprint = epoch_of(ctx.date, settings.clusant.surrogate_epoch_days), _sanitizer_key(settings)
     draw = draw_id(epoch, fingerprint)
     draw_eps = max((ts.mechanism.epsilon for ts in sanitizer.per_type.values()), default=0.0)
+    string_eps = sum(ts.mechanism.epsilon for ts in sanitizer.per_type.values())  # one string as every type
     limit = ledger.limits(settings.run.dataset, entries).mldp_eps_max
-    schedule = check_schedule(entries, draw, draw_eps, limit, settings.run.dataset)  # data-independent
+    schedule = check_schedule(entries, draw, string_eps, limit, settings.run.dataset)  # data-independent
     drawn = {(r["entity_type"], r["secret_id"]) for r in  # O(distinct values)
              by_document(inputs, settings).mapInPandas(_plan_batches(settings, key, frozenset(sanitizer.per_type)),
                                                        PLAN_SCHEMA).distinct().toLocalIterator()}
-    draw_params = {"draw": draw, "draw_eps": draw_eps, "epoch": epoch,
-                   "surrogate_epoch_days": settings.clusant.surrogate_epoch_days,
+    draw_params = {"draw": draw, "draw_eps": draw_eps, "draw_string_eps": string_eps, "string_units": True,
+                   "epoch": epoch, "surrogate_epoch_days": settings.clusant.surrogate_epoch_days,
                    "allow_list": len(settings.clusant.allow_list)}
     _charge(ctx, sanitizer, new_draws(entries, draw, drawn), draw_params)  # before any write
 

@@ -221,7 +221,7 @@ def former_masked_types(entries, values_by_type: dict[str, dict[str, int]], eps:
     its values' ledger spend plus eps per document tonight passes the limit. Kept here as the control the
     D / D' test must catch."""
     keys, sums, everyone = _per_value(entries)
-    spent = {v: s for (t, v), s in zip(keys, sums)}
+    spent = dict(zip(keys, sums))
     return {t for t, values in values_by_type.items() if any(everyone + spent.get(v, 0.0) + eps * n > limit
                                                              for v, n in values.items())}
 
@@ -240,7 +240,7 @@ def _night(sanitizer, texts, spans, entries, day):
     epoch = epoch_of(day, 30)
     draw = draw_id(epoch, "fp")
     try:
-        check_schedule(entries, draw, 4.0, LIMIT, "d")
+        check_schedule(entries, draw, sum(ts.mechanism.epsilon for ts in sanitizer.per_type.values()), LIMIT, "d")
     except BudgetExceeded:
         return "refused", None, None
     new = new_draws(entries, draw, drawn_values(texts, spans, allow, frozenset(sanitizer.per_type), KEY))
@@ -284,38 +284,44 @@ def test_d_and_d_prime_differing_in_one_occurrence_of_one_date_get_the_same_deci
 # --------------------------------------------------------------------------- schedule, ledger and an independent sum
 
 
-def _independent_sums(entries: list[dict]) -> dict[tuple[str, str], float]:
-    """Plain Python: eps * occurrences summed per (entity type, value) over the ledger's mldp rows."""
+def _independent_sums(entries: list[dict], by_type: bool = False) -> dict:
+    """Plain Python: eps * occurrences summed per value string (its unit, whatever the row's type) over the
+    ledger's mldp rows; ``by_type``: per (entity type, value) instead, the former unit (the mutation)."""
     out: dict = {}
     for e in entries:
         if e["guarantee"] != "mldp":
             continue
         for x in e["exposures"]:
-            key = (e["params"]["entity_type"], x["unit"])
+            key = (e["params"]["entity_type"], x["unit"]) if by_type else x["unit"]
             out[key] = out.get(key, 0.0) + e["spend"]["epsilon"] * x["occurrences"]
     return out
+
+
+EPS = {"PERSON": 2.0, "EMAIL_ADDRESS": 2.0, "ORGANIZATION": 4.0, "NRP": 4.0}
+
+
+def _night_rows(night: int, draw: str, new: dict, eps: dict = EPS) -> list[dict]:
+    """The stage's ledger rows of one night (``stages.sanitize._charge``): one mldp row per type with new draws,
+    or one ``none`` entry naming the draw."""
+    params = {"draw": draw, "draw_eps": max(eps.values()), "draw_string_eps": sum(eps.values()), "string_units": True}
+    rows = [_entry(mldp_charge("d", "sanitize", f"n{night}", "clusant", epsilon=eps[t], pure_epsilon=5.0,
+                               metric="D_k", k=4, params={**params, "entity_type": t}), values)
+            for t, values in sorted(new.items())]
+    return rows or [_entry(none_charge("d", "sanitize", f"n{night}", "clusant", reason="reused", params=params))]
 
 
 def _simulate(nights: int, epoch_days: int, dedup: bool = True, reruns=(3, 17)) -> list[dict]:
     """Nights of a mailbox through the stage's charge rule: a colleague every night (as PERSON, and as
     ORGANIZATION on even nights), a list address every night, rare values; reruns of some nights."""
     rng = np.random.default_rng(5)
-    eps = {"PERSON": 2.0, "EMAIL_ADDRESS": 2.0, "ORGANIZATION": 4.0}
     entries: list[dict] = []
-    start = START
     for night in [*range(nights), *reruns]:
-        day = start + dt.timedelta(days=night)
-        draw = draw_id(epoch_of(day, epoch_days), "fp")
+        draw = draw_id(epoch_of(START + dt.timedelta(days=night), epoch_days), "fp")
         drawn = {("PERSON", "colleague"), ("EMAIL_ADDRESS", "list")} | {("PERSON", f"rare{rng.integers(1000)}")}
         if night % 2 == 0:
             drawn.add(("ORGANIZATION", "colleague"))
         new = new_draws(entries, draw, drawn) if dedup else {t: {v: 1 for tt, v in drawn if tt == t} for t, _ in drawn}
-        params = {"draw": draw, "draw_eps": max(eps.values())}
-        rows = [_entry(mldp_charge("d", "sanitize", f"n{night}", "clusant", epsilon=eps[t], pure_epsilon=5.0,
-                                   metric="D_k", k=4, params={**params, "entity_type": t}), values)
-                for t, values in sorted(new.items())]
-        entries += rows or [_entry(none_charge("d", "sanitize", f"n{night}", "clusant", reason="reused",
-                                               params=params))]
+        entries += _night_rows(night, draw, new)
     return entries
 
 
@@ -327,23 +333,106 @@ def test_no_value_passes_its_limit_the_schedule_bounds_every_value_and_an_indepe
     assert total.values == len(sums)
     schedule = mldp_schedule(entries)
     epochs = len({epoch_of(START + dt.timedelta(days=n), 7) for n in range(90)})
-    assert schedule["draws"] == epochs and schedule["bound"] == pytest.approx(4.0 * epochs)
+    assert schedule["draws"] == epochs and schedule["bound"] == pytest.approx(sum(EPS.values()) * epochs)
     assert max(sums.values()) <= schedule["bound"] <= LIMIT
-    # the colleague, every night, as PERSON: one draw per epoch, whatever the nights and reruns
-    assert sums[("PERSON", "colleague")] == pytest.approx(2.0 * epochs)
-    assert sums[("ORGANIZATION", "colleague")] == pytest.approx(4.0 * epochs)
+    # the colleague, every night, as PERSON and (some nights) ORGANIZATION: one draw of each type per epoch,
+    # whatever the nights and reruns, and one unit across the two types
+    assert sums["colleague"] == pytest.approx((2.0 + 4.0) * epochs) == total.epsilon
+    # the mutation: keyed per (type, value) the worst is one type's draws only, below what the string met
+    per_type = max(_independent_sums(entries, by_type=True).values())
+    assert per_type == pytest.approx(4.0 * epochs) and per_type < total.epsilon
     # negative control: charging every night (no reuse) passes the schedule's bound: the bound would lie
     loose = _independent_sums(_simulate(nights=90, epoch_days=7, dedup=False))
     assert max(loose.values()) > schedule["bound"]
 
 
 def test_the_schedule_refuses_the_draw_that_would_pass_the_limit_whatever_the_data():
-    entries = _simulate(nights=50 * 7, epoch_days=7, reruns=())  # 50 epochs x 4 = the limit, reached exactly
-    assert mldp_schedule(entries)["bound"] == pytest.approx(LIMIT)
-    last = START + dt.timedelta(days=50 * 7 - 1)
-    check_schedule(entries, draw_id(epoch_of(last, 7), "fp"), 4.0, LIMIT, "d")  # a rerun in the last epoch: no new draw
+    per_draw = sum(EPS.values())  # 12: a string may be detected as every type of the mechanism
+    epochs = int(LIMIT // per_draw)
+    entries = _simulate(nights=epochs * 7, epoch_days=7, reruns=())
+    assert mldp_schedule(entries)["bound"] == pytest.approx(per_draw * epochs) and per_draw * (epochs + 1) > LIMIT
+    last = START + dt.timedelta(days=epochs * 7 - 1)
+    check_schedule(entries, draw_id(epoch_of(last, 7), "fp"), per_draw, LIMIT, "d")  # a rerun in the last epoch
     with pytest.raises(BudgetExceeded, match="surrogate draw"):
-        check_schedule(entries, draw_id(epoch_of(last, 7) + 1, "fp"), 4.0, LIMIT, "d")
+        check_schedule(entries, draw_id(epoch_of(last, 7) + 1, "fp"), per_draw, LIMIT, "d")
     emptied = [{**e, "exposures": None} if e["guarantee"] == "mldp" else e for e in entries]
     assert mldp_schedule(emptied)["bound"] == mldp_schedule(entries)["bound"]  # the data does not move it
     assert math.isclose(mldp_schedule([])["bound"], 0.0)
+
+
+# --------------------------------------------------------------------------- the unit: a value string, across types
+
+
+def _ledger_of_nights(nights: list[tuple[list[str], list[list[dict]]]], eps: dict = EPS) -> list[dict]:
+    """The stage's plan and charge rule (``drawn_values``, ``new_draws``, ``_charge``) over nights of one draw."""
+    entries: list[dict] = []
+    for n, (texts, spans) in enumerate(nights):
+        new = new_draws(entries, "1:fp", drawn_values(texts, spans, AllowList([]), frozenset(eps), KEY))
+        entries += _night_rows(n, "1:fp", new, eps)
+    return entries
+
+
+def test_a_string_typed_three_ways_composes_to_the_sum_of_its_three_draws():
+    """The issue's case: one name detected as NRP, ORGANIZATION and PERSON on one night meets three draws (2 + 4
+    + 4); the ledger's figure is that sum, equal to an independent plain-Python sum per string over the rows,
+    and within the schedule's bound. The mutation (the former per-(type, value) keying) reports 4."""
+    texts = ["Greetings from the Jordan team", "Jordan wrote back", "the Jordan community"]
+    spans = [_spans(t, [("Jordan", ty)]) for t, ty in zip(texts, ["ORGANIZATION", "PERSON", "NRP"])]
+    entries = _ledger_of_nights([(texts, spans), (texts[:1], spans[:1])])  # night 2: a rerun
+    total = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], BUDGET).mldp
+    sums = _independent_sums(entries)
+    assert sums == {secret_id(KEY, "jordan"): 2.0 + 4.0 + 4.0}
+    assert total.epsilon == pytest.approx(10.0) and total.values == 1
+    assert max(_independent_sums(entries, by_type=True).values()) == 4.0 < total.epsilon  # the mutation fails
+    assert total.epsilon <= mldp_schedule(entries)["bound"] == sum(EPS.values())
+
+
+def test_width_and_case_variants_are_one_unit_a_confusable_is_another_and_a_code_type_names_its_string():
+    """The unit is the string's key (NFKC, case folded, spaces collapsed, edge punctuation stripped): the key
+    the draw is made of, so a full-width or upper-case spelling shares the draw and the unit (an adversary's
+    variant cannot split it). A confusable (Cyrillic "о") is another string: another draw, another unit (it is
+    not merged: its draw is its own, and merging another value would charge one string for another's draws).
+    A code type keys letters and digits only; its row names the string's key too, so "+44 20 7946 0000" as
+    PHONE_NUMBER and as DATE_TIME composes across the two types."""
+    phone = "+44 20 7946 0000"
+    texts = ["Jordan Lee", "ＪＯＲＤＡＮ ＬＥＥ", "JORDAN  LEE.", "J\u043erdan Lee", f"call {phone}", f"at {phone}"]
+    found = [("Jordan Lee", "PERSON"), ("ＪＯＲＤＡＮ ＬＥＥ", "ORGANIZATION"), ("JORDAN  LEE.", "NRP"),
+             ("J\u043erdan Lee", "PERSON"), (phone, "PHONE_NUMBER"), (phone, "DATE_TIME")]
+    spans = [_spans(t, [f]) for t, f in zip(texts, found)]
+    entries = _ledger_of_nights([(texts, spans)], {**EPS, "PHONE_NUMBER": 2.0, "DATE_TIME": 4.0})
+    sums = _independent_sums(entries)
+    name, confusable = secret_id(KEY, "jordan lee"), secret_id(KEY, "j\u043erdan lee")
+    assert sums[name] == 2.0 + 4.0 + 4.0 and sums[confusable] == 2.0
+    assert sums[secret_id(KEY, normalize_value("", phone))] == 2.0 + 4.0  # the string, across its two types
+    assert sums[secret_id(KEY, "442079460000")] == 2.0  # the code key the spans' secret_id hashes
+    total = compose(entries, [exposure_arrays(e["exposures"]) for e in entries], BUDGET).mldp
+    assert total.epsilon == pytest.approx(max(sums.values())) and total.values == len(sums) == 4
+    # control: keyed on the raw text (no normalisation) the name would be three units of one draw each
+    raw = {(f[1], f[0]) for f in found[:3]}
+    assert len({v for _, v in raw}) == 3
+
+
+def test_an_older_ledger_never_under_counts_a_string():
+    """Rows written before the per-string unit: a code type's row named only its letters-and-digits key, so the
+    string it drew is unknown. Such a row counts for every value once per (type, draw): the string "+0100",
+    drawn as PHONE_NUMBER (key "0100") and as DATE_TIME ("+0100") in one older draw, composes to at least 2 + 4
+    (an over-count for other values, never an under-count), within the schedule's term for older draws; a
+    non-code older row composes on its own unit, as the new rows do."""
+    params = {"draw": "0:fp", "draw_eps": 4.0}
+    old = [_entry(mldp_charge("d", "sanitize", f"o{n}", "clusant", epsilon=eps, pure_epsilon=5.0, metric="D_k", k=4,
+                              params={**params, "entity_type": t}), {unit: 1})
+           for n, (t, eps, unit) in enumerate([("PHONE_NUMBER", 2.0, secret_id(KEY, "0100")),
+                                               ("PHONE_NUMBER", 2.0, secret_id(KEY, "0200")),
+                                               ("DATE_TIME", 4.0, secret_id(KEY, "+0100")),
+                                               ("PERSON", 2.0, secret_id(KEY, "jim"))])]
+    exposures = [exposure_arrays(e["exposures"]) for e in old]
+    total = compose(old, exposures, BUDGET).mldp
+    units, sums, everyone = _per_value(old)
+    assert everyone == 2.0  # PHONE_NUMBER once for the draw, whatever how many keys it charged
+    assert dict(zip(units, sums)) == {secret_id(KEY, "+0100"): 4.0, secret_id(KEY, "jim"): 2.0}
+    assert total.epsilon == 6.0 >= 2.0 + 4.0
+    schedule = mldp_schedule(old)
+    assert schedule["older"] == 2.0 + 4.0 + 2.0 and total.epsilon <= schedule["bound"]
+    # the same rows as the stage writes them now name the string: composed on their units, no fallback
+    new = [{**e, "params": {**e["params"], "string_units": True}} for e in old]
+    assert _per_value(new)[2] == 0.0
