@@ -11,8 +11,9 @@ settings' sanitizer, ``sanitizer_setup.build_sanitizer``). Prints ``name: value`
 * ``recall_T`` (every letter and digit of the annotated value inside detected spans of any type) and
   ``typed_recall_T`` (overlapped by a span of its own type);
 * ``other_type_share_K`` for the non-entity tokens (K: dates, time zones, weekdays, months, punctuation,
-  versions, file names, ...): the share overlapped by a span of another type (any type but DATE_TIME for a date
-  and its parts, any type at all for the rest); ``other_type_share_must_show``: dates, time zones, weekdays,
+  versions, file names, a chat's bare numbers and interjections, ...): the share overlapped by a span of another
+  type (any type but DATE_TIME for a date and its parts, but AGE or DATE_TIME for a bare number, any type at all
+  for the rest), and ``other_types_K`` which types; ``other_type_share_must_show``: dates, time zones, weekdays,
   months and punctuation together;
 * ``date_header_still_date``: ``Date:`` header lines whose value still parses as an RFC 2822 date after the
   export (``email.utils``), and ``date_header_same_layout``: ... in the same layout (letters, digits, zone);
@@ -59,7 +60,9 @@ COMPATIBLE = {"PERSON": {"PERSON"}, "EMAIL_ADDRESS": {"EMAIL_ADDRESS"}, "PHONE_N
               "ZIP_CODE": {"LOCATION", "STREET_ADDRESS"}, "DATE_TIME": DATE_PARTS}
 MUST_SHOW = {"DATE", "TIME_ZONE", "WEEKDAY", "MONTH", "PUNCT"}
 NEGATIVE = ("DATE", "TIME", "TIME_ZONE", "WEEKDAY", "MONTH", "PUNCT", "VERSION", "FILENAME", "WORD", "LAUGHTER",
-            "QUOTE")
+            "QUOTE", "NUMBER")
+# a negative token may be typed these and still be right: a date's parts a date; a bare number an age or a year
+ALLOWED = {**{k: {"DATE_TIME"} for k in DATE_PARTS}, "NUMBER": {"AGE", "DATE_TIME"}}
 VERBATIM_KINDS = {"full_name": "full_names", "first_name": "first_or_last_names", "last_name": "first_or_last_names",
                   "speaker": "chat_speakers", "phone": "phones", "email": "emails", "personal_url": "urls_personal",
                   "street": "street_lines", "city_line": "city_lines", "ip": "ips"}
@@ -99,7 +102,7 @@ def detection_figures(name: str, docs, anns, found) -> None:
         by_doc[a["doc_id"]].append(a)
     detected, correct = Counter(), Counter()
     recall, typed, total = Counter(), Counter(), Counter()
-    other, seen = Counter(), Counter()
+    other, seen, other_types = Counter(), Counter(), defaultdict(Counter)
     for doc, spans in zip(docs, found):
         text, mine = doc["text"], by_doc[doc["doc_id"]]
         covered = bytearray(len(text))
@@ -117,7 +120,9 @@ def detection_figures(name: str, docs, anns, found) -> None:
                                         a["type"] in COMPATIBLE.get(s.entity_type, ()) for s in hits)
             elif a["type"] in NEGATIVE:
                 seen[a["type"]] += 1
-                other[a["type"]] += any(s.entity_type != "DATE_TIME" or a["type"] not in DATE_PARTS for s in hits)
+                wrong = {s.entity_type for s in hits} - ALLOWED.get(a["type"], set())
+                other[a["type"]] += bool(wrong)
+                other_types[a["type"]].update(wrong)
     for t in sorted(detected):
         print(f"real_text_{name}_precision_{t}: {_share(correct[t], detected[t])}")
     for t in sorted(total):
@@ -125,6 +130,9 @@ def detection_figures(name: str, docs, anns, found) -> None:
         print(f"real_text_{name}_typed_recall_{t}: {_share(typed[t], total[t])}")
     for t in sorted(seen):
         print(f"real_text_{name}_other_type_share_{t}: {_share(other[t], seen[t])}")
+        if other_types[t]:
+            print(f"real_text_{name}_other_types_{t}: "
+                  + ", ".join(f"{k} {v}" for k, v in other_types[t].most_common()))
     print(f"real_text_{name}_other_type_share_must_show: "
           f"{_share(sum(other[t] for t in MUST_SHOW), sum(seen[t] for t in MUST_SHOW))}")
 

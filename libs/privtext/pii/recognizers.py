@@ -45,8 +45,10 @@ def street_address_regex() -> str:
                 # a lower-case street word after the name: "Pernilles vei 115", "Csabai kapu 60.", "Luite tee 87"
                 rf"|{word}(?:\s{word}){{0,2}}\s(?:{street_words})\s+\d{{1,5}}[A-Za-z]?\b\.?)")
     # house number, street words, building number: "637 Strojírenská 1006", "788 Fitjabraut 87"
-    # particles only, not CONNECTOR's "on"/"an": "logged in from 203.0.113.45 on March 3" is no street
-    numbered = rf"(?<![\d.,:/-])\b\d{{1,6}}\s+(?:(?:{word}|{PARTICLE})\s+){{0,3}}{word}\s+\d{{1,5}}[A-Za-z]?\b"
+    # particles only, not CONNECTOR's "on"/"an": "logged in from 203.0.113.45 on March 3" is no street;
+    # on one line: a chat's "we're like 3\nSpeaker 2: ..." is a number, then the next turn's label
+    numbered = (rf"(?<![\d.,:/-])\b\d{{1,6}}[ \t]+(?:(?:{word}|{PARTICLE})[ \t]+){{0,3}}{word}[ \t]+"
+                rf"\d{{1,5}}[A-Za-z]?\b")
     secondary = r"\b(?:Apt\.?|Apartment|Suite|Ste\.|Unit|Flat|Room|P\.O\.\s?Box|PO\s?Box)\s?#?\d{1,5}[A-Z]?\b"
     # a crossing named by "the corner of": "the corner of 491 St. Clair Ave and Maslow Well"
     crossing = (rf"\b(?i:the[ \t]+)?(?i:corner)[ \t]+of[ \t]+(?:[\w'./-]+[ \t]+){{1,5}}?and[ \t]+"
@@ -132,8 +134,10 @@ PATTERNS = {
         ["card", "ending"]),
     "company_shapes": ("ORGANIZATION", [
         # not people: "Merle Mercado and Eric Durr" (a capitalised word before or after)
+        # on its line: "Schaefer, Lambert and Cruz\nTel: ..." is a company line above a phone line
         ("last_names_and",
-         r"(?-i:(?<![A-Z][a-z]+\s)\b[A-Z][a-z]+(?:,\s[A-Z][a-z]+)*,?\s(?:and|&)\s[A-Z][a-z]+\b(?!\s[A-Z]))", 0.86),
+         r"(?-i:(?<![A-Z][a-z]+[ \t])\b[A-Z][a-z]+(?:,[ \t][A-Z][a-z]+)*,?[ \t](?:and|&)[ \t][A-Z][a-z]+\b"
+         r"(?![ \t][A-Z]))", 0.86),
         ("hyphenated_company", r"(?-i:\b[A-Z][a-z]+-[A-Z][a-z]+\b)", 0.55),  # 0.9 with a context word: beats spaCy
         ("suffixed_company", rf"(?-i:{_COMPANY_WORDS},?\s(?:{_COMPANY_SUFFIXES})\b"
                              r"(?:\.?(?:,?\s?(?:Inc|Ltd|LTD|INC)\b)?\.?)?(?:\s(?:II|III|IV|V|VI)\b)?)", 0.9),

@@ -29,18 +29,20 @@ reads the structure once per document and returns
 * ``protected``: regions that are never part of another type's value: time zones outside a date
   ("(EDT)", "-0400" after a year or time), version and revision numbers ("Revision 1.2.3.4",
   "$Id: x.c,v 1.12.2.3"), laughter ("hahaha", "lol"), generic chat speaker labels ("User:", "A:"), the
-  software named in X-Mailer / User-Agent headers, and the mailing lists' own addresses and pages
-  (``public_addresses``): an address a list footer gives ("FoRK mailing list\nfork@xent.com", "To
-  unsubscribe, e-mail: users-unsubscribe@httpd.apache.org"), a role mailbox of RFC 2142 ("news@",
-  "postmaster@") or a list command of RFC 2369 conventions ("-request", "-unsubscribe", "-help"), or one at
-  a group service's host ("yahoogroups.com"), in every occurrence in the document, a list's name before
-  "mailing list", and a list's web page ("/mailman/listinfo/x", no query, no "@"). These are no person's
-  values: they reach every subscriber of a list, and an organisation's role mailbox is no one's own. A
-  display name of such an address is no person either unless it holds a known first name.
+  software named in X-Mailer / User-Agent headers, a list's tag in a subject ("Subject: Re: [FoRK] ..."), and
+  the mailing lists' own addresses and pages (``public_addresses``): an address a list footer gives ("FoRK
+  mailing list\nfork@xent.com", "To unsubscribe, e-mail: users-unsubscribe@httpd.apache.org"), a role
+  mailbox of RFC 2142 ("news@", "postmaster@") or a list command of RFC 2369 conventions ("-request",
+  "-unsubscribe", "-help"), or one at a group service's host ("yahoogroups.com"), in every occurrence in the
+  document, a list's name before "mailing list", and a list's web page ("/mailman/listinfo/x", no query, no
+  "@"). These are no person's values: they reach every subscriber of a list, and an organisation's role
+  mailbox is no one's own. A display name of such an address is no person either unless it holds a known
+  first name.
 
 ``apply`` (after the recognizers and ``refine``) cuts every other span out of the protected regions and
 out of the structure's date spans, keeping the longest remaining piece when it still holds a word, and
-drops spans that cannot be entities whatever the recognizer said: no letter or digit ("--", "..."), a
+drops spans that cannot be entities whatever the recognizer said: no letter or digit ("--", "..."), a street
+address without a letter (a number left when a turn's label is cut off: "we're like 3\nSpeaker 2"), a
 weekday, month or zone name, a relative time ("tonight"), a kinship word ("Mum") or a code ("Q3") alone as a
 name, place or organisation, a URL glued to a word ("apt.conf" ->
 "apt.co"), holding an ellipsis, or a bare file name whose extension is also a top-level domain.
@@ -157,6 +159,8 @@ _LIST_NAME = re.compile(r"(?im)^[ \t]*(?P<list>[^\n]{1,60}?)[ \t]+mailing[ \t]+l
 _FOOTER_CUE = re.compile(r"(?i)(?:(?:^|\n)[ \t]*(?:[^\s@]+[ \t]+){1,3}mailing[ \t]+list|mailing[ \t]+list[ \t]+"
                          r"submissions[ \t]+to|(?:to[ \t]+unsubscribe|additional[ \t]+commands)[^\n]{0,40}?"
                          r"(?:e-?mail|to)[ \t]*:?)[ \t]*\n?[ \t]*$")
+# a list's tag in a subject ("Subject: Re: [FoRK] ...", "[Spamassassin-talk]"): the list's name, no one's
+_SUBJECT_TAG = re.compile(r"(?im)^Subject:[ \t]*(?:(?:re|fwd?|aw|sv)[ \t]*:[ \t]*)*\[(?P<tag>[^\[\]\n]{1,40})\]")
 _LIST_PAGE = re.compile(r"(?i)\bhttps?://[\w.-]+(?::\d+)?/(?:[\w.-]+/)?(?:mailman|lists?)/(?:listinfo|options)/"
                         r"[\w.-]+/?(?![^\s)>\]])")
 # e-mail headers with people in them; Date/Sent values are dates
@@ -231,6 +235,7 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
     protected = [r for r in _zones_and_noise(text) if not _inside(r, dated)]
     public = public_addresses(text)
     protected += _public_regions(text, public)
+    protected += [m.span("tag") for m in _SUBJECT_TAG.finditer(text)]
     for m in _HEADER.finditer(text):
         if m.group("label").lower() not in ("date", "sent"):
             spans += _address_list(text, m.start("value"), m.end("value"), public, known_first_names)
@@ -473,14 +478,17 @@ def _valid(span, text: str) -> bool:
     core = value.strip(" \t\n.,;:!?-()[]{}<>\"'")
     if not any(c.isalnum() for c in core):
         return False
+    if span.entity_type == "STREET_ADDRESS" and not _LETTER.search(core):
+        return False  # an address has a street word: a bare number ("we're like 3", "x 5 = 15") is none
     if span.entity_type in ("PERSON", "LOCATION", "ORGANIZATION", "NRP", "TITLE") and (
             core.casefold() in _CALENDAR_WORDS or core.casefold() in _FORM_LABELS or core.casefold() in _KINSHIP
             or RELATIVE_TIME.match(core) or _CODE.fullmatch(core)
             or core.isupper() and all(w in _NOT_ORG_WORDS for w in re.findall(r"[\w-]+", core.casefold()))):
         return False  # ... or a shouted mail word ("LIMITED TIME OFFER" as a place)
-    if span.entity_type == "ORGANIZATION" and (
-            re.fullmatch(_SIGN_OFF + "|ta|dear[ \t]+\\w+", core, re.IGNORECASE)
-            or all(w in _NOT_ORG_WORDS for w in re.findall(r"[\w-]+", core.casefold()))):
+    if span.entity_type in ("PERSON", "LOCATION", "ORGANIZATION", "NRP") and re.fullmatch(
+            _SIGN_OFF + "|ta|dear[ \t]+\\w+", core, re.IGNORECASE):
+        return False  # "Cheers,\nmichael": the sign-off is no name, company or place
+    if span.entity_type == "ORGANIZATION" and all(w in _NOT_ORG_WORDS for w in re.findall(r"[\w-]+", core.casefold())):
         return False
     if span.entity_type == "URL":
         glued = span.end < len(text) and text[span.end].isalnum() or span.start > 0 and text[span.start - 1].isalnum()
