@@ -10,6 +10,9 @@ of thousands of names, so the cost per document stays linear).
   vocabulary), in any case, singular or plural ("We are proud latvians") -> NRP;
 * ``proper_noun_runs``: two to four capitalised proper nouns in a row that no other recognizer labelled
   -> PERSON at a low score (the sanitizer replaces what is detected, whatever its type);
+* ``lone_proper_nouns``: one capitalised proper noun, no place nor common word, near a word of what people do
+  with people ("spoke to", "tell", "thanks") -> PERSON (Presidio's context enhancement; under the score
+  threshold without it);
 * ``job_titles``: Faker's job list, and capitalised phrases ending in an occupation noun ("Web
   designer", "Community supervision officer") -> TITLE;
 * ``postcode_towns`` (switch ``postal_codes``): a 4- or 5-digit postcode before a GeoNames town
@@ -272,6 +275,37 @@ def find_proper_noun_runs(text: str, proper: frozenset[int]) -> list[tuple[int, 
     return out
 
 
+# what people do with and to people, as lemmas (Presidio's context words: within the 5 words before or the 2 after
+# a lone proper noun, one raises it from LONE_NAME_SCORE over pii.score_threshold); substrings match ("recall")
+PERSON_CONTEXT = ["say", "tell", "ask", "speak", "talk", "meet", "call", "email", "write", "thank", "reply", "agree",
+                  "review", "cover", "join", "hear", "invite", "remind", "mention", "visit", "friend", "sister",
+                  "brother", "wife", "husband", "colleague", "boss"]
+
+
+def find_lone_proper_nouns(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
+    """One capitalised word tagged a proper noun by spaCy, with no capitalised word beside it, that is no place,
+    month, weekday, stop or form word: a name mentioned once in prose ("I spoke to Giles this morning"), as a
+    PERSON at ``LONE_NAME_SCORE``, under ``pii.score_threshold``: only a context word (``PERSON_CONTEXT``) near it
+    keeps it, as Presidio's context enhancement raises a pattern."""
+    from privtext.pii.structure import is_calendar_word
+
+    tokens, out = _tokens(text), []
+    known, towns, stop = places(), cities(), stop_words()
+    for i, (start, end, word) in enumerate(tokens):
+        if start not in proper or not _CAPITALISED.fullmatch(word) or word in NOT_FIRST or "." in word:
+            continue
+        if any(tokens[k][0] in proper and tokens[k][2][:1].isupper()
+               and _joined(text, tokens, min(i, k), max(i, k) + 1) is not None
+               for k in (i - 1, i + 1) if 0 <= k < len(tokens)):
+            continue  # part of a run of proper nouns: proper_noun_runs' or another recognizer's
+        key = word.casefold()
+        if key in stop or key in known or key in towns or is_calendar_word(word) \
+                or any(c in key for c in PERSON_CONTEXT):  # its own context word ("Speaker")
+            continue
+        out.append((start, start + len(word), LONE_NAME_SCORE))
+    return out
+
+
 def find_job_titles(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
     """Faker job titles (capitalised), and "Capitalised [lowercase words] occupation-noun" of up to 5 words
     without a stop word ("Web designer", not "I had a bad teacher")."""
@@ -322,23 +356,26 @@ def find_postcode_towns(text: str, proper: frozenset[int]) -> list[tuple[int, in
 NAME_SCORE = PLACE_SCORE = 0.86
 SINGLE_NAME_SCORE = CITY_SCORE = NATIONALITY_SCORE = 0.6
 PROPER_RUN_SCORE = 0.45  # just above pii.score_threshold's default (0.4): any labelled span wins
+LONE_NAME_SCORE = 0.3  # under pii.score_threshold's default (0.4): kept only with a context word (0.3 + 0.35)
 POSTCODE_SCORE = 0.6
+CONTEXT = {"lone_proper_nouns": PERSON_CONTEXT}  # recognizer name -> its context words (the others have none)
 # recognizer name -> (its pii.recognizers switch, entity type, finder)
 FINDERS = {"places": ("places", "LOCATION", find_places), "first_names": ("first_names", "PERSON", find_names),
            "nationalities": ("nationalities", "NRP", find_nationalities),
            "job_titles": ("job_titles", "TITLE", find_job_titles),
            "proper_noun_runs": ("proper_noun_runs", "PERSON", find_proper_noun_runs),
+           "lone_proper_nouns": ("lone_proper_nouns", "PERSON", find_lone_proper_nouns),
            "postcode_towns": ("postal_codes", "ZIP_CODE", find_postcode_towns)}
 
 
 def build(switches) -> list:
     """One Presidio recognizer per gazetteer switched on in ``pii.recognizers``."""
-    from presidio_analyzer import EntityRecognizer, RecognizerResult
+    from presidio_analyzer import AnalysisExplanation, EntityRecognizer, RecognizerResult
 
     class GazetteerRecognizer(EntityRecognizer):
         def __init__(self, key: str):
             _, self.entity, self.find = FINDERS[key]
-            super().__init__(supported_entities=[self.entity], name=key)
+            super().__init__(supported_entities=[self.entity], name=key, context=CONTEXT.get(key))
 
         def load(self) -> None:
             pass
@@ -348,6 +385,7 @@ def build(switches) -> list:
                 return []
             doc = getattr(nlp_artifacts, "tokens", None)
             proper = frozenset(t.idx for t in doc if t.pos_ == "PROPN") if doc is not None else frozenset()
-            return [RecognizerResult(self.entity, s, e, score) for s, e, score in self.find(text, proper)]
+            return [RecognizerResult(self.entity, s, e, score, AnalysisExplanation(self.name, score))
+                    for s, e, score in self.find(text, proper)]
 
     return [GazetteerRecognizer(key) for key, (switch, _, _) in FINDERS.items() if getattr(switches, switch)]

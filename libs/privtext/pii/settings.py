@@ -92,6 +92,7 @@ class RecognizerSwitches(StrictModel):
     first_names: bool = True  # a first name (Faker locales, US census) + capitalised words, or alone -> PERSON
     nationalities: bool = True  # nationalities and religions in any case, plurals ("proud latvians") -> NRP
     proper_noun_runs: bool = True  # 2-4 capitalised words spaCy tags proper nouns, unlabelled -> PERSON (low score)
+    lone_proper_nouns: bool = True  # one such word near a context word ("spoke to Giles") -> PERSON
     job_titles: bool = True  # Faker job titles and "Capitalised ... occupation-noun" -> TITLE
     trained_ner: bool = True  # the token classifier of ``privtext train detector`` -> PERSON/ORGANIZATION/LOCATION
 

@@ -52,6 +52,15 @@ def test_signature_company_lines_last_first_names_sign_offs_and_list_tags(analyz
         assert not [v for k, v in found(analyzer, text) if k == "PERSON" and "," in v], text
 
 
+def test_a_name_mentioned_once_is_kept_by_a_context_word_only(analyzer):
+    for text, name in [("I spoke to Giles this morning and he agrees.", "Giles"),
+                       ("Tell Basty I said happy birthday.", "Basty"), ("The docs are done, Shany reviews.", "Shany")]:
+        assert ("PERSON", name) in found(analyzer, text), text
+    for text in ["The Giles file is on the share.", "We flew to Dublin and I spoke to Ireland's team.",
+                 "Speaker 1: I made a PowerPoint for it"]:
+        assert [v for k, v in found(analyzer, text) if k == "PERSON"] == [], text
+
+
 @hsettings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(), max_size=200),
        st.lists(st.tuples(st.integers(0, 200), st.integers(1, 40)), max_size=4),
