@@ -174,6 +174,32 @@ def test_each_identity_reads_and_writes_exactly_its_zones_on_the_store(zones):
     assert not leaked  # no key (id or secret) in any exception message
 
 
+def test_only_the_pipeline_key_deletes_objects_on_the_store(zones):
+    """What ``privtext forget``'s purge and export re-issue do to a zone, a DeleteObject, with each role's key:
+    the store refuses the officer's and the analyst's on every zone (on the DeleteObject itself where the key
+    may read the zone, on its HEAD where not) and the object stays; the pipeline's deletes it (the control)."""
+    store, lakehouse, _, _ = zones
+
+    def delete(zone: str, path: str) -> None:  # a filesystem of this process's key (pyarrow reads it when built)
+        filesystem(lakehouse.zone_root(zone), lakehouse.zone_store(zone))[0].delete_file(path)
+
+    for zone in ZONES:
+        victim = f"{filesystem(lakehouse.zone_root(zone), lakehouse.zone_store(zone))[1]}/erasure-probe/part-0.parquet"
+        with holding(store.env("pipeline")):
+            fs, _ = filesystem(lakehouse.zone_root(zone), lakehouse.zone_store(zone))
+            with fs.open_output_stream(victim) as out:
+                out.write(b"PAR1 a file a forget would purge")
+        for identity in ("officer", "analyst"):
+            operation = "DeleteObject" if zone in IDENTITY_ZONES[identity] else "HeadObject"
+            with holding(store.env(identity)), pytest.raises(OSError, match=f"ACCESS_DENIED during {operation}"):
+                delete(zone, victim)
+        with holding(store.env("pipeline")):
+            fs, _ = filesystem(lakehouse.zone_root(zone), lakehouse.zone_store(zone))
+            assert fs.get_file_info(victim).type == pafs.FileType.File, (zone, "deleted by a reader's key")
+            delete(zone, victim)
+            assert fs.get_file_info(victim).type == pafs.FileType.NotFound, zone
+
+
 def test_negative_control_one_identity_for_every_role_fails_the_same_check(zones):
     """The store as it was (one identity handed to every role): the check must not pass it."""
     store, lakehouse, uris, parquet = zones
