@@ -6,7 +6,7 @@ mechanism at eps; each adversary (posterior + placeholder-prior model) is traine
 same eps, on the same split and triplets. Prints ``name: value`` lines. Runs in ~1-2 minutes on one CPU
 cores; on a GPU machine the adversaries use CUDA.
 
-    .venv/bin/python benchmarks/export/ampl_adversary.py [--docs 1000] [--epochs 10]
+    .venv/bin/python benchmarks/export/ampl_adversary.py [--docs 1000] [--epochs 10] [--device auto|cpu|cuda]
 """
 from __future__ import annotations
 
@@ -34,11 +34,12 @@ def main() -> None:
     parser.add_argument("--triplets", type=int, default=20_000)
     parser.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     settings = AmplSettings(epochs=args.epochs, hidden_size=args.hidden, num_layers=2, heads=4, batch_size=64,
-                            triplets=args.triplets)
+                            triplets=args.triplets, device=args.device)
     rng = np.random.default_rng(0)
     secrets, candidates = synthetic_secrets(rng, n_docs=args.docs, length=args.length, dim=args.dim, n_pii=20,
                                             n_poii=20, mentions=4, coupling=0.9)
