@@ -5,9 +5,10 @@ thread), CluSanT's vocabularies (the static phrase encoder's piece table, one en
 30,522 wordpieces, plus every type's phrases and their embeddings, about a CPU minute) and the float32
 copy of the generator's GGUF that sanitize's perplexity metric loads (``generate.cache_dir``: gguf's
 pure-Python reader, about 40 s of a core; without it each Spark worker of the metrics job de-quantizes
-its own copy at once, two on two cores). ``privtext demo`` starts what is missing as background processes
-at its beginning (``start``) and waits for each only right before the stage that reads it
-(``Background.before``): detect_pii for the detector, sanitize for the vocabularies and the LM. Each
+its own copy at once, two on two cores). ``privtext demo`` starts what is missing at its beginning
+(``start``): one background process per stage that reads a build (``groups``: the detector; the
+vocabularies then the LM), and waits for each only right before that stage (``Background.before``):
+detect_pii for the detector, sanitize for the vocabularies and the LM. Each
 builds with the same functions, settings and content-keyed caches as the stages
 (``tagger.ensure_trained``, ``sanitizer_setup.build_sanitizer``, ``generate.local.TransformersLM``), so what
 the stages read is exactly what they would have built themselves, and a cached build costs nothing. A
@@ -28,6 +29,18 @@ from dataclasses import dataclass, field
 from privtext.settings import Settings
 
 JOBS = {"detector": "detect_pii", "vocabularies": "sanitize", "llm": "sanitize"}  # build -> the first stage reading it
+
+
+def groups(missing: list[str]) -> list[list[str]]:
+    """The missing builds as one process each per reading stage, in ``JOBS`` order: the detector (one thread,
+    waited for first, right after ingest) alone, the builds sanitize reads one after the other in a second
+    process. On two cores the detector then has a core to itself once ingest is done; three builds at once
+    took a third of a core each from it (docs/benchmarks.md, "Where the first demo's CPU goes")."""
+    stages: dict[str, list[str]] = {}
+    for job in JOBS:
+        if job in missing:
+            stages.setdefault(JOBS[job], []).append(job)
+    return list(stages.values())
 
 
 def detector_missing(settings: Settings) -> bool:
@@ -106,11 +119,12 @@ def build(job: str, settings: Settings) -> None:
 
 @dataclass
 class Background:
-    """The background builds of one demo run: their processes and, once waited for, their times."""
+    """The background builds of one demo run: their processes and, once waited for, their times. A process is
+    named by its builds, ``+``-joined (``vocabularies+llm``)."""
 
     running: dict[str, tuple[subprocess.Popen, threading.Thread]] = field(default_factory=dict)
-    ended: dict[str, float] = field(default_factory=dict)  # job -> seconds from its start to its exit
-    done: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # job -> (build s, waited s, exit code)
+    ended: dict[str, float] = field(default_factory=dict)  # name -> seconds from its start to its exit
+    done: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # name -> (build s, waited s, exit code)
 
     def add(self, job: str, process: subprocess.Popen) -> None:
         """Follow ``process``: a watcher thread notes when it exits."""
@@ -134,10 +148,9 @@ class Background:
 
     def before(self, stage: str, lines) -> None:
         """Wait for the builds ``stage`` reads, under a stage line of its own while one is still running."""
-        for job, reader in JOBS.items():
-            if reader == stage and job in self.running:
-                with lines(job) if self.running[job][0].poll() is None else contextlib.nullcontext():
-                    self.wait(job)
+        for name in [name for name in self.running if JOBS[name.split("+")[0]] == stage]:
+            with lines(name) if self.running[name][0].poll() is None else contextlib.nullcontext():
+                self.wait(name)
 
     def waiting(self, lines):
         """``lines`` (the demo's stage lines) that first wait for the builds each stage reads."""
@@ -168,33 +181,35 @@ def _seconds(value: float) -> str:
 
 
 def start(settings: Settings) -> Background:
-    """Start a background process for each missing build; its output goes where this process's stdout and
-    stderr go (the demo's log)."""
+    """Start the missing builds, one background process per ``groups`` entry; their output goes where this
+    process's stdout and stderr go (the demo's log)."""
     background = Background()
-    for job, missing in (("detector", detector_missing), ("vocabularies", vocabularies_missing),
-                         ("llm", llm_missing)):
-        if missing(settings):
-            process = subprocess.Popen([sys.executable, "-m", "privtext.prepare", job], stdin=subprocess.PIPE,
-                                       text=True)
-            process.stdin.write(settings.model_dump_json())
-            process.stdin.close()
-            background.add(job, process)
+    missing = [job for job, test in (("detector", detector_missing), ("vocabularies", vocabularies_missing),
+                                     ("llm", llm_missing)) if test(settings)]
+    for jobs in groups(missing):
+        process = subprocess.Popen([sys.executable, "-m", "privtext.prepare", *jobs], stdin=subprocess.PIPE,
+                                   text=True)
+        process.stdin.write(settings.model_dump_json())
+        process.stdin.close()
+        background.add("+".join(jobs), process)
     return background
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m privtext.prepare JOB`` with the settings as JSON on stdin (what ``start`` runs)."""
+    """``python -m privtext.prepare JOB...`` with the settings as JSON on stdin (what ``start`` runs): builds
+    the jobs one after the other."""
     import logging
 
     from privtext.settings import LOG_FORMAT, use_offline_models
 
     use_offline_models()
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
-    job = (argv if argv is not None else sys.argv[1:])[0]
+    jobs = argv if argv is not None else sys.argv[1:]
     settings = Settings.model_validate_json(sys.stdin.read())
-    started = time.perf_counter()
-    build(job, settings)
-    logging.getLogger("privtext").info("one-time build %s done in %.1f s", job, time.perf_counter() - started)
+    for job in jobs:
+        started = time.perf_counter()
+        build(job, settings)
+        logging.getLogger("privtext").info("one-time build %s done in %.1f s", job, time.perf_counter() - started)
     return 0
 
 

@@ -24,7 +24,8 @@ def _settings(tmp_path, **detector):
                              "cache_dir": str(tmp_path / "detector"),
                              "train_data": _tiny_conll(tmp_path / "t.conll"), **detector}},
         "clusant": {"entity_types": ["PERSON", "AGE"], "vocabulary": {"size": 40}, "phrase_encoder": "transformer",
-                    "cache_dir": str(tmp_path / "vocab")}})
+                    "cache_dir": str(tmp_path / "vocab")},
+        "generate": {"cache_dir": None}})  # no LM copy to build (test_the_scoring_lm_is_missing_... covers it)
 
 
 def test_the_detector_is_missing_until_trained_and_never_without_its_data(tmp_path):
@@ -80,16 +81,33 @@ def test_a_stage_waits_for_the_build_it_reads_under_a_line_of_its_own():
     assert background.summary()[0].startswith("one-time     built in the background, cached for later runs: detector ")
     finished = subprocess.Popen([sys.executable, "-c", "pass"])
     started = time.perf_counter()
-    background.add("vocabularies", finished)
+    background.add("vocabularies+llm", finished)  # one process, both read by sanitize
     finished.wait()
     exited = time.perf_counter() - started
     time.sleep(1.0)  # the build ends long before the stage that reads it
     with stage("sanitize"):  # a build already finished: no line of its own
         pass
     assert seen[-2:] == ["start sanitize", "end sanitize"]
-    built, waited, code = background.done["vocabularies"]
+    built, waited, code = background.done["vocabularies+llm"]
     assert code == 0 and built <= exited + 0.2  # its own run time, not the time until the stage came
     assert time.perf_counter() - started >= exited + 1.0 and waited < 0.5
+
+
+def test_the_builds_a_stage_reads_share_one_process_the_detector_has_its_own():
+    assert prepare.groups(["llm", "vocabularies", "detector"]) == [["detector"], ["vocabularies", "llm"]]
+    assert prepare.groups(["llm", "detector"]) == [["detector"], ["llm"]]
+    assert prepare.groups(["llm"]) == [["llm"]] and prepare.groups([]) == []
+
+
+def test_one_process_builds_its_jobs_one_after_the_other(tmp_path, monkeypatch):
+    import io
+
+    built = []
+    monkeypatch.setattr(prepare, "build", lambda job, settings: built.append((job, settings.run.seed)))
+    settings = load_settings(None, overrides={"run": {"seed": 5}})
+    monkeypatch.setattr(sys, "stdin", io.StringIO(settings.model_dump_json()))
+    assert prepare.main(["vocabularies", "llm"]) == 0
+    assert built == [("vocabularies", 5), ("llm", 5)]
 
 
 def test_stop_ends_a_build_the_demo_no_longer_needs():
