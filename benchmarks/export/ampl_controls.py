@@ -19,13 +19,19 @@ audited at the clusant eps of its type and tier, as the stage does (``--eps``: o
 value, as the sanitize stage draws) and prints how many values it drew back verbatim against the mechanism's
 expectation. ``--copy both`` audits every release twice on the same split and seed, with the released view's
 copy component (issue 45) and without it (w = 0, the posterior before), for the ratio and seconds side by side.
+``--unseen`` (default on, as the stage): only held-out secrets whose value no training document holds are
+scored (``ampl.audit``, "unseen units"; a secret is its normalized value, as the stage's secret_id); ``off``:
+every held-out secret (the audit before); ``both``: side by side. Each audit prints where its seconds went
+(``_seconds_split``: the adversary's training, prediction, the scale's calibration, the copy component, the
+posterior normalisers, the triplets and Eq. 5).
 
     .venv/bin/python benchmarks/export/ampl_controls.py [--docs 1300] [--reruns 3] [--conf conf/local.yaml]
-        [--verbatim 0.4] [--kinds mail chat] [--dk] [--clusant] [--copy on|off|both]
+        [--verbatim 0.4] [--kinds mail chat] [--dk] [--clusant] [--copy on|off|both] [--unseen on|off|both]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import time
@@ -105,13 +111,19 @@ def fixture_docs(kind: str, n: int, seed: int):
     return [(d["text"], spans[d["doc_id"]]) for d in documents if d["kind"] == kind and d["doc_id"] in spans]
 
 
+def secret_key(entity_type: str, raw: str) -> str:
+    """The secret's id as the stage keys it: a hash of its normalized value (``pii.hashing``; type not hashed)."""
+    from privtext.pii.hashing import normalize_value
+
+    return hashlib.sha256(normalize_value(entity_type, raw).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def doc_tokens(corpus, max_tokens: int):
     from privtext.ampl.documents import Span, clean_spans, document_tokens
 
     docs = []
     for text, spans in corpus:
-        spans = clean_spans([Span(s, e, hashlib.sha256(text[s:e].encode()).hexdigest()[:16], "PII", t)
-                             for s, e, t in spans])
+        spans = clean_spans([Span(s, e, secret_key(t, text[s:e]), "PII", t) for s, e, t in spans])
         docs.append(document_tokens(text, spans, [text[s.start:s.end] for s in spans], max_tokens))
     return docs
 
@@ -128,8 +140,8 @@ def clusant_docs(corpus, settings, max_tokens: int):
     sanitizer, encode = build_sanitizer(settings)
     tier = settings.pii.tier_of
     texts = [text for text, _ in corpus]
-    spans = [clean_spans([Span(s, e, hashlib.sha256(text[s:e].encode()).hexdigest()[:16], tier(t), t)
-                          for s, e, t in found]) for text, found in corpus]
+    spans = [clean_spans([Span(s, e, secret_key(t, text[s:e]), tier(t), t) for s, e, t in found])
+             for text, found in corpus]
     out = sanitize_documents(sanitizer, encode, None, texts, [[(s.start, s.end, s.entity_type, s.tier) for s in doc]
                                                               for doc in spans],
                              draw_key=hashlib.sha256(b"ampl_controls benchmark draw key").digest())
@@ -146,6 +158,9 @@ def timed(fn, spent: list[float]):
         finally:
             spent[0] += time.perf_counter() - started
     return run
+
+
+PARTS = ("training", "prediction", "scale_calibration", "copy_component", "posteriors", "triplets_eq5")
 
 
 def verbatim_release(secrets, candidates, types, share: float, rng):
@@ -169,13 +184,15 @@ def main() -> None:
     parser.add_argument("--copy", choices=["on", "off", "both"], default="on",
                         help="the released view's copy component; off: w = 0 (the posterior before issue 45's fix); "
                              "both: each audit twice, side by side")
+    parser.add_argument("--unseen", choices=["on", "off", "both"], default="on",
+                        help="score only held-out secrets no training document holds (the stage's rule); off: all")
     parser.add_argument("--eps", type=float, default=None,
                         help="one audited bound (default: each secret at the clusant eps of its type and tier)")
     args = parser.parse_args()
     import torch
 
-    from privtext.ampl import audit as audit_module
-    from privtext.ampl.audit import audit_with_diagnostics, control_release
+    from privtext.ampl import adversary as adversary_module, audit as audit_module
+    from privtext.ampl.audit import UnauditableError, audit_with_diagnostics, control_release, unit_labels
     from privtext.ampl.documents import embed_documents
     from privtext.ampl.sequences import split_rows
     from privtext.embed.encoder import encode_phrases
@@ -223,10 +240,12 @@ def main() -> None:
         print(f"{tag}_sensitive_tokens: {int(batch.release.mask.sum())}")
         print(f"{tag}_candidates: {len(batch.candidates)}")
         ratios: dict[str, list[float]] = {}
+        labels = unit_labels(batch.secrets.secret_ids, np.zeros(batch.release.n))  # one night, one draw epoch
         for seed in range(args.reruns):
             rng = np.random.default_rng(seed)
             train_rows, test_rows = split_rows(rng, batch.release.n, 0.2)
             truth = batch.secrets.take(test_rows).truth()
+            units = tuple(labels[rows][labels[rows] >= 0] for rows in (train_rows, test_rows))
             releases = [(c, control_release(batch.secrets, batch.candidates, c, rng))
                         for c in ("control_uniform", "control_identity")]
             if args.verbatim:
@@ -236,23 +255,44 @@ def main() -> None:
                 releases.append(("clusant", clusant_release))
             for name, release in releases:
                 audit_seed = int(rng.integers(0, 2**31 - 1))
-                for copy in (["on", "off"] if args.copy == "both" else [args.copy]):
-                    label = name if args.copy != "both" else f"{name}_copy_{copy}"
+                variants = [(c, u) for c in (["on", "off"] if args.copy == "both" else [args.copy])
+                            for u in (["on", "off"] if args.unseen == "both" else [args.unseen])]
+                for copy, scored in variants:
+                    label = name + (f"_copy_{copy}" if args.copy == "both" else "") + (
+                        f"_unseen_{scored}" if args.unseen == "both" else "")
                     started = time.perf_counter()
                     spent = [0.0]  # seconds in the copy component's fit and evaluation setup
+                    split = {part: [0.0] for part in PARTS}
                     fit = (lambda *a, **k: {}) if copy == "off" else timed(audit_module.fit_copy_weights, spent)
                     component = timed(audit_module.copy_component, spent)
-                    with mock.patch.object(audit_module, "fit_copy_weights", fit), \
-                            mock.patch.object(audit_module, "copy_component", component):
-                        result, diag = audit_with_diagnostics(
-                            release.take(train_rows), release.take(test_rows), batch.candidates, truth,
-                            adversary="transformer", eps=eps, settings=ampl,
-                            groups=np.asarray(batch.candidate_groups, dtype=object), distance=distance,
-                            rng=np.random.default_rng(audit_seed))
+                    patches = {(audit_module, "fit_copy_weights"): (fit, "copy_component"),
+                               (audit_module, "copy_component"): (component, "copy_component"),
+                               (audit_module, "train_shared"): (audit_module.train_shared, "training"),
+                               (audit_module, "shared_scale"): (audit_module.shared_scale, "scale_calibration"),
+                               (adversary_module.TrainedAdversary, "predict"): (
+                                   adversary_module.TrainedAdversary.predict, "prediction"),
+                               (audit_module, "posterior_of"): (audit_module.posterior_of, "posteriors"),
+                               (audit_module, "true_secret_triplets"): (audit_module.true_secret_triplets,
+                                                                        "triplets_eq5"),
+                               (audit_module, "mpl"): (audit_module.mpl, "triplets_eq5")}
+                    with contextlib.ExitStack() as stack:
+                        for (owner, attr), (fn, part) in patches.items():
+                            stack.enter_context(mock.patch.object(owner, attr, timed(fn, split[part])))
+                        try:
+                            result, diag = audit_with_diagnostics(
+                                release.take(train_rows), release.take(test_rows), batch.candidates, truth,
+                                adversary="transformer", eps=eps, settings=ampl,
+                                groups=np.asarray(batch.candidate_groups, dtype=object), distance=distance,
+                                rng=np.random.default_rng(audit_seed), units=units if scored == "on" else None)
+                        except UnauditableError as error:
+                            print(f"{tag}_seed{seed}_{label}_unauditable: {error}")
+                            continue
                     seconds = time.perf_counter() - started
                     ratios.setdefault(label, []).append(result.violation_ratio)
                     train = sum(diag.posterior.epoch_seconds)
                     print(f"{tag}_seed{seed}_{label}_violation_ratio: {result.violation_ratio:.4f}")
+                    print(f"{tag}_seed{seed}_{label}_unseen_secrets: {diag.unseen_secrets} (held-out positions "
+                          f"scored {diag.scored_observations} of {int(release.take(test_rows).mask.sum())})")
                     print(f"{tag}_seed{seed}_{label}_passed: {int(result.passed)}")
                     by_type: dict[str, float] = {}
                     for group, w in diag.copy_weights.items():
@@ -261,6 +301,9 @@ def main() -> None:
                           + (", ".join(f"{t} {w:.3f}" for t, w in sorted(by_type.items()) if w > 0) or "none"))
                     print(f"{tag}_seed{seed}_{label}_seconds: {seconds:.1f} (training {train:.1f}, copy component "
                           f"{spent[0]:.1f})", flush=True)
+                    # prediction inside training (validation) and inside the scale / posteriors is counted there too
+                    print(f"{tag}_seed{seed}_{label}_seconds_split: "
+                          + ", ".join(f"{part} {split[part][0]:.1f}" for part in PARTS), flush=True)
         for name, values in ratios.items():
             print(f"{tag}_{name}_ratio_min: {min(values):.4f}")
             print(f"{tag}_{name}_ratio_max: {max(values):.4f}")

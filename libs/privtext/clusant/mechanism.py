@@ -198,10 +198,11 @@ class CluSanT:
             out[start : start + self.chunk_rows] = self._prepare(unique[start : start + self.chunk_rows])[1]
         return out[inverse.reshape(-1)]
 
-    def log_ratio_bound(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Upper bound on max_y |log Pr[M(a)=y] - log Pr[M(b)=y]| for paired rows a, b (module doc)."""
+    def log_ratio_bound(self, a: np.ndarray, b: np.ndarray, clusters: tuple | None = None) -> np.ndarray:
+        """Upper bound on max_y |log Pr[M(a)=y] - log Pr[M(b)=y]| for paired rows a, b (module doc);
+        ``clusters``: (C_a, C_b) where the caller has them (``pair_metric``), else found here."""
         a, b = np.atleast_2d(a).astype(np.float64), np.atleast_2d(b).astype(np.float64)
-        ca, cb = np.split(self.clusters_of(np.concatenate([a, b])), [len(a)])
+        ca, cb = clusters if clusters is not None else np.split(self.clusters_of(np.concatenate([a, b])), [len(a)])
         if self.n_clusters == 1:
             step1 = np.zeros(len(a))
         elif not math.isfinite(self.k):
@@ -217,6 +218,14 @@ class CluSanT:
     def metric(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """D_k(a, b): the metric for which the mechanism is eps-mLDP (inf across clusters when k = inf)."""
         return self.log_ratio_bound(a, b) / self.epsilon
+
+    def pair_metric(self, x: np.ndarray):
+        """(i, j) -> D_k(x[i], x[j]) for index arrays, C_x found once per row of ``x``: the audit's 10^5 pairs
+        over ~10^3 values, where ``metric`` on the pairs' rows spent 83 of its 116 s (load 33) finding the
+        distinct ones among 2 x 10^5 rows."""
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+        clusters = self.clusters_of(x)
+        return lambda i, j: self.log_ratio_bound(x[i], x[j], (clusters[i], clusters[j])) / self.epsilon
 
     @property
     def epsilon(self) -> float:

@@ -184,7 +184,7 @@ def encoder(ctx: RunContext):
     return encode
 
 
-def guarantee_distance(batch, sanitizer, encode):
+def guarantee_distance(batch, sanitizer, encode, chunk: int = 8192):
     """d of Eq. 5, the metric of the recorded guarantee: CluSanT's D_k with its k (``mechanism.metric``) between
     the sanitizer's own phrase embeddings of the two values (``sanitizer, encode = build_sanitizer(settings)``),
     so a release that keeps its eps-mLDP bound can show no violation to an exact adversary; Euclidean between
@@ -194,15 +194,30 @@ def guarantee_distance(batch, sanitizer, encode):
     in its own distance)."""
     values = np.asarray(encode(list(batch.candidate_values)), dtype=np.float64)
     types = np.asarray(batch.candidate_types, dtype=object)
+    # per type, D_k between its own candidates by index (a pair's two values share a type: its adjacency group)
+    members = {t: np.flatnonzero(types == t) for t in sanitizer.per_type if (types == t).any()}
+    position = np.zeros(len(types), dtype=np.int64)
+    for rows in members.values():
+        position[rows] = np.arange(rows.size)
+    metrics = {t: sanitizer.per_type[t].mechanism.pair_metric(values[rows]) for t, rows in members.items()}
 
     def distance(i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        euclidean = np.linalg.norm(batch.candidates[i] - batch.candidates[j], axis=1)
-        out = euclidean.copy()
-        for entity_type, ts in sanitizer.per_type.items():
-            rows = np.flatnonzero(types[i] == entity_type)
-            if rows.size:
-                out[rows] = ts.mechanism.metric(values[i[rows]], values[j[rows]])
-        return np.where(out > 0, out, euclidean)  # D_k = 0: the sanitizer's encoder cannot tell them apart
+        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+        out = np.empty(i.size)
+        for s in range(0, i.size, chunk):  # O(chunk * d) memory, whatever the number of triplets
+            a, b = i[s:s + chunk], j[s:s + chunk]
+            euclidean = np.linalg.norm(batch.candidates[a] - batch.candidates[b], axis=1)
+            part = euclidean.copy()
+            for entity_type, pair_metric in metrics.items():
+                rows = np.flatnonzero(types[a] == entity_type)
+                same = types[b[rows]] == entity_type
+                if same.any():
+                    part[rows[same]] = pair_metric(position[a[rows[same]]], position[b[rows[same]]])
+                if not same.all():  # x_j of another type (no audit pairs one): the metric on the two rows
+                    part[rows[~same]] = sanitizer.per_type[entity_type].mechanism.metric(values[a[rows[~same]]],
+                                                                                         values[b[rows[~same]]])
+            out[s:s + chunk] = np.where(part > 0, part, euclidean)  # D_k = 0: its encoder cannot tell them apart
+        return out
     return distance
 
 

@@ -26,7 +26,8 @@ def fixture(seed=0):
     rng = np.random.default_rng(seed)
     batch = SimpleNamespace(candidates=rng.normal(size=(len(VALUES), 4)), candidate_values=VALUES,
                             candidate_types=TYPES)
-    mechanism = SimpleNamespace(metric=manhattan_times_2)
+    mechanism = SimpleNamespace(metric=manhattan_times_2,
+                                pair_metric=lambda x: lambda i, j: manhattan_times_2(x[i], x[j]))
     sanitizer = SimpleNamespace(per_type={"PERSON": SimpleNamespace(mechanism=mechanism),
                                           "ACCOUNT": SimpleNamespace(mechanism=mechanism)})
     encoded = []
@@ -58,3 +59,28 @@ def test_the_guarantees_metric_where_it_says_something_else_the_audits_euclidean
     assert euclidean > 0 and distance(np.array([3]), np.array([4]))[0] == pytest.approx(euclidean)  # one point
     euclidean = np.linalg.norm(batch.candidates[5] - batch.candidates[6])
     assert distance(np.array([5]), np.array([6]))[0] == pytest.approx(euclidean)  # a masked type: no D_k
+
+
+def test_pair_metric_is_the_mechanisms_metric_on_the_indexed_rows():
+    """``CluSanT.pair_metric`` (clusters found once per value) against ``metric`` on the pairs' rows, exactly, on a
+    real mechanism with inputs straddling its clusters; and the audit's distance, chunked, against it."""
+    import math
+
+    from privtext.clusant.mechanism import CluSanT
+
+    rng = np.random.default_rng(5)
+    vocab = rng.normal(size=(40, 6))
+    vocab /= np.linalg.norm(vocab, axis=1, keepdims=True)
+    for k in (2.0, math.inf):
+        mech = CluSanT(vocab, np.arange(40) % 4, k=k, eps_cluster=1.0, eps_token=1.0, token_sensitivity=1.0)
+        x = np.vstack([vocab[:20] + 0.05 * rng.normal(size=(20, 6)), rng.normal(size=(30, 6))])
+        i, j = rng.integers(0, 50, size=3000), rng.integers(0, 50, size=3000)
+        np.testing.assert_array_equal(mech.pair_metric(x)(i, j), mech.metric(x[i], x[j]))
+    batch = SimpleNamespace(candidates=rng.normal(size=(50, 3)), candidate_values=[str(v) for v in range(50)],
+                            candidate_types=["PERSON"] * 50)
+    sanitizer = SimpleNamespace(per_type={"PERSON": SimpleNamespace(mechanism=mech)})
+    distance = guarantee_distance(batch, sanitizer, lambda values: x[[int(v) for v in values]], chunk=7)
+    pairs = i != j
+    d_k = mech.metric(x[i[pairs]], x[j[pairs]])  # inf across clusters at k = inf, as the guarantee states
+    euclidean = np.linalg.norm(batch.candidates[i[pairs]] - batch.candidates[j[pairs]], axis=1)
+    np.testing.assert_allclose(distance(i[pairs], j[pairs]), np.where(d_k > 0, d_k, euclidean), rtol=1e-12)
