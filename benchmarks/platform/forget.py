@@ -47,6 +47,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -345,8 +346,17 @@ def role_cli(root: Path, store, identity: str, log: str, *args: str, check: bool
     with open(root / "logs" / f"{log}.log", "wb") as out:
         rc = subprocess.run([sys.executable, "-c", code, "-v", "--conf", str(root / "conf.yaml"), *args], env=env,
                             stdout=out, stderr=subprocess.STDOUT).returncode
-    lines = [line for line in (root / "logs" / f"{log}.log").read_text().splitlines() if line.strip()]
-    return rc, time.perf_counter() - start, redacted(store, lines[-1] if lines else "")
+    return rc, time.perf_counter() - start, redacted(store, outcome((root / "logs" / f"{log}.log").read_text()))
+
+
+def outcome(output: str) -> str:
+    """A command's refusal or exception line (``privtext: ...``, ``OSError: ...``), with the S3 error code the
+    store answered, if any; else its last line."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    failures = [line for line in lines if line.startswith("privtext: ") or re.match(r"[\w.]+(Error|Exception): ", line)]
+    code = re.search(r"<Code>(\w+)</Code>.*?<Resource>([^<]*)</Resource>", output)
+    return (failures[-1] if failures else lines[-1] if lines else "") + (
+        f" (the store: {code.group(1)} on {code.group(2)})" if code else "")
 
 
 def redacted(store, text: str) -> str:
