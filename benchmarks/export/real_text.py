@@ -9,7 +9,9 @@ settings' sanitizer, ``sanitizer_setup.build_sanitizer``). Prints ``name: value`
   an address line typed LOCATION, a date's parts typed DATE_TIME) / detected spans of type T; in chat only the
   planted names are annotated, so a correct detection of what a volunteer wrote counts as a false one there;
 * ``recall_T`` (every letter and digit of the annotated value inside detected spans of any type) and
-  ``typed_recall_T`` (overlapped by a span of its own type);
+  ``typed_recall_T`` (overlapped by a span of its own type); ``undetected_K`` per kind of ``verbatim_K``: no
+  letter or digit of the value inside a span (what ``--no-export`` can say of the verbatim share: every
+  detected span is replaced, so ``verbatim_K`` is this plus the draws that spell a value again);
 * ``other_type_share_K`` for the non-entity tokens (K: dates, time zones, weekdays, months, punctuation,
   versions, file names, a chat's bare numbers and interjections, ...): the share overlapped by a span of another
   type (any type but DATE_TIME for a date and its parts, but AGE or DATE_TIME for a bare number, any type at all
@@ -103,6 +105,7 @@ def detection_figures(name: str, docs, anns, found) -> None:
     detected, correct = Counter(), Counter()
     recall, typed, total = Counter(), Counter(), Counter()
     other, seen, other_types = Counter(), Counter(), defaultdict(Counter)
+    uncovered, kinds = Counter(), Counter()
     for doc, spans in zip(docs, found):
         text, mine = doc["text"], by_doc[doc["doc_id"]]
         covered = bytearray(len(text))
@@ -115,6 +118,10 @@ def detection_figures(name: str, docs, anns, found) -> None:
             hits = [s for s in spans if s.start < a["end"] and a["start"] < s.end]
             if a["personal"] and a["type"] != "URL_PART":
                 total[a["type"]] += 1
+                kind = VERBATIM_KINDS.get(a["kind"])
+                if kind:
+                    kinds[kind] += 1
+                    uncovered[kind] += not any(covered[i] for i in _alnum(text, a["start"], a["end"]))
                 recall[a["type"]] += all(covered[i] for i in _alnum(text, a["start"], a["end"]))
                 typed[a["type"]] += any(s.entity_type in COMPATIBLE.get(a["type"], {a["type"]}) or
                                         a["type"] in COMPATIBLE.get(s.entity_type, ()) for s in hits)
@@ -133,6 +140,8 @@ def detection_figures(name: str, docs, anns, found) -> None:
         if other_types[t]:
             print(f"real_text_{name}_other_types_{t}: "
                   + ", ".join(f"{k} {v}" for k, v in other_types[t].most_common()))
+    for k in sorted(kinds):
+        print(f"real_text_{name}_undetected_{k}: {_share(uncovered[k], kinds[k])}")
     print(f"real_text_{name}_other_type_share_must_show: "
           f"{_share(sum(other[t] for t in MUST_SHOW), sum(seen[t] for t in MUST_SHOW))}")
 
@@ -209,27 +218,35 @@ def _ipv4(value: str) -> bool:
         return False
 
 
-def char_loss_figures(name: str, texts, merged, out) -> None:
+def char_loss_figures(name: str, texts, merged, out, personal=None) -> None:
     """What costs the character similarity, per span type: each replaced span loses len(before) + len(after)
     - 2 * (characters ``difflib`` matches between them) of the document's len(original) + len(export); the
     mean over the documents of that share (the char_similarity's documents) sums, over the types, to about
-    1 - char_similarity (``char_loss_total``; the difference is difflib matching across span edges)."""
+    1 - char_similarity (``char_loss_total``; the difference is difflib matching across span edges).
+    ``char_loss_false``: the part of it spent on spans that overlap no personal annotation (``personal``: per
+    document, its annotated personal values' (start, end)), what a detector without false spans would keep."""
     loss: Counter = Counter()
+    false = 0.0
     docs = 0
-    for text, spans, text_out, reps in zip(texts, merged, out.texts, out.replacements):
+    for k, (text, spans, text_out, reps) in enumerate(zip(texts, merged, out.texts, out.replacements)):
         if not spans or len(text) > 20_000:
             continue
         docs += 1
         for (s, e, t, _), after in zip(spans, reps):
             same = sum(b.size for b in difflib.SequenceMatcher(None, text[s:e], after, autojunk=False)
                        .get_matching_blocks())
-            loss[t] += (e - s + len(after) - 2 * same) / (len(text) + len(text_out))
+            part = (e - s + len(after) - 2 * same) / (len(text) + len(text_out))
+            loss[t] += part
+            if personal is not None and not any(a < e and s < b for a, b in personal[k]):
+                false += part
     for t, v in loss.most_common():
         print(f"real_text_{name}_char_loss_{t}: {v / max(1, docs):.4f}")
     print(f"real_text_{name}_char_loss_total: {sum(loss.values()) / max(1, docs):.4f}")
+    if personal is not None:
+        print(f"real_text_{name}_char_loss_false: {false / max(1, docs):.4f}")
 
 
-def utility_figures(name: str, docs, out, merged, seed: int, settings, similarity_docs: int) -> None:
+def utility_figures(name: str, docs, anns, out, merged, seed: int, settings, similarity_docs: int) -> None:
     import numpy as np
 
     from privtext.embed.encoder import encode_texts
@@ -248,7 +265,11 @@ def utility_figures(name: str, docs, out, merged, seed: int, settings, similarit
     ratios = [difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
               for a, b, m in zip(texts, out.texts, merged) if m and len(a) <= 20_000]  # difflib is quadratic
     print(f"real_text_{name}_char_similarity: {sum(ratios) / max(1, len(ratios)):.4f} ({len(ratios)} documents)")
-    char_loss_figures(name, texts, merged, out)
+    by_doc = defaultdict(list)
+    for a in anns:
+        if a["personal"]:
+            by_doc[a["doc_id"]].append((a["start"], a["end"]))
+    char_loss_figures(name, texts, merged, out, [by_doc[d["doc_id"]] for d in docs])
     with_spans = [i for i, m in enumerate(merged) if m][:similarity_docs]
     a = encode_texts([texts[i] for i in with_spans], settings.embed).astype(np.float64)
     b = encode_texts([out.texts[i] for i in with_spans], settings.embed).astype(np.float64)
@@ -303,7 +324,7 @@ def main() -> None:
                   for t, spans in zip(texts, found)]
         out = sanitize_documents(sanitizer, encode, np.random.default_rng(args.seed), texts, merged)
         export_figures(name, part, anns, merged, out, args.pairs, args.seed)
-        utility_figures(name, part, out, merged, args.seed, settings, args.similarity_docs)
+        utility_figures(name, part, anns, out, merged, args.seed, settings, args.similarity_docs)
 
 
 if __name__ == "__main__":

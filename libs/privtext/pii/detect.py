@@ -24,7 +24,14 @@ import pandas as pd
 
 from privtext.pii import structure
 from privtext.pii.fold import Folded, fold
-from privtext.pii.gazetteers import NOT_FIRST, first_names, stop_words
+from privtext.pii.gazetteers import (
+    NOT_FIRST,
+    SINGLE_NAME_SCORE,
+    cities,
+    countries_and_states,
+    first_names,
+    stop_words,
+)
 from privtext.pii.hashing import normalize_value, secret_id
 from privtext.pii.refine import NOT_NAMES, join_adjacent, plain_text, refine
 from privtext.pii.settings import PiiSettings
@@ -52,6 +59,7 @@ _URL_END = r"[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]}]"
 WHOLE_URLS = [("scheme URL", rf"(?i)\b(?:https?|ftp)://{_URL_END}", 0.95),
               ("www URL", rf"(?i)\bwww\d?\.[a-z0-9-]+\.{_URL_END}", 0.95),
               ("host and path", rf"(?i)\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{{2,24}}/{_URL_END}", 0.9)]
+SPACY_SCORE = 0.85  # what Presidio's SpacyRecognizer gives every NER span
 CENSUS_NAME_SCORE = 0.86  # above spaCy's 0.85, so "First Last" wins an overlap with a shorter NER span
 SPAN_COLUMNS = ["doc_id", "entity_type", "start", "end", "score", "tier", "secret_id"]
 
@@ -310,11 +318,13 @@ def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings,
     shape = structure.analyze(fold_text, _known_first_names(), _not_names())
     own = [Span(kind, start, end, structure.STRUCTURE_SCORE, settings.tier_of(kind), "")
            for kind, start, end in shape.spans if kind in entities]
-    kept = resolve_overlaps(structure.apply(refine(spans, fold_text, settings), shape, fold_text)
-                            + refine(own, fold_text, settings))
+    found = structure.apply(refine(spans, fold_text, settings), shape, fold_text)
+    kept = resolve_overlaps(found + refine(own, fold_text, settings))
     if "PERSON" in entities:
         same = structure.apply(_same_names(fold_text, kept, settings), shape, fold_text)  # not in a list's tag
-        kept = _retyped_names(fold_text, resolve_overlaps(kept + same), settings)
+        named = {(s.start, s.end) for s in found  # a name gazetteer's or a lone name's, not spaCy's own guess
+                 if s.entity_type == "PERSON" and SINGLE_NAME_SCORE <= s.score < SPACY_SCORE}
+        kept = _retyped_names(fold_text, resolve_overlaps(kept + same), settings, named)
     if settings.join_adjacent:
         kept = join_adjacent(kept, fold_text, settings.widen_addresses)
     mapped = [replace(s, start=a, end=b) for s in kept for a, b in [folded.to_original(s.start, s.end)]]
@@ -362,15 +372,24 @@ def _same_names(text: str, spans: list[Span], settings: PiiSettings) -> list[Spa
 
 
 _NAME_LIKE = frozenset({"ORGANIZATION", "LOCATION", "NRP"})
+
+
+def _no_place(value: str, entity_type: str) -> bool:
+    """Not a country or US state, and, for a span typed LOCATION, not a town either ("Boston", "Warren")."""
+    key = value.casefold()
+    return key not in countries_and_states() and (entity_type != "LOCATION" or key not in cities())
 # a self-introduction right before a span: "I'm Tolosa", "this is Munoz" name the writer, not a company or a place
 _INTRODUCED = re.compile(r"(?i)(?<![\w'’])(?:i'?m|i[ \t]+am|this[ \t]+is|my[ \t]+name[ \t]+is|name'?s)[ \t]*,?[ \t]+\Z")
 
 
-def _retyped_names(text: str, spans: list[Span], settings: PiiSettings) -> list[Span]:
+def _retyped_names(text: str, spans: list[Span], settings: PiiSettings,
+                   named: frozenset[tuple[int, int]] | set = frozenset()) -> list[Span]:
     """``spans`` with an organisation, place or group typed PERSON where it is a person: every word of it is a
     detected person's name word in the same document ("Eckbauer" after "From: Karl Eckbauer", whatever spaCy's
-    guess: "Eckbauer" a company, "BRADLEY" a place), or an organisation or place of one to three capitalised
-    words right after a self-introduction ("I'm Tolosa")."""
+    guess: "Eckbauer" a company, "BRADLEY" a place); a name recognizer found a person at exactly its place
+    (``named``: a known first name, or a lone proper noun with a context word, "hear back from Phillips"), and
+    it is no place (``_no_place``); or an organisation or place of one to three capitalised words right after a
+    self-introduction ("I'm Tolosa")."""
     words = _person_words(text, spans)
     tier = settings.tier_of("PERSON")
     out = []
@@ -378,6 +397,7 @@ def _retyped_names(text: str, spans: list[Span], settings: PiiSettings) -> list[
         found = [w.group() for w in _WORD.finditer(text, s.start, s.end)]
         if s.entity_type in _NAME_LIKE and found and (
                 all(w.casefold() in words for w in found)
+                or (s.start, s.end) in named and _no_place(text[s.start:s.end], s.entity_type)
                 or s.entity_type != "NRP" and len(found) <= 3 and all(w[0].isupper() for w in found)
                 and _INTRODUCED.search(text, max(0, s.start - 16), s.start)):
             s = replace(s, entity_type="PERSON", tier=tier)

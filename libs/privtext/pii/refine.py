@@ -1,8 +1,9 @@
 """Span post-processing a sanitizer needs, after the recognizers (``refine``).
 
 * Relative time is not PII: DATE_TIME spans that are durations or relative expressions ("a week",
-  "this month", "two weeks", "Sunday", "yesterday") are dropped unless ``pii.relative_time_is_pii``:
-  they identify no one, and replacing them with dates makes nonsense.
+  "this month", "two weeks", "Sunday", "yesterday"), or a month or feast alone ("in August", "Christmas"),
+  are dropped unless ``pii.relative_time_is_pii``: they identify no one, and replacing them with dates makes
+  nonsense.
 * spaCy's DATE misreads of bare digit groups ("4746-3459", "7015", "07700 316") are dropped when they
   have no date shape, so the phone, postcode and address recognizers own those digits.
 * A PERSON span is widened over adjacent capitalised name tokens (``widen_names``), so "Russell" in
@@ -43,13 +44,21 @@ _DIGITS_ONLY = re.compile(r"^[\d\s.,/:-]+$")
 _DATE_SHAPE = re.compile(r"^(?:\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?|"
                          r"\d{1,2}:\d{2}(?::\d{2})?|(?:19|20)\d{2}s?"
                          r"|\d{1,2}[/.-](?:19|20)\d{2}|(?:19|20)\d{2}[/.-]\d{1,2})$")
+# a month or a feast without a day or a year ("the numbers for August", "Christmas plans"): no date of anyone's, as
+# coarse as a weekday; relative time unless pii.relative_time_is_pii
+_MONTH_ALONE = re.compile(
+    r"(?i)^(?:(?:in|of|for|since|until|by|during|the|this|last|next|early|mid|late|end\s+of)\s+)*"
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|christmas|easter|"
+    r"thanksgiving|halloween|new\s+year'?s?(?:\s+(?:eve|day))?)$")
+_STATE_ZIP = re.compile(r"^[A-Z]{2}\s\d{5}(?:-\d{4})?$")  # "IL 84254": an address's state and ZIP, no date
 _ESCAPED_BREAK = re.compile(r"\\([nrt])")
 _NAME_TOKEN = re.compile(r"[^\W\d_]{2,}(?:['-][^\W\d_]+)?")  # a name word of any script: "Mcclain", "Петров"
 _NAME_TOKEN_BEFORE = re.compile(rf"{_NAME_TOKEN.pattern}$")
 NOT_NAMES = frozenset({"The", "A", "An", "And", "Or", "But", "I", "We", "You", "He", "She", "They", "It", "My",
                        "Our", "Your", "His", "Her", "Their", "Hi", "Hello", "Dear", "Thanks", "Thank", "Please",
                        "Regards", "Best", "Cheers", "Mr", "Mrs", "Ms", "Dr", "At", "In", "On", "To", "From",
-                       "For", "With", "Is", "Was", "Call", "Ask", "Tell", "Let", "See", "Name", "Phone", "Email", "Born"})
+                       "For", "With", "Is", "Was", "Call", "Ask", "Tell", "Let", "See", "Name", "Phone", "Email",
+                       "Born"})
 # address continuations: a separator, then one element of an address block
 _PLACE_WORD = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'.-]*"
 _PARTICLES = "de|da|do|dos|das|del|della|di|du|des|la|le|los|las|y|van|von|der|den"
@@ -161,9 +170,9 @@ def _place_line_above(span, text: str) -> list:
 
 
 def _not_a_date(value: str, settings) -> bool:
-    if _DIGITS_ONLY.match(value) and not _DATE_SHAPE.match(value):
+    if _DIGITS_ONLY.match(value) and not _DATE_SHAPE.match(value) or _STATE_ZIP.match(value):
         return True
-    return not settings.relative_time_is_pii and bool(RELATIVE_TIME.match(value))
+    return not settings.relative_time_is_pii and bool(RELATIVE_TIME.match(value) or _MONTH_ALONE.match(value))
 
 
 def _widen_name(span, text: str):

@@ -213,7 +213,7 @@ _NOT_ORG_WORDS = frozenset("free api cvs fyi faq asap changelog x-mailer mailer 
 _KINSHIP = frozenset("mum mom mommy mummy mama dad daddy papa mother father grandma granny grandpa grandad "
                      "auntie uncle sis bro hubby wifey".split())
 _CODE = re.compile(r"[A-Z]{1,3}\d{1,4}")  # "Q3", "H1", "FY02": a quarter, half or model code, no name
-_FILE_TLDS = frozenset("py pl pm sh md rs cc cs so am in ps js ts go rb ml mk io sc st ai pdf".split())
+_FILE_TLDS = frozenset("py pl pm sh md rs cc cs so am in ps js ts go rb ml mk io sc st ai pdf cf".split())
 _URL_PARTS = re.compile(r"(?i)^(?:[a-z][a-z0-9+.-]*://|www\d?\.)|/")
 
 
@@ -322,6 +322,11 @@ def _calendar_numbers(value: str) -> bool:
 def _is_uncased(word: str) -> bool:
     """The word opens with a letter of a script without case (Han, Thai, Arabic, ...)."""
     return bool(word) and unicodedata.category(word[0]) == "Lo"
+
+
+def is_slang(word: str) -> bool:
+    """A chat word or interjection ("ok", "yeah", "nice"), laughter included."""
+    return word.casefold() in _SLANG or _LAUGHTER.fullmatch(word) is not None
 
 
 def is_calendar_word(word: str) -> bool:
@@ -490,6 +495,8 @@ def _valid(span, text: str) -> bool:
         return False  # "Cheers,\nmichael": the sign-off is no name, company or place
     if span.entity_type == "ORGANIZATION" and all(w in _NOT_ORG_WORDS for w in re.findall(r"[\w-]+", core.casefold())):
         return False
+    if span.entity_type == "EMAIL_ADDRESS" and re.search(r"[/?=&]", value.rpartition("@")[0]):
+        return False  # an address in a URL's query ("/unsubscribe?id=..&email=x@y"): the whole URL is the value
     if span.entity_type == "URL":
         glued = span.end < len(text) and text[span.end].isalnum() or span.start > 0 and text[span.start - 1].isalnum()
         bare_file = not _URL_PARTS.search(value) and value.rsplit(".", 1)[-1].lower() in _FILE_TLDS

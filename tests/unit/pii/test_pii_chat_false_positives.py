@@ -61,6 +61,15 @@ def test_a_name_mentioned_once_is_kept_by_a_context_word_only(analyzer):
         assert [v for k, v in found(analyzer, text) if k == "PERSON"] == [], text
 
 
+def test_turn_openers_months_and_addresses_in_urls(analyzer):
+    chat = "Ian: Yeah, Kate gets home at 5\nRobert: Yeah I spoke to him\nIan: Okay\nwhitney: Well, Caleb it was fun\n"
+    people = [v for k, v in found(analyzer, chat) if k == "PERSON"]
+    assert "Kate" in people and "Caleb" in people and not [v for v in people if v.startswith(("Yeah", "Well", "Okay"))]
+    assert found(analyzer, "The numbers for August look better. Christmas plans are set.") == []
+    url = "http://news.example.com/unsubscribe?id=e5ded2e698&email=saustin@eircom.net"
+    assert found(analyzer, f"Unsubscribe: {url}\n") == [("URL", url)]
+
+
 @hsettings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(), max_size=200),
        st.lists(st.tuples(st.integers(0, 200), st.integers(1, 40)), max_size=4),
