@@ -3,8 +3,8 @@ budget policy"): the share of spans masked as [TYPE] per night and the worst val
 across the types it was detected as (the ledger's unit), and per (type, value) beside it.
 
 Algorithm level, without Spark, with the stage's own functions: ``stages.sanitize.doc_spans`` (merge and
-allow-list), ``drawn_values`` (the plan job's body), ``check_schedule``, ``new_draws``, the ledger's
-``mldp_charge`` / ``compose`` / ``mldp_schedule``, and ``clusant.sanitizer.sanitize_documents`` with the
+allow-list), ``planned_values`` (the plan job's body), ``capped_strings``, ``check_schedule``, ``new_draws``,
+the ledger's ``mldp_charge`` / ``compose`` / ``mldp_schedule``, and ``clusant.sanitizer.sanitize_documents`` with the
 epoch's draw key (the sanitize job's call), on the sanitizer the stage builds from the settings
 (``sanitizer_setup.build_sanitizer``). Documents: ``tests.fixtures.realtext`` e-mails, one mailbox
 population split over the nights (lists, colleagues and correspondents recur; replayed dates); detected
@@ -35,7 +35,16 @@ from privtext.pii.hashing import normalize_value, secret_id
 from privtext.privacy.budget import BudgetExceeded, charge_to_json, mldp_charge, mldp_schedule, none_charge
 from privtext.sanitizer_setup import build_sanitizer
 from privtext.settings import load_settings
-from privtext.stages.sanitize import _sanitizer_key, check_schedule, doc_spans, drawn_values, new_draws
+from privtext.stages.sanitize import (
+    _sanitizer_key,
+    capped_strings,
+    check_schedule,
+    doc_spans,
+    drawn_pairs,
+    new_draws,
+    planned_values,
+    string_draw_eps,
+)
 
 ENTITY_TYPES = {  # annotation type -> the entity type a detector gives it
     "PERSON": "PERSON", "EMAIL_ADDRESS": "EMAIL_ADDRESS", "PHONE_NUMBER": "PHONE_NUMBER", "URL": "URL",
@@ -136,11 +145,12 @@ def main(argv=None) -> int:
     limit = budget.mldp_eps_max
     fingerprint = _sanitizer_key(settings)
     draw_eps = max(ts.mechanism.epsilon for ts in sanitizer.per_type.values())
-    string_eps = sum(ts.mechanism.epsilon for ts in sanitizer.per_type.values())  # the stage's schedule per draw
+    per_string = settings.clusant.types_per_value
+    string_eps = string_draw_eps([ts.mechanism.epsilon for ts in sanitizer.per_type.values()], per_string)
     eps_of = lambda t: sanitizer.per_type[t].mechanism.epsilon if t in sanitizer.per_type else 0.0  # noqa: E731
     print(f"nights: {args.nights}\nmail_per_night: {args.mail_per_night}\nepoch_days: {epoch_days}\n"
           f"allow_list_entries: {len(allow)}\nmldp_eps_max: {limit:g}\ndraw_eps: {draw_eps:g}\n"
-          f"draw_string_eps: {string_eps:g}\ndrawn_types: {len(sanitizer.per_type)}")
+          f"draw_string_eps: {string_eps:g}\ntypes_per_value: {per_string}\ndrawn_types: {len(sanitizer.per_type)}")
     entries: list[dict] = []
     former: dict = {}
     rows = []
@@ -156,7 +166,9 @@ def main(argv=None) -> int:
             rows.append({"night": n + 1, "refused": True})
             print(f"night_{n + 1:02d}: refused by the schedule")
             continue
-        drawn = drawn_values(texts, spans, allow, frozenset(sanitizer.per_type), KEY)
+        plan = planned_values(texts, spans, allow, frozenset(sanitizer.per_type), KEY)
+        capped = capped_strings(entries, draw, plan, per_string)
+        drawn = drawn_pairs(plan, capped)
         new = new_draws(entries, draw, drawn)
         params = {"draw": draw, "draw_eps": draw_eps, "draw_string_eps": string_eps, "string_units": True,
                   "epoch": epoch, "date": day.isoformat()}
@@ -167,7 +179,7 @@ def main(argv=None) -> int:
         entries += tonight or [_entry(none_charge("bench", "sanitize", f"n{n}", "clusant", reason="reused",
                                                   params=params))]
         planned = [doc_spans(t, s, allow) for t, s in zip(texts, spans)]
-        out = _sanitized(sanitizer, encode, texts, [k for k, _ in planned], draw_key(KEY, epoch, fingerprint))
+        out = _sanitized(sanitizer, encode, texts, [k for k, _ in planned], draw_key(KEY, epoch, fingerprint), capped)
         total = sum(len(k) + a for k, a in planned)
         masked = sum(sum(m.values()) for m in out.masked)
         allowed = sum(a for _, a in planned)
@@ -177,7 +189,7 @@ def main(argv=None) -> int:
         f_total, f_masked, f_types = former_policy(former, texts, spans, eps_of, limit)
         row = {"night": n + 1, "date": day.isoformat(), "spans": total, "masked_share": masked / max(1, total),
                "masked_types": sorted({t for m in out.masked for t in m}), "allowed_share": allowed / max(1, total),
-               "values_drawn": len(drawn), "values_charged": sum(len(v) for v in new.values()),
+               "values_drawn": len(drawn), "capped": len(capped), "values_charged": sum(len(v) for v in new.values()),
                "worst_spend": composed.epsilon if composed else 0.0, "worst_spend_independent": independent,
                "worst_type_value_spend": per_type,
                "schedule_bound": mldp_schedule(entries)["bound"], "limit": limit,
@@ -208,10 +220,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def _sanitized(sanitizer, encode, texts, docs, key):
+def _sanitized(sanitizer, encode, texts, docs, key, capped):
     from privtext.clusant.sanitizer import sanitize_documents
 
-    return sanitize_documents(sanitizer, encode, None, texts, docs, draw_key=key)
+    keep = (lambda t, v: (t, secret_id(KEY, normalize_value("", v))) not in capped) if capped else None
+    return sanitize_documents(sanitizer, encode, None, texts, docs, draw_key=key, keep=keep)
 
 
 def _independent_worst(entries: list[dict], by_type: bool = False) -> float:

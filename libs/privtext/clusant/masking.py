@@ -2,7 +2,9 @@
 
 A span is written as ``[TYPE]`` only when its type has no public replacement vocabulary (not in
 ``clusant.entity_types``, or no vocabulary source yields candidates): a configuration fact, the same for
-every value and every night (``stages.sanitize``: no masking depends on counts). A span equal to a
+every value and every night (``stages.sanitize``: no masking depends on counts); or when the detector typed
+its value string in more than ``clusant.types_per_value`` types within one draw's epoch (the extra types are
+masked, so that a string's spend per draw stays bounded: ``stages.sanitize.capped_strings``). A span equal to a
 ``clusant.allow_list`` entry is left as written. The summary (``summary``) travels in the staged rows'
 ``params`` (``masking``), so the demo, ``privtext status``, the report and the export's manifest all read
 the same figures (``combine`` over the runs of a date, ``words`` for one sentence). It also names the entity
@@ -20,16 +22,21 @@ HOW_TO_AVOID = ("give the type a vocabulary (clusant.entity_types, clusant.vocab
 
 
 def summary(spans: int, replaced: int, masked_by_type: dict[str, int], allowed: int, allow_list: int,
-            not_detected: Iterable[str] = ()) -> dict:
+            not_detected: Iterable[str] = (), capped: int = 0, types_per_value: int = 0) -> dict:
     """The release's span counts: ``masked_share`` of the spans written as [TYPE], which types, why; and
     ``not_detected``: the types privtext detects by default that the detection run left out (``pii.entities``),
-    whose values the release writes as they are."""
+    whose values the release writes as they are. ``capped``: of the masked spans, those of a value string already
+    drawn in ``types_per_value`` other types in the epoch (``clusant.types_per_value``)."""
     masked = int(sum(masked_by_type.values()))
+    why = [WHY_MASKED] if masked > capped else []
+    if capped:
+        why.append(f"{capped:,} of them hold a value already drawn in {types_per_value} other type(s) this epoch "
+                   f"(clusant.types_per_value {types_per_value}: the detector typed one string several ways)")
     return {"spans": int(spans), "replaced": int(replaced), "masked": masked, "allowed": int(allowed),
             "masked_share": masked / spans if spans else 0.0, "allowed_share": allowed / spans if spans else 0.0,
             "masked_types": {t: int(n) for t, n in sorted(masked_by_type.items()) if n},
-            "why_masked": WHY_MASKED if masked else "", "allow_list_entries": int(allow_list),
-            "not_detected": sorted(set(not_detected))}
+            "why_masked": "; ".join(why), "allow_list_entries": int(allow_list),
+            "not_detected": sorted(set(not_detected)), "capped": int(capped), "types_per_value": int(types_per_value)}
 
 
 def combine(summaries: list[dict]) -> dict | None:
@@ -42,7 +49,8 @@ def combine(summaries: list[dict]) -> dict | None:
             types[t] = types.get(t, 0) + n
     return summary(sum(s["spans"] for s in summaries), sum(s["replaced"] for s in summaries), types,
                    sum(s["allowed"] for s in summaries), max(s["allow_list_entries"] for s in summaries),
-                   {t for s in summaries for t in s.get("not_detected", ())})  # rows staged before it: none
+                   {t for s in summaries for t in s.get("not_detected", ())},  # rows staged before it: none
+                   sum(s.get("capped", 0) for s in summaries), max(s.get("types_per_value", 0) for s in summaries))
 
 
 def from_params(params: list[str]) -> dict | None:

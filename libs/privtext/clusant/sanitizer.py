@@ -134,17 +134,18 @@ class SanitizedDocuments:
 
 def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.random.Generator | None,
                        texts: Sequence[str], docs: Sequence[Sequence[tuple[int, int, str, str]]],
-                       draw_key: bytes | None = None) -> SanitizedDocuments:
+                       draw_key: bytes | None = None, keep=None) -> SanitizedDocuments:
     """Every span of ``docs`` (per document: disjoint, sorted (start, end, type, tier), see ``merge_spans``)
     replaced: one surrogate per distinct (document, type, value key), each distinct (type, key) of the
     batch encoded once; types without a vocabulary get their placeholder. With a
     ``draw_key`` (``surrogates.draw_key``): one surrogate per distinct (type, key) whatever the document or
     batch, drawn from the value's own generator (``surrogates.value_rng``) on the embedding of its key, so
-    every batch reproduces it; ``same_as_input`` then counts each value once per batch (first document)."""
+    every batch reproduces it; ``same_as_input`` then counts each value once per batch (first document).
+    ``keep(type, span text)`` False masks a span of a drawn type instead (``stages.sanitize.capped_strings``)."""
     keys = [[(t, normalize_value(t, texts[i][s:e])) for s, e, t, _ in spans] for i, spans in enumerate(docs)]
     regions = [[replaced_region(texts[i], s, e) for s, e, _, _ in spans] for i, spans in enumerate(docs)]
-    drawn_spans = [[t in sanitizer.per_type and a < b for (_, _, t, _), (a, b) in zip(spans, regions[i])]
-                   for i, spans in enumerate(docs)]
+    drawn_spans = [[t in sanitizer.per_type and a < b and (keep is None or keep(t, texts[i][s:e]))
+                    for (s, e, t, _), (a, b) in zip(spans, regions[i])] for i, spans in enumerate(docs)]
     groups = sorted({(i, t, k) for i, doc in enumerate(keys) for (t, k), d in zip(doc, drawn_spans[i]) if d})
     values: dict[tuple[str, str], str] = {}
     for i, spans in enumerate(docs):

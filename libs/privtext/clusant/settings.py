@@ -63,6 +63,10 @@ class ClusantSettings(StrictModel):
     # one surrogate draw per (type, value) per epoch of this many days, reused for every occurrence and
     # charged once (clusant.surrogates); the ledger's schedule bounds every value's spend by draws x eps
     surrogate_epoch_days: int = Field(30, ge=1)
+    # a value string is drawn in at most this many entity types per epoch (the detector may type one string several
+    # ways); its spans in further types are masked as [TYPE]. The schedule bounds a string's spend per draw by
+    # the sum of this many largest eps (2: 8 at the defaults, 25 epochs of 30 days within mldp_eps_max 200)
+    types_per_value: int = Field(2, ge=1)
     # span values and candidates: "static" (wordpiece vectors distilled from embed.model, ~40x faster on CPU,
     # privtext.embed.static_phrases) or "transformer" (embed.model run on every phrase)
     phrase_encoder: Literal["static", "transformer"] = "static"

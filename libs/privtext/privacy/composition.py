@@ -163,9 +163,10 @@ def mldp_schedule(charges: list[dict]) -> dict:
     """The data-independent bound on any value string's metric-LDP spend, from the ledger's public schedule.
 
     A sanitize night records its surrogate draw on every entry it writes, charged or not: ``params["draw"]``
-    (the epoch and mechanism) and ``params["draw_string_eps"]``, the sum of eps over the mechanism's types.
-    It charges each (type, value) at most once per draw (``surrogates``), and one string can be detected as
-    every type, so a string has spent at most the sum of ``draw_string_eps`` over the distinct draws of the
+    (the epoch and mechanism) and ``params["draw_string_eps"]``, the most one string can spend in the draw (the
+    sum of the ``clusant.types_per_value`` largest eps of the mechanism's types, or of all of them for rows written
+    before that cap). It charges each (type, value) at most once per draw (``surrogates``) and draws a string in at
+    most that many types, so a string has spent at most the sum of ``draw_string_eps`` over the distinct draws of the
     ledger, whatever the data held. Draws recorded before ``draw_string_eps`` (``older``) add, per type their
     rows charged, that type's eps (a string met each at most once in the draw); mldp charges without a draw
     (``legacy``) add their eps times their largest occurrences, those without exposures their eps. Returns

@@ -23,11 +23,13 @@ type and format are). The ledger gets, BEFORE anything is written and in one all
 ``mldp`` charge per span type with the keyed values drawn tonight that no earlier entry of the same draw
 charged (occurrences 1; a code type's span names its string's key too: the ledger composes per string,
 across types), every entry naming the draw (``params.draw``, ``draw_eps``, ``draw_string_eps``); a night
-with nothing new records the draw in a ``none`` entry. No decision depends on private counts: which spans are
-replaced, left (allow-list) or masked (a type without vocabulary) depends on the configuration, the
-spans' types and their text only, and the night is refused (``BudgetExceeded``) only when the ledger's
-public schedule (``budget.mldp_schedule``: the sum over its distinct draws of the sum of eps over the
-mechanism's types, as one string may be detected as every type) would pass the strictest ``mldp_eps_max``;
+with nothing new records the draw in a ``none`` entry. A value string is drawn in at most
+``clusant.types_per_value`` types per draw (``capped_strings``; its spans in further types are masked). No
+decision depends on private counts: which spans are replaced, left (allow-list) or masked (a type without
+vocabulary, a string's extra type) depends on the configuration, the spans' types and their text, and the
+ledger's earlier charges of that same string only, and the night is refused (``BudgetExceeded``) only when the
+ledger's public schedule (``budget.mldp_schedule``: the sum over its distinct draws of the sum of the
+``types_per_value`` largest eps of the mechanism, ``string_draw_eps``) would pass the strictest ``mldp_eps_max``;
 that bound holds for every value string whatever occurred, so the
 ledger's own per-value check can never be the one refusing. ``custext`` has no guarantee across
 clusters: it is recorded as ``none`` and ``publish`` refuses its output. Placeholders are deterministic masks.
@@ -91,12 +93,14 @@ OUT_SCHEMA = StructType([
     StructField("verbatim", IntegerType()),
     StructField("verbatim_expected", DoubleType()),
     StructField("format_kept", IntegerType()),
+    StructField("capped", IntegerType()),
 ])
 # what a charge's eps protects (the ledger records it): one keyed draw per (type, value) and epoch
 ADJACENCY = ("a value x replaced by any x' of the same entity type and surface format in all its occurrences of the "
              "draw's epoch (one draw, reused; the type, the format class and which spans hold equal values are "
              "published); one occurrence alone against the others is not protected")
-PLAN_SCHEMA = StructType([StructField("entity_type", StringType()), StructField("secret_id", StringType())])
+PLAN_SCHEMA = StructType([StructField("entity_type", StringType()), StructField("secret_id", StringType()),
+                          StructField("string_id", StringType())])
 QUALITY_SCHEMA = StructType([StructField("similarity", DoubleType()), StructField("perplexity", DoubleType())])
 
 
@@ -138,16 +142,61 @@ def doc_spans(text: str, spans, allow: AllowList) -> tuple[list[tuple[int, int, 
     return kept, len(merged) - len(kept)
 
 
-def drawn_values(texts, spans_per_doc, allow: AllowList, drawn_types, key: bytes) -> set[tuple[str, str]]:
-    """The distinct (type, secret_id) the documents draw: merged spans not allow-listed, of a type with a vocabulary.
-    A span names its type's key (the draw's and the spans' secret_id) and its string's own key (``normalize_value``
-    of no type: the ledger's unit across types) where they differ: a code type keys letters and digits only."""
+def planned_values(texts, spans_per_doc, allow: AllowList, drawn_types, key: bytes) -> set[tuple[str, str, str]]:
+    """The distinct (type, secret_id, string_id) the documents draw: merged spans not allow-listed, of a type with
+    a vocabulary; ``secret_id`` keys the type's ``normalize_value`` (the draw's and the spans' secret_id),
+    ``string_id`` the string's own (``normalize_value`` of no type: the ledger's unit across types). They differ
+    where a code type keys letters and digits only."""
     out = set()
     for text, spans in zip(texts, spans_per_doc):
         for s, e, t, _ in doc_spans(text, spans, allow)[0]:
             if t in drawn_types:
-                out |= {(t, secret_id(key, v)) for v in {normalize_value(t, text[s:e]), normalize_value("", text[s:e])}}
+                value = text[s:e]
+                out.add((t, secret_id(key, normalize_value(t, value)), secret_id(key, normalize_value("", value))))
     return out
+
+
+def drawn_pairs(planned: set[tuple[str, str, str]], capped: frozenset = frozenset()) -> set[tuple[str, str]]:
+    """The (type, unit) pairs a night charges: each planned draw under its type key and its string key, except
+    the (type, string) pairs ``capped`` (``capped_strings``: masked, not drawn)."""
+    return {(t, u) for t, tid, sid in planned if (t, sid) not in capped for u in (tid, sid)}
+
+
+def drawn_values(texts, spans_per_doc, allow: AllowList, drawn_types, key: bytes) -> set[tuple[str, str]]:
+    """The distinct (type, unit) the documents draw (``planned_values``, both keys of each span)."""
+    return drawn_pairs(planned_values(texts, spans_per_doc, allow, drawn_types, key))
+
+
+def capped_strings(entries: list[dict], draw: str, planned: set[tuple[str, str, str]],
+                   types_per_value: int) -> frozenset:
+    """The (type, string_id) pairs of tonight masked instead of drawn: a value string is drawn in at most
+    ``types_per_value`` types per draw (``clusant.types_per_value``), the types the ledger charged it with
+    earlier in the draw first, then tonight's new ones in name order. This bounds a string's spend per draw by
+    the sum of the ``types_per_value`` largest eps (``string_draw_eps``), whatever the detector typed it as. The
+    decision reads the string's own spans' types and the ledger's earlier charges of it (the types and the
+    equality of spans are published by design), never another value's counts."""
+    earlier: dict[str, set[str]] = {}
+    for e in entries:
+        if e["guarantee"] == "mldp" and e["params"].get("draw") == draw:
+            for x in e.get("exposures") or []:
+                earlier.setdefault(x["unit"], set()).add(e["params"].get("entity_type"))
+    tonight: dict[str, set[str]] = {}
+    for t, _, sid in planned:
+        tonight.setdefault(sid, set()).add(t)
+    out = set()
+    for sid, types in tonight.items():
+        allowed = set(earlier.get(sid, ()))
+        for t in sorted(types - allowed):
+            if len(allowed) < types_per_value:
+                allowed.add(t)
+            else:
+                out.add((t, sid))
+    return frozenset(out)
+
+
+def string_draw_eps(type_eps, types_per_value: int) -> float:
+    """The most one value string can spend in one draw: the sum of the ``types_per_value`` largest eps."""
+    return float(sum(sorted(type_eps, reverse=True)[:types_per_value]))
 
 
 def new_draws(entries: list[dict], draw: str, drawn: set[tuple[str, str]]) -> dict[str, dict[str, int]]:
@@ -162,37 +211,42 @@ def new_draws(entries: list[dict], draw: str, drawn: set[tuple[str, str]]) -> di
 
 def check_schedule(entries: list[dict], draw: str, string_eps: float, limit: float, dataset: str) -> dict:
     """Refuse (``BudgetExceeded``) when the ledger's public schedule with tonight's draw would pass ``limit``;
-    ``string_eps``: the most one string can spend in the draw (the sum of eps over the mechanism's types)."""
+    ``string_eps``: the most one string can spend in the draw (``string_draw_eps``)."""
     schedule = mldp_schedule(entries + [{"guarantee": "none", "params": {"draw": draw, "draw_string_eps": string_eps},
                                          "spend": {}}])
     if exceeds(schedule["bound"], limit):
         raise BudgetExceeded(
             f"privacy budget of dataset {dataset!r} would be exceeded: {schedule['draws']} surrogate draw(s) "
-            f"(epochs x mechanisms) at up to eps {string_eps:g} per value string each (one string may be detected "
-            f"as every type), plus {schedule['older'] + schedule['legacy']:.4g} of older charges, bound every value "
-            f"at {schedule['bound']:.4g} > mldp_eps_max = {limit:g}; the schedule does not depend on the data: "
-            "lengthen clusant.surrogate_epoch_days, lower clusant.eps, draw fewer clusant.entity_types, "
+            f"(epochs x mechanisms) at up to eps {string_eps:g} per value string each (drawn in up to "
+            f"clusant.types_per_value types), plus {schedule['older'] + schedule['legacy']:.4g} of older charges, "
+            f"bound every value at {schedule['bound']:.4g} > mldp_eps_max = {limit:g}; the schedule does not depend "
+            "on the data: lengthen clusant.surrogate_epoch_days, lower clusant.eps or clusant.types_per_value, "
             "or end the export")
     return schedule
 
 
 def _plan_batches(settings, key: bytes, drawn_types: frozenset):
-    """mapInPandas body of the plan job: the distinct (type, secret_id) each batch draws (``drawn_values``)."""
+    """mapInPandas body of the plan job: the distinct (type, secret_id, string_id) each batch draws
+    (``planned_values``)."""
     allow = AllowList(settings.clusant.allow_list)
 
     def run(frames):
         for frame in frames:
-            seen = drawn_values(frame["text"], frame["spans"], allow, drawn_types, key)
-            yield pd.DataFrame(sorted(seen), columns=["entity_type", "secret_id"], dtype=object)
+            seen = planned_values(frame["text"], frame["spans"], allow, drawn_types, key)
+            yield pd.DataFrame(sorted(seen), columns=["entity_type", "secret_id", "string_id"], dtype=object)
 
     return run
 
 
-def _sanitize_batches(settings, shared, dkey: bytes):
+def _sanitize_batches(settings, shared, dkey: bytes, key: bytes, capped: frozenset):
     """mapInPandas body: the worker's sanitizer is built once per Python process from the broadcast
     (vocabularies, static piece table): the driver's candidate list, never rebuilt on a worker. Each value's
-    draw comes from ``dkey`` (the epoch's draw key), so every batch draws it alike."""
+    draw comes from ``dkey`` (the epoch's draw key), so every batch draws it alike; a span whose (type, string)
+    is ``capped`` (``capped_strings``) is masked, not drawn."""
     allow = AllowList(settings.clusant.allow_list)
+
+    def keep(entity_type: str, value: str) -> bool:
+        return (entity_type, secret_id(key, normalize_value("", value))) not in capped
 
     def run(frames):
         vocabularies, table = shared.value
@@ -202,7 +256,8 @@ def _sanitize_batches(settings, shared, dkey: bytes):
         for frame in frames:
             planned = [doc_spans(text, spans, allow) for text, spans in zip(frame["text"], frame["spans"])]
             docs = [kept for kept, _ in planned]
-            out = sanitize_documents(sanitizer, encode, None, list(frame["text"]), docs, draw_key=dkey)
+            out = sanitize_documents(sanitizer, encode, None, list(frame["text"]), docs, draw_key=dkey,
+                                     keep=keep if capped else None)
             yield pd.DataFrame({
                 "doc_id": frame["doc_id"], "sanitized_text": out.texts,
                 "n_spans": [len(kept) + allowed for kept, allowed in planned],
@@ -210,6 +265,8 @@ def _sanitize_batches(settings, shared, dkey: bytes):
                 "replaced": out.replaced, "masked": out.masked, "verbatim": out.same_as_input,
                 "verbatim_expected": out.same_expected,
                 "format_kept": out.format_kept,
+                "capped": [sum(t in sanitizer.per_type and not keep(t, text[a:b]) for a, b, t, _ in doc)
+                           for text, doc in zip(frame["text"], docs)] if capped else [0] * len(docs),
             })
 
     return run
@@ -385,31 +442,37 @@ def run(ctx: RunContext) -> SanitizeResult:
     epoch, fingerprint = epoch_of(ctx.date, settings.clusant.surrogate_epoch_days), _sanitizer_key(settings)
     draw = draw_id(epoch, fingerprint)
     draw_eps = max((ts.mechanism.epsilon for ts in sanitizer.per_type.values()), default=0.0)
-    string_eps = sum(ts.mechanism.epsilon for ts in sanitizer.per_type.values())  # one string as every type
+    per_string = settings.clusant.types_per_value
+    string_eps = string_draw_eps([ts.mechanism.epsilon for ts in sanitizer.per_type.values()], per_string)
     limit = ledger.limits(settings.run.dataset, entries).mldp_eps_max
     schedule = check_schedule(entries, draw, string_eps, limit, settings.run.dataset)  # data-independent
-    drawn = {(r["entity_type"], r["secret_id"]) for r in  # O(distinct values)
-             by_document(inputs, settings).mapInPandas(_plan_batches(settings, key, frozenset(sanitizer.per_type)),
-                                                       PLAN_SCHEMA).distinct().toLocalIterator()}
+    planned = {(r["entity_type"], r["secret_id"], r["string_id"]) for r in  # O(distinct values)
+               by_document(inputs, settings).mapInPandas(_plan_batches(settings, key, frozenset(sanitizer.per_type)),
+                                                         PLAN_SCHEMA).distinct().toLocalIterator()}
+    capped = capped_strings(entries, draw, planned, per_string)
     draw_params = {"draw": draw, "draw_eps": draw_eps, "draw_string_eps": string_eps, "string_units": True,
-                   "epoch": epoch, "surrogate_epoch_days": settings.clusant.surrogate_epoch_days,
+                   "types_per_value": per_string, "epoch": epoch,
+                   "surrogate_epoch_days": settings.clusant.surrogate_epoch_days,
                    "allow_list": len(settings.clusant.allow_list)}
-    _charge(ctx, sanitizer, new_draws(entries, draw, drawn), draw_params)  # before any write
+    _charge(ctx, sanitizer, new_draws(entries, draw, drawn_pairs(planned, capped)), draw_params)  # before any write
 
     shared = ctx.spark.sparkContext.broadcast((vocabs, table))
     out = (by_document(inputs, settings)
-           .mapInPandas(_sanitize_batches(settings, shared, draw_key(key, epoch, fingerprint)), OUT_SCHEMA)
+           .mapInPandas(_sanitize_batches(settings, shared, draw_key(key, epoch, fingerprint), key, capped),
+                        OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))
            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         agg = out.agg(F.sum("n_spans").alias("spans"), F.sum("n_replaced").alias("replaced"),
-                      F.sum("verbatim").alias("same"), F.sum("format_kept").alias("format_kept")).first()
+                      F.sum("verbatim").alias("same"), F.sum("format_kept").alias("format_kept"),
+                      F.sum("capped").alias("capped")).first()
         replaced_by_type, masked_by_type = _sum_maps(out, "replaced"), _sum_maps(out, "masked")
         spans, replaced = int(agg["spans"] or 0), int(agg["replaced"] or 0)
         masking = masking_summary(spans, replaced, masked_by_type, spans - replaced - sum(masked_by_type.values()),
                                   len(settings.clusant.allow_list),
-                                  [t for t in DEFAULT_TIERS if t not in lineage["entities"]])
+                                  [t for t in DEFAULT_TIERS if t not in lineage["entities"]],
+                                  capped=int(agg["capped"] or 0), types_per_value=per_string)
         staged = out.withColumn("params", F.lit(_row_params(sanitizer, lineage, masking)))
         written = ctx.lakehouse.replace_partitions(STAGED_SANITIZED_DOCUMENTS,
                                                    staged.select(*STAGED_SANITIZED_DOCUMENTS.schema.names),

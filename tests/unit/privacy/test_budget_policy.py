@@ -30,7 +30,16 @@ from privtext.privacy.budget import (
     none_charge,
 )
 from privtext.settings import DatasetBudget
-from privtext.stages.sanitize import check_schedule, doc_spans, drawn_values, new_draws
+from privtext.stages.sanitize import (
+    capped_strings,
+    check_schedule,
+    doc_spans,
+    drawn_pairs,
+    drawn_values,
+    new_draws,
+    planned_values,
+    string_draw_eps,
+)
 from unit.clusant.test_clusant_sanitizer import hash_encode
 
 KEY = b"k" * 32
@@ -436,3 +445,58 @@ def test_an_older_ledger_never_under_counts_a_string():
     # the same rows as the stage writes them now name the string: composed on their units, no fallback
     new = [{**e, "params": {**e["params"], "string_units": True}} for e in old]
     assert _per_value(new)[2] == 0.0
+
+
+# --------------------------------------------------------------------------- a string's types per draw
+
+
+def _capped_nights(nights, k: int, eps: dict = EPS) -> tuple[list[dict], list[frozenset]]:
+    """The stage's plan, cap and charge rule (``planned_values``, ``capped_strings``, ``drawn_pairs``,
+    ``new_draws``, ``_charge``) over nights of one draw; the ledger and each night's capped pairs."""
+    entries: list[dict] = []
+    caps = []
+    for n, (texts, spans) in enumerate(nights):
+        planned = planned_values(texts, spans, AllowList([]), frozenset(eps), KEY)
+        capped = capped_strings(entries, "1:fp", planned, k)
+        caps.append(capped)
+        entries += _night_rows(n, "1:fp", new_draws(entries, "1:fp", drawn_pairs(planned, capped)), eps)
+    return entries, caps
+
+
+def test_a_string_is_drawn_in_at_most_types_per_value_types_per_draw_and_its_spend_stays_within_the_schedule():
+    """``clusant.types_per_value`` = 2: "Jordan" typed ORGANIZATION, PERSON and NRP on night 1 is drawn in the
+    first two types by name (NRP, ORGANIZATION) and masked as PERSON; on night 2 of the same draw, typed PERSON
+    and EMAIL_ADDRESS, both are masked (its two types are spent) while a new string drawn in two types is not.
+    Independent check: a plain-Python sum per string over the ledger is at most ``string_draw_eps`` (the two
+    largest eps: 8), and 8 exactly for Jordan. The mutation (no cap, k = 4) composes Jordan to 2 + 4 + 4 + 2 = 12,
+    beyond that bound: the cap is what keeps the schedule true."""
+    texts1 = ["Greetings from the Jordan team", "Jordan wrote back", "the Jordan community"]
+    spans1 = [_spans(t, [("Jordan", ty)]) for t, ty in zip(texts1, ["ORGANIZATION", "PERSON", "NRP"])]
+    texts2 = ["Jordan again", "mail jordan", "Kim Lee and Kim Lee"]
+    spans2 = [_spans(texts2[0], [("Jordan", "PERSON")]), _spans(texts2[1], [("jordan", "EMAIL_ADDRESS")]),
+              [{**_spans(texts2[2], [("Kim Lee", "PERSON")])[0]},
+               {**_spans(texts2[2], [("Kim Lee", "ORGANIZATION")])[1]}]]
+    jordan, kim = secret_id(KEY, "jordan"), secret_id(KEY, "kim lee")
+    entries, caps = _capped_nights([(texts1, spans1), (texts2, spans2)], k=2)
+    assert caps[0] == {("PERSON", jordan)}
+    assert caps[1] == {("PERSON", jordan), ("EMAIL_ADDRESS", jordan)}
+    sums = _independent_sums(entries)
+    bound = string_draw_eps(EPS.values(), 2)
+    assert bound == 8.0 and sums[jordan] == 8.0 and sums[kim] == 6.0 and max(sums.values()) <= bound
+    uncapped, none = _capped_nights([(texts1, spans1), (texts2, spans2)], k=4)
+    assert none == [frozenset(), frozenset()] and _independent_sums(uncapped)[jordan] == 12.0 > bound
+
+
+def test_a_capped_span_is_masked_and_the_summary_says_why(sanitizer):
+    """The rewrite: a span whose (type, string) is capped is written as its type's placeholder, the same
+    string's other spans get its one surrogate; the masking summary names the cap and its setting."""
+    from privtext.clusant.masking import summary, words
+
+    text = "Jordan Lee wrote to Jordan Lee"
+    docs = [[(0, 10, "PERSON", "PII"), (20, 30, "EMAIL_ADDRESS", "PII")]]
+    out = sanitize_documents(sanitizer, hash_encode, None, [text], docs, draw_key=b"d" * 32,
+                             keep=lambda t, v: t != "EMAIL_ADDRESS")
+    assert out.texts[0].endswith(placeholder("EMAIL_ADDRESS")) and "Jordan Lee" not in out.texts[0]
+    assert out.masked == [{"EMAIL_ADDRESS": 1}] and out.replaced == [{"PERSON": 1}]
+    said = words(summary(2, 1, {"EMAIL_ADDRESS": 1}, 0, 0, capped=1, types_per_value=2))
+    assert "already drawn in 2 other type(s)" in said and "no public replacement vocabulary" not in said
