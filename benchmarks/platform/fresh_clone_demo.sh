@@ -7,7 +7,9 @@
 #     benchmarks/platform/fresh_clone_demo.sh [REPO=.] [N=3] [TEST=0]
 #
 # TEST=1 also times `make test` in each clone. Prints `clone<i>_<step>_seconds: value` lines, the load
-# average before each step, each clone's verdict lines, and the median of each step. PIP_FIND_LINKS
+# average before each step, each step's CPU seconds over its whole process tree (`_cpu_seconds`, from
+# cpu_tree.py: JVMs and Spark workers included; on two idle cores a step takes at least half of them, which a
+# busy machine can still tell), each clone's verdict lines, and the median of each step. PIP_FIND_LINKS
 # (a local torch wheel) is passed through as it is: say whether it was set when you report.
 set -euo pipefail
 repo=$(cd "${1:-.}" && pwd)
@@ -28,10 +30,13 @@ for i in $(seq 1 "$n"); do
     t0=$(date +%s.%N)
     case $step in
       clone) git clone -q "$repo" "$dir" ;;
-      *) make -C "$dir" "$step" >"$scratch/$step$i.log" 2>&1 || { tail -20 "$scratch/$step$i.log"; exit 1; } ;;
+      *) "${PYTHON:-python3.11}" "$dir/benchmarks/platform/cpu_tree.py" -- make -C "$dir" "$step" \
+           >"$scratch/$step$i.log" 2>&1 || { tail -20 "$scratch/$step$i.log"; exit 1; } ;;
     esac
     t1=$(date +%s.%N)
     printf 'clone%d_%s_seconds: %.1f\n' "$i" "$step" "$(echo "$t1 - $t0" | bc)" | tee -a "$scratch/times"
+    [ "$step" = clone ] || sed -n "s/^cpu_seconds: /clone${i}_${step}_cpu_seconds: /p" "$scratch/$step$i.log" |
+      tee -a "$scratch/times"
   done
   printf 'clone%d_total_seconds: %.1f\n' "$i" "$(echo "$(date +%s.%N) - $start" | bc)" | tee -a "$scratch/times"
   grep -E "^(export|gate|audit|synthetic|embeddings|one-time|canaries) |wait|detector" \
@@ -40,6 +45,10 @@ for i in $(seq 1 "$n"); do
   rm -rf "$place" "$UV_CACHE_DIR" "$PIP_CACHE_DIR"
 done
 for step in "${steps[@]}" total; do
-  grep "_${step}_seconds" "$scratch/times" | awk '{print $2}' | sort -n |
+  grep "_${step}_seconds:" "$scratch/times" | awk '{print $2}' | sort -n |
     awk -v s="$step" '{a[NR]=$1} END {printf "median_%s_seconds: %.1f\n", s, a[int((NR+1)/2)]}'
+done
+for step in "${steps[@]:1}"; do
+  grep "_${step}_cpu_seconds:" "$scratch/times" | awk '{print $2}' | sort -n |
+    awk -v s="$step" '{a[NR]=$1} END {if (NR) printf "median_%s_cpu_seconds: %.1f\n", s, a[int((NR+1)/2)]}'
 done
