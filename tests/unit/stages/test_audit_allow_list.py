@@ -1,5 +1,7 @@
 """The audit reads allow-listed spans as context (issue 45): sanitize leaves them as written, so as secrets they
 would be verbatim copies, which the released view's copy component counts as leakage of a declared-public value."""
+import datetime as dt
+
 import pandas as pd
 
 from privtext.clusant.surrogates import AllowList
@@ -14,7 +16,8 @@ def _tokens(allow):
     spans = [{"start": a, "end": b, "secret_id": sid, "tier": "PII", "entity_type": t}
              for (a, b), sid, t in ((ALLOWED, "k1", "EMAIL_ADDRESS"), (NAME, "k2", "PERSON"))]
     sanitized = TEXT[:NAME[0]] + "Ana Ruiz" + TEXT[NAME[1]:]  # the allow-listed address left as written
-    frame = pd.DataFrame({"text": [TEXT], "sanitized_text": [sanitized], "spans": [spans]})
+    frame = pd.DataFrame({"text": [TEXT], "sanitized_text": [sanitized], "spans": [spans],
+                          "date": [dt.date(2026, 1, 15)]})  # the document's date: its surrogate epoch
     return next(_tokens_task(32, allow)([frame])).iloc[0]
 
 
