@@ -386,8 +386,9 @@ def _retyped_names(text: str, spans: list[Span], settings: PiiSettings,
                    named: frozenset[tuple[int, int]] | set = frozenset()) -> list[Span]:
     """``spans`` with an organisation, place or group typed PERSON where it is a person: every word of it is a
     name word of a detected person (not of a low-score run of proper nouns) in the same document ("Eckbauer"
-    after "From: Karl Eckbauer", whatever spaCy's guess: "Eckbauer" a company, "BRADLEY" a place); a name recognizer found a person at exactly its place
-    (``named``: a known first name, or a lone proper noun with a context word, "hear back from Phillips"), and
+    after "From: Karl Eckbauer", whatever spaCy's guess: "Eckbauer" a company, "BRADLEY" a place); a name
+    recognizer found a person at exactly its place (``named``: a known first name, or a lone proper noun with a
+    context word, "hear back from Phillips"), and
     it is no place (``_no_place``); or an organisation or place of one to three capitalised words right after a
     self-introduction ("I'm Tolosa")."""
     words = {w for w, score in _person_words(text, spans).items() if score >= SINGLE_NAME_SCORE}  # not a guess's
