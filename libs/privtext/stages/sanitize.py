@@ -162,11 +162,6 @@ def drawn_pairs(planned: set[tuple[str, str, str]], capped: frozenset = frozense
     return {(t, u) for t, tid, sid in planned if (t, sid) not in capped for u in (tid, sid)}
 
 
-def drawn_values(texts, spans_per_doc, allow: AllowList, drawn_types, key: bytes) -> set[tuple[str, str]]:
-    """The distinct (type, unit) the documents draw (``planned_values``, both keys of each span)."""
-    return drawn_pairs(planned_values(texts, spans_per_doc, allow, drawn_types, key))
-
-
 def capped_strings(entries: list[dict], draw: str, planned: set[tuple[str, str, str]],
                    types_per_value: int) -> frozenset:
     """The (type, string_id) pairs of tonight masked instead of drawn: a value string is drawn in at most
@@ -265,8 +260,8 @@ def _sanitize_batches(settings, shared, dkey: bytes, key: bytes, capped: frozens
                 "replaced": out.replaced, "masked": out.masked, "verbatim": out.same_as_input,
                 "verbatim_expected": out.same_expected,
                 "format_kept": out.format_kept,
-                "capped": [sum(t in sanitizer.per_type and not keep(t, text[a:b]) for a, b, t, _ in doc)
-                           for text, doc in zip(frame["text"], docs)] if capped else [0] * len(docs),
+                # a masked span of a type with a vocabulary is a capped one (the keys are not hashed again)
+                "capped": [sum(n for t, n in m.items() if t in sanitizer.per_type) for m in out.masked],
             })
 
     return run

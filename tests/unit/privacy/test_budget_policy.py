@@ -35,7 +35,6 @@ from privtext.stages.sanitize import (
     check_schedule,
     doc_spans,
     drawn_pairs,
-    drawn_values,
     new_draws,
     planned_values,
     string_draw_eps,
@@ -122,7 +121,7 @@ def test_an_allow_listed_span_is_left_as_written_charged_nothing_and_a_look_alik
     allow = AllowList(["announce@lists.acme.org"])
     kept, allowed = doc_spans(MAIL, spans, allow)
     assert allowed == 2 and len(kept) == len(spans) - 2  # the To: header's and the list footer's
-    drawn = drawn_values([MAIL], [spans], allow, frozenset(TIERS), KEY)
+    drawn = drawn_pairs(planned_values([MAIL], [spans], allow, frozenset(TIERS), KEY))
     assert ("EMAIL_ADDRESS", secret_id(KEY, "announce@lists.acme.org")) not in drawn
     assert {v for t, v in drawn if t == "EMAIL_ADDRESS"} == {secret_id(KEY, "jane.roe@example.net")}
     out = sanitize_documents(sanitizer, hash_encode, None, [MAIL], [kept], draw_key=KEY).texts[0]
@@ -252,7 +251,8 @@ def _night(sanitizer, texts, spans, entries, day):
         check_schedule(entries, draw, sum(ts.mechanism.epsilon for ts in sanitizer.per_type.values()), LIMIT, "d")
     except BudgetExceeded:
         return "refused", None, None
-    new = new_draws(entries, draw, drawn_values(texts, spans, allow, frozenset(sanitizer.per_type), KEY))
+    planned = planned_values(texts, spans, allow, frozenset(sanitizer.per_type), KEY)
+    new = new_draws(entries, draw, drawn_pairs(planned))
     docs = [doc_spans(t, s, allow)[0] for t, s in zip(texts, spans)]
     out = sanitize_documents(sanitizer, hash_encode, None, texts, docs, draw_key=draw_key(KEY, epoch, "fp"))
     return "published", new, out
@@ -373,10 +373,12 @@ def test_the_schedule_refuses_the_draw_that_would_pass_the_limit_whatever_the_da
 
 
 def _ledger_of_nights(nights: list[tuple[list[str], list[list[dict]]]], eps: dict = EPS) -> list[dict]:
-    """The stage's plan and charge rule (``drawn_values``, ``new_draws``, ``_charge``) over nights of one draw."""
+    """The stage's plan and charge rule (``planned_values``, ``drawn_pairs``, ``new_draws``, ``_charge``) over
+    nights of one draw."""
     entries: list[dict] = []
     for n, (texts, spans) in enumerate(nights):
-        new = new_draws(entries, "1:fp", drawn_values(texts, spans, AllowList([]), frozenset(eps), KEY))
+        planned = planned_values(texts, spans, AllowList([]), frozenset(eps), KEY)
+        new = new_draws(entries, "1:fp", drawn_pairs(planned))
         entries += _night_rows(n, "1:fp", new, eps)
     return entries
 
