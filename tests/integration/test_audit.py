@@ -141,13 +141,15 @@ def test_phrases_encoded_in_the_workers_equal_the_drivers_encoding(settings):
 
 def test_too_few_documents_refuses_and_writes_nothing(settings):
     from conftest import make_settings
-    from privtext.stages.audit import AuditError
+    from privtext.errors import Refused
+    from privtext.stages.audit import Unauditable
 
     strict = make_settings(Path(settings.lakehouse.root), ampl={**TINY, "min_documents": 1000})
     ctx = RunContext.create(strict, date=DATE.isoformat())
     _write_inputs(ctx, lambda value: value)
-    with pytest.raises(AuditError):
+    with pytest.raises(Unauditable) as refused:
         run_stage("audit", strict, date=DATE.isoformat())
+    assert isinstance(refused.value, Refused) and refused.value.exit_code == 3
     assert ctx.lakehouse.read(LEAKAGE_AUDITS).count() == 0
 
 

@@ -10,7 +10,7 @@ from privtext.platform.lakehouse import LakehouseError
 from privtext.platform.leases import StageLocked
 from privtext.platform.zones import ZoneViolation
 from privtext.privacy.budget import BudgetExceeded
-from privtext.stages.audit import AuditError
+from privtext.stages.audit import AuditError, Unauditable
 from privtext.stages.ingest import IngestError
 from privtext.stages.publish import PublishRefused
 
@@ -19,7 +19,7 @@ from privtext.stages.publish import PublishRefused
     (ConfigError, 2, ""), (UsageError, 2, ""), (LakehouseError, 1, ""), (ZoneViolation, 1, ""), (AuditError, 1, ""),
     (MissingKeyError, 1, ""), (NoVocabulary, 1, ""), (EndpointAuthError, 1, ""),
     (BudgetExceeded, 3, "refused: "), (StageLocked, 3, "refused: "), (IngestError, 3, "refused: "),
-    (PublishRefused, 3, "refused: "),
+    (PublishRefused, 3, "refused: "), (Unauditable, 3, "refused: "),
 ])
 def test_each_error_is_reported_as_one_line_with_its_exit_code(cls, code, prefix, capsys):
     error = cls("what went wrong; how to proceed")

@@ -30,7 +30,7 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     from privtext.clusant.surface_format import render, surface_format
     from privtext.platform.context import RunContext
     from privtext.privacy.mechanisms import make_rng
-    from privtext.stages.audit import AuditError, candidate_batch, encoder, sample_tokens
+    from privtext.stages.audit import Unauditable, candidate_batch, encoder, sample_tokens
 
     ctx = RunContext.create(settings, date=date)
     ampl, clusant = settings.ampl, settings.clusant
@@ -38,7 +38,7 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     start = ctx.date - dt.timedelta(days=ampl.window_days - 1)
     docs, _ = sample_tokens(ctx, None, start, ampl.max_documents, ampl.max_tokens, int(rng.integers(0, 2**31 - 1)))
     if len(docs) < ampl.min_documents:
-        raise AuditError(f"tune sanitize: {len(docs)} documents with sensitive tokens on {ctx.date} "
+        raise Unauditable(f"tune sanitize: {len(docs)} documents with sensitive tokens on {ctx.date} "
                          f"(ampl.min_documents = {ampl.min_documents})")
     # the audit stage's candidates, groups and D_k, with the stage's sanitizer (vocabularies, phrase encoder)
     batch, distance, sanitizer, phrase_encode = candidate_batch(ctx, docs, f"tune sanitize for {ctx.date}")

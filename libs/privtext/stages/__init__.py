@@ -103,7 +103,7 @@ STAGES = {stage.name: stage for stage in (
           (STAGED_SANITIZED_DOCUMENTS, UTILITY_REPORTS, PRIVACY_LEDGER), keyed=False,
           gates="the budget (privacy.budget: BudgetExceeded before anything is written)"),
     Stage("audit", (STAGED_SANITIZED_DOCUMENTS, DOCUMENTS, PII_SPANS), (LEAKAGE_AUDITS,), keyed=False,
-          gates="nothing (too few documents to audit is an AuditError: the publish gate then refuses)",
+          gates="nothing (a night too small to audit is refused: Unauditable, exit 3)",
           targets=tuple(name for name, target in TARGETS.items() if target.audit_gated)),
     Stage("publish", (*_STAGED, LEAKAGE_AUDITS, PRIVACY_LEDGER), (*_PUBLISHED, PRIVACY_LEDGER), keyed=False,
           gates="the target's gate (Target.gate; PublishRefused)", targets=tuple(TARGETS), pseudonymises=True),

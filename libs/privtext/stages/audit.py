@@ -41,7 +41,7 @@ from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
 from privtext.clusant.surface_format import adjacency_group, ascii_digits, render, surface_format
 from privtext.clusant.surrogates import AllowList, epoch_of
-from privtext.errors import PrivtextError
+from privtext.errors import PrivtextError, Refused
 from privtext.lineage import staged_state
 from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS
@@ -62,7 +62,12 @@ TOKEN_SCHEMA = StructType([
 
 
 class AuditError(PrivtextError, RuntimeError):
-    """The audit cannot run (too few documents with sensitive tokens)."""
+    """The audit cannot run (its inputs are inconsistent)."""
+
+
+class Unauditable(AuditError, Refused):
+    """The night is too small to audit (too few documents with sensitive tokens, or too few held-out secrets
+    the adversary never saw): the audit cannot decide, so the gate refuses (exit 3, nothing written)."""
 
 
 @dataclass
@@ -283,7 +288,7 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
                                     clusant.surrogate_epoch_days)
     docs = [d for d in docs if any(s is not None for s in d.spans)]
     if len(docs) < ampl.min_documents:
-        raise AuditError(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
+        raise Unauditable(f"audit of {target} for {ctx.date}: {len(docs)} documents with sensitive tokens "
                          f"(ampl.min_documents = {ampl.min_documents}); nothing was written")
     batch, distance, _, _ = candidate_batch(ctx, docs, f"audit of {target} for {ctx.date}")
     candidate_eps = (np.full(len(batch.candidates), float(eps)) if eps else
@@ -305,7 +310,7 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
                     eps=candidate_eps, settings=ampl, groups=np.asarray(batch.candidate_groups, dtype=object),
                     distance=distance, units=units, rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
             except UnauditableError as error:
-                raise AuditError(f"audit of {target} for {ctx.date} is unauditable: {error}; nothing was written "
+                raise Unauditable(f"audit of {target} for {ctx.date} is unauditable: {error}; nothing was written "
                                  "(the gate refuses)") from error
             results[name if name != "candidate" else kind] = result
             rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,
