@@ -9,11 +9,14 @@ both (llama.cpp's server API gives no prompt log-probabilities). The model is lo
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.util
 import itertools
 import os
 import shutil
 import threading
+from copy import deepcopy
 from pathlib import Path
 from typing import Sequence
 
@@ -90,10 +93,38 @@ def float32_copy(path: Path, cache_dir: str) -> Path:
     return Path(cache_dir) / f"{path.stem}-{path.stat().st_size}-float32"
 
 
+@contextlib.contextmanager
+def _gguf_parsed_once():
+    """Within this block, transformers' GGUF loader for architectures its newer reader does not handle (llama's,
+    so SmolLM2's) reads each file once instead of three times (config, tokenizer, weights: each a
+    ``gguf.GGUFReader`` building a numpy view per element of the 49,152-token vocabulary and its merges, and the
+    metadata parsed each time), and builds gguf's tensor-name map once instead of once per tensor (397 times).
+    The same objects are reused, so the de-quantized weights are the same (docs/benchmarks.md, "The LM's float32
+    copy"). Restored on exit."""
+    import gguf
+    import transformers.modeling_gguf_pytorch_utils as legacy
+
+    saved = gguf.GGUFReader, gguf.get_tensor_name_map, legacy.load_gguf_checkpoint
+    parse = functools.lru_cache(maxsize=None)(saved[2])
+
+    def load_gguf_checkpoint(path, return_tensors=False, **kwargs):
+        if return_tensors or kwargs:  # the weights: read once anyway
+            return saved[2](path, return_tensors, **kwargs)
+        return deepcopy(parse(path))  # the callers edit the config dict they get
+
+    gguf.GGUFReader = functools.lru_cache(maxsize=None)(saved[0])
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(saved[1])
+    legacy.load_gguf_checkpoint = load_gguf_checkpoint
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map, legacy.load_gguf_checkpoint = saved
+
+
 def _load_float32(path: Path, cache_dir: str | None):
     """(tokenizer, float32 model) of a model folder or a GGUF file. A GGUF file is de-quantized once into
     ``cache_dir`` (``float32_copy``: written to a temporary folder and renamed): gguf's pure-Python reader
-    costs ~40 s of a core in every process, the folder ~1 s."""
+    costs ~20 s of a core in every process (``_gguf_parsed_once``; ~44 s without), the folder ~1 s."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -114,8 +145,9 @@ def _load_float32(path: Path, cache_dir: str | None):
         path = copy
     gguf = {"gguf_file": path.name} if path.is_file() else {}
     folder = str(path.parent if path.is_file() else path)
-    return (AutoTokenizer.from_pretrained(folder, local_files_only=True, **gguf),
-            AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32, **gguf))
+    with _gguf_parsed_once() if gguf else contextlib.nullcontext():
+        return (AutoTokenizer.from_pretrained(folder, local_files_only=True, **gguf),
+                AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32, **gguf))
 
 
 class TransformersLM:
