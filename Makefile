@@ -14,14 +14,21 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 setup: $(STAMP)
 
 # The installer: uv (installed from PyPI into the venv; parallel downloads and installs, one resolution
-# of torch + requirements.lock, bytecode compiled at install as pip does), with pip as the fallback when
-# uv does not install or fails; INSTALLER=pip uses pip alone. torch==2.13.0 (CPU) comes from the
-# PIP_FIND_LINKS folders when that is set (pip reads them itself; uv is told with --find-links), else
-# from PyPI. Timings: docs/benchmarks.md, "Setup".
+# of torch + requirements.lock), with pip as the fallback when uv does not install or fails; INSTALLER=pip
+# uses pip alone. torch==2.13.0 (CPU) comes from the PIP_FIND_LINKS folders when that is set (pip reads
+# them itself; uv is told with --find-links), else from PyPI. No bytecode is compiled at install (about
+# 100 CPU s for 25,000 files, of which the demo imports 5,600): Python writes each module's on its first
+# import, so every target runs without PYTHONDONTWRITEBYTECODE (set on some machines). Timings:
+# docs/benchmarks.md, "Setup".
 INSTALLER ?= uv
-# No compiler on this path: llama.cpp comes prebuilt in xllamacpp; the sdists (pyspark, names) are pure Python.
+unexport PYTHONDONTWRITEBYTECODE
+# No compiler on this path: llama.cpp comes prebuilt in xllamacpp; the sdists (pyspark, names) are pure Python,
+# built into uncompressed wheels (DIST_EXTRA_CONFIG: pyspark's 456 MB of jars are not deflated once more to be
+# unpacked right after).
 FIND_LINKS := $(foreach dir,$(PIP_FIND_LINKS),--find-links $(dir))
-UV_INSTALL = $(1)/bin/uv pip install -q --compile-bytecode --python $(1)/bin/python $(FIND_LINKS)
+STORED_WHEELS := $(VENV)/stored-wheels.cfg
+UV_INSTALL = DIST_EXTRA_CONFIG=$(abspath $(STORED_WHEELS)) $(1)/bin/uv pip install -q --python $(1)/bin/python $(FIND_LINKS)
+PIP_INSTALL = DIST_EXTRA_CONFIG=$(abspath $(STORED_WHEELS)) $(PY) -m pip install -q --no-compile
 # $(call with_uv,VENV,UV STEPS,PIP STEPS): the uv steps when INSTALLER=uv, uv installs and they succeed, else pip's
 with_uv = if [ "$(INSTALLER)" = uv ] && { test -x $(1)/bin/uv || $(1)/bin/python -m pip install -q uv; } && $(2); \
 	then echo "installed with uv"; else echo "installing with pip"; $(3); fi
@@ -30,14 +37,15 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	@java -version 2>&1 | grep -qE 'version "17\.' || { echo "Java 17 is required (java -version)"; exit 1; }
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	printf '[bdist_wheel]\ncompression = stored\n' >$(STORED_WHEELS)
 	$(call with_uv,$(VENV),\
 		$(call UV_INSTALL,$(VENV)) torch==2.13.0 -r requirements.lock && \
 		$(call UV_INSTALL,$(VENV)) --no-deps -r requirements-nodeps.txt -e .,\
-		$(PY) -m pip install -q --upgrade pip && \
-		$(PY) -m pip install -q torch==2.13.0 && \
-		$(PY) -m pip install -q -r requirements.lock && \
-		$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt && \
-		$(PY) -m pip install -q --no-deps -e .)
+		$(PIP_INSTALL) --upgrade pip && \
+		$(PIP_INSTALL) torch==2.13.0 && \
+		$(PIP_INSTALL) -r requirements.lock && \
+		$(PIP_INSTALL) --no-deps -r requirements-nodeps.txt && \
+		$(PIP_INSTALL) --no-deps -e .)
 	touch $(STAMP)
 
 # the three products on the sample; the first run builds the trained NER and the sanitizer's vocabularies
