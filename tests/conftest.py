@@ -125,5 +125,8 @@ def s3_store(s3_server, request):
     import re
     import uuid
 
+    if not s3_server.alive():  # say so at once instead of every request timing out
+        pytest.fail(f"the session's SeaweedFS store (pid {s3_server.pid}) is gone; its log ends:\n"
+                    f"{s3_server.log_tail()}")
     name = re.sub(r"[^A-Za-z0-9_-]", "-", request.node.name)[:40]
     return dataclasses.replace(s3_server, prefix=f"{name}-{uuid.uuid4().hex[:8]}/")

@@ -44,6 +44,10 @@ ACTIONS = {"r": ("Read", "List"), "rw": ("Read", "List", "Write")}
 PORT_FLAGS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
               "s3.port.grpc", "webdav.port", "admin.port", "admin.port.grpc")
 GRPC_SERVICES = ("master", "volume", "filer", "s3", "admin", "worker", "msg_broker", "msg_agent", "mq")
+# weed mini otherwise sizes its capacity from the host's free disk (free space / volume size volumes, 64 MiB to
+# 1 GiB each): on a nearly full disk that is one or two volumes, and a bucket's next write fails once they are
+# full (seen in CI: every write to the store timed out). Volumes are sparse files, not preallocated.
+VOLUMES, VOLUME_MB = 64, 128
 
 
 @dataclass
@@ -55,6 +59,17 @@ class S3Store:
     pid: int
     ports: dict[str, int] = dataclasses.field(default_factory=dict)  # weed's port flag -> the port given to it
     prefix: str = ""  # keys of this user of the store start with it (tests sharing one store: "<test>/")
+
+    def alive(self) -> bool:
+        """Whether the store's process still runs (not exited, not a zombie)."""
+        try:
+            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines of weed's log (it holds no keys: test_cluster scans it)."""
+        return "\n".join((self.folder / "weed.log").read_text(errors="replace").splitlines()[-lines:])
 
     def env(self, identity: str) -> dict[str, str]:
         """The environment variables that give a process ``identity``'s key (pipeline, officer, analyst)."""
@@ -98,19 +113,29 @@ def seaweedfs(buckets: dict[str, str] | None = None, timeout: float = 90.0, secu
         identities.write_text(json.dumps(identities_config(buckets, credentials)))
         if secure:
             (folder / "security.toml").write_text(security_config(folder))
-        s3_port = free_port()
-        ports = {flag: free_port() for flag in PORT_FLAGS}
-        args = [weed_binary(), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-                "-master.telemetry=false", "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
-                f"-s3.port={s3_port}", f"-s3.config={identities}", f"-bucket={','.join(sorted(set(buckets.values())))}",
-                f"-filer.localSocket={folder / 'filer.sock'}", f"-s3.localSocket={folder / 's3.sock'}",
-                *(f"-{flag}={port}" for flag, port in ports.items())]
-        log = open(folder / "weed.log", "wb")
-        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
-        store = S3Store(f"http://127.0.0.1:{s3_port}", dict(buckets),
-                        credentials, folder, process.pid, ports={**ports, "s3.port": s3_port})
+        for attempt in range(3):  # a port taken between free_port() and weed's check: weed exits, new ports
+            s3_port = free_port()
+            ports = {flag: free_port() for flag in PORT_FLAGS}
+            args = [weed_binary(), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                    "-master.telemetry=false", f"-volume.max={VOLUMES}", f"-master.volumeSizeLimitMB={VOLUME_MB}",
+                    "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+                    f"-s3.port={s3_port}", f"-s3.config={identities}",
+                    f"-bucket={','.join(sorted(set(buckets.values())))}",
+                    f"-filer.localSocket={folder / 'filer.sock'}", f"-s3.localSocket={folder / 's3.sock'}",
+                    *(f"-{flag}={port}" for flag, port in ports.items())]
+            log = open(folder / "weed.log", "wb")
+            process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
+            store = S3Store(f"http://127.0.0.1:{s3_port}", dict(buckets),
+                            credentials, folder, process.pid, ports={**ports, "s3.port": s3_port})
+            try:
+                _wait_ready(store, process, timeout)
+                break
+            except BaseException:
+                stop(process)
+                log.close()
+                if attempt == 2 or "Port allocation failed" not in store.log_tail():
+                    raise
         try:
-            _wait_ready(store, process, timeout)
             yield store
         finally:
             stop(process)
