@@ -489,6 +489,54 @@ def test_a_string_is_drawn_in_at_most_types_per_value_types_per_draw_and_its_spe
     assert none == [frozenset(), frozenset()] and _independent_sums(uncapped)[jordan] == 12.0 > bound
 
 
+def test_the_cap_holds_for_any_strings_any_types_and_any_nights():
+    """Property over generated Unicode (any script, case, width): documents holding generated strings each
+    typed at random, over one to three nights of one draw, for every cap k in 1..3. Checked independently on
+    the ledger the stage would write: a plain sum per unit is at most ``string_draw_eps`` (the k largest eps),
+    a string is charged in at most k types, and every planned (type, string) is either drawn or masked,
+    never both."""
+    from hypothesis import given, settings as hsettings, strategies as st
+
+    value = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8).filter(
+        lambda v: normalize_value("", v) and v == v.strip() and "|" not in v)
+    doc = st.lists(st.tuples(value, st.sampled_from(sorted(EPS))), min_size=1, max_size=4)
+    nights = st.lists(st.lists(doc, min_size=1, max_size=3), min_size=1, max_size=3)
+
+    def night(docs):
+        texts, spans = [], []
+        for found in docs:
+            text, ds = "", []
+            for v, t in found:
+                text += " | " if text else ""
+                ds.append({"start": len(text), "end": len(text) + len(v), "entity_type": t, "tier": "PII",
+                           "score": 0.9})
+                text += v
+            texts.append(text)
+            spans.append(ds)
+        return texts, spans
+
+    @hsettings(max_examples=60, deadline=None)
+    @given(nights, st.integers(1, 3))
+    def check(generated, k):
+        made = [night(docs) for docs in generated]
+        entries, caps = _capped_nights(made, k)
+        bound = string_draw_eps(EPS.values(), k)
+        assert max(_independent_sums(entries).values(), default=0.0) <= bound
+        types: dict = {}
+        for e in entries:
+            for x in e.get("exposures") or []:
+                types.setdefault(x["unit"], set()).add(e["params"]["entity_type"])
+        strings = {sid for texts, spans in made
+                   for _, _, sid in planned_values(texts, spans, AllowList([]), frozenset(EPS), KEY)}
+        assert all(len(types.get(sid, ())) <= k for sid in strings)
+        for (texts, spans), capped in zip(made, caps):
+            planned = planned_values(texts, spans, AllowList([]), frozenset(EPS), KEY)
+            assert capped <= {(t, sid) for t, _, sid in planned}
+            assert not {(t, sid) for t, sid in capped} & drawn_pairs(planned, capped)
+
+    check()
+
+
 def test_a_capped_span_is_masked_and_the_summary_says_why(sanitizer):
     """The rewrite: a span whose (type, string) is capped is written as its type's placeholder, the same
     string's other spans get its one surrogate; the masking summary names the cap and its setting."""
