@@ -1,10 +1,14 @@
-"""Crash safety: a stage's process group is killed (SIGKILL, by PID) mid-run, then the date is rerun.
+"""Crash safety: a stage's process group is killed (SIGKILL, by PID) mid-run, its rerun is killed at the stage's
+second kill point (the second crash on the first one's leftovers), then the date is rerun to completion.
 
 ingest, after the quarantine commit and while executors write the documents' files: every table's rows
-for the date equal a clean run's and every file the snapshots reference exists (the killed write's files
+for the date equal a clean run's and every file the snapshots reference exists (the killed writes' files
 are never referenced). publish of a new release over an old one, after the published table commit and
-while the export files are written: the export is still the old one, whole, and the rerun leaves the
-new rows and the new export with nothing of the killed attempt."""
+while the export files are written: after each kill the export is still the old one, whole, and the last
+rerun leaves the new rows and the new export with nothing of the killed attempts. sanitize, after the ledger
+charge while executors write and after the staged data commit: the staged rows equal a clean run's and the
+values are charged once (the reruns record their draws in ``none`` entries)."""
+import functools
 import hashlib
 import json
 import os
@@ -28,10 +32,12 @@ DAY = "2026-04-01"
 # lines 31 s, 40,000 lines 36 s); each kill point still lies inside a write, polled every 5 ms.
 INGEST_LINES = 10_000  # every 1,000th line broken: 9,990 documents and 10 quarantined records
 SANITIZE_DOCUMENTS = 5_000
+# Each stage's kill points, in order: the first run is killed at the first, its rerun at the second, a point
+# reached when the run's own files show (``before``: the files that were there when it started).
 KILL_POINTS = {
     "after the quarantine commit":
-        lambda lake: (lake / "restricted/quarantine/_delta_log/00000000000000000001.json").exists(),
-    "during the documents write": lambda lake: any((lake / "restricted/documents").rglob("*.parquet")),
+        lambda lake, before: (lake / "restricted/quarantine/_delta_log/00000000000000000001.json").exists(),
+    "during the documents write": lambda lake, before: bool(_parquet(lake / "restricted/documents") - before),
 }
 
 
@@ -49,6 +55,11 @@ def _env(tmp_path):
     return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(tmp_path)}
 
 
+def _parquet(folder: Path) -> set[str]:
+    """The parquet files under ``folder`` now (os.walk skips a folder removed while it is listed)."""
+    return {os.path.join(d, f) for d, _, names in os.walk(folder) for f in names if f.endswith(".parquet")}
+
+
 def _kill_at(args, env, reached, what):
     """Start the CLI with ``args`` in its own process group, SIGKILL the group once ``reached()``."""
     proc = subprocess.Popen([sys.executable, "-m", "privtext.cli", *args], env=env, start_new_session=True,
@@ -59,6 +70,15 @@ def _kill_at(args, env, reached, what):
     assert proc.poll() is None, f"{what} finished before the kill point was reached"
     os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, no exit hooks
     proc.wait()
+
+
+def _kill_in_turn(args, env, points: dict, watched, after_kill):
+    """Run ``args`` once per kill point, in order (each run the rerun of the one killed before it), killed once
+    ``points[point](before)`` holds, ``before`` being ``watched()`` when that run started; ``after_kill(point)``
+    checks what each kill left."""
+    for point, reached in points.items():
+        _kill_at(args, env, functools.partial(reached, watched()), point)
+        after_kill(point)
 
 
 def _snapshot(lake: Path):
@@ -90,29 +110,30 @@ def clean_run(spark, tmp_path_factory, sample):
     return _snapshot(folder / "clean")
 
 
-@pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_kill_9_then_rerun_equals_a_clean_run(tmp_path, sample, clean_run, point):
+def test_kill_9_twice_then_rerun_equals_a_clean_run(tmp_path, sample, clean_run):
     assert len(clean_run["documents"]) == 9_990 and len(clean_run["quarantine"]) == 10
     crash, lake = _conf(tmp_path, "crash"), tmp_path / "crash"
-    env = _env(tmp_path)
     assert main(["--conf", str(crash), "init"]) == 0  # in this process: the tables exist before the killed run
-    _kill_at(["--conf", str(crash), "run", "ingest", "--input", str(sample), "--date", DAY], env,
-             lambda: KILL_POINTS[point](lake), "ingest")
-    assert DeltaTable(str(lake / "restricted/documents")).version() == 0  # the documents were never committed
+    documents = lake / "restricted/documents"
 
+    def never_committed(point):
+        assert DeltaTable(str(documents)).version() == 0, point  # the documents were never committed
+
+    _kill_in_turn(["--conf", str(crash), "run", "ingest", "--input", str(sample), "--date", DAY], _env(tmp_path),
+                  {p: functools.partial(reached, lake) for p, reached in KILL_POINTS.items()},
+                  lambda: _parquet(documents), never_committed)
     assert main(["--conf", str(crash), "run", "ingest", "--input", str(sample), "--date", DAY]) == 0  # lease taken over
     assert _snapshot(lake) == clean_run
 
 
 PUBLISH_KILL_POINTS = {  # a date published once (version 1) is republished with new staged rows
-    "after the published table commit": lambda lake, date_dir: (
+    "after the published table commit": lambda lake, date_dir, before: (
         lake / "published/sanitized_documents/_delta_log" / f"{2:020d}.json").exists(),
-    "while the export files are written": lambda lake, date_dir: any(date_dir.glob("_tmp-*")),
+    "while the export files are written": lambda lake, date_dir, before: bool(set(date_dir.glob("_tmp-*")) - before),
 }
 
 
-@pytest.mark.parametrize("point", list(PUBLISH_KILL_POINTS))
-def test_publish_killed_keeps_the_old_export_whole_and_the_rerun_equals_a_clean_run(spark, tmp_path, point):
+def test_publish_killed_twice_keeps_the_old_export_whole_and_the_rerun_equals_a_clean_run(spark, tmp_path):
     ctx = make_ctx(tmp_path, "pub-1")
     old, new = [f"old release {i}" for i in range(300)], [f"new release {i}" for i in range(300)]
     stage(ctx, old, run_id="san-1")
@@ -128,20 +149,25 @@ def test_publish_killed_keeps_the_old_export_whole_and_the_rerun_equals_a_clean_
         "run": {"hmac_key_file": ctx.settings.run.hmac_key_file},
         "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}}}))
     date_dir = Path(ctx.settings.publish.export_path) / TARGET / DATE.isoformat()
-    _kill_at(["--conf", str(conf), "run", "publish", "--target", TARGET, "--date", DATE.isoformat()], _env(tmp_path),
-             lambda: PUBLISH_KILL_POINTS[point](Path(ctx.settings.lakehouse.root), date_dir), "publish")
-    manifest = json.loads((date_dir / "manifest.json").read_text())
-    assert manifest["rows"] == len(old) and manifest["published_table"]["version"] == 1  # the old export, whole
 
+    def old_export_whole(point):
+        manifest = json.loads((date_dir / "manifest.json").read_text())
+        assert manifest["rows"] == len(old) and manifest["published_table"]["version"] == 1, point
+
+    lake = Path(ctx.settings.lakehouse.root)
+    _kill_in_turn(["--conf", str(conf), "run", "publish", "--target", TARGET, "--date", DATE.isoformat()],
+                  _env(tmp_path), {p: functools.partial(reached, lake, date_dir)
+                                   for p, reached in PUBLISH_KILL_POINTS.items()},
+                  lambda: set(date_dir.glob("_tmp-*")), old_export_whole)
     assert main(["--conf", str(conf), "run", "publish", "--target", TARGET, "--date", DATE.isoformat()]) == 0
     assert published(ctx) == sorted(new)
-    assert check_export(date_dir, new)["published_table"]["version"] > 1  # no leftover of the killed attempt
+    assert check_export(date_dir, new)["published_table"]["version"] > 1  # no leftover of the killed attempts
 
 
 SANITIZE_KILL_POINTS = {  # sanitize charges the ledger first, then writes the staged documents
-    "after the ledger charge, while executors write": lambda lake: any(
-        (lake / "restricted/sanitized_documents").rglob("*.parquet")),
-    "after the staged data commit": lambda lake: (
+    "after the ledger charge, while executors write": lambda lake, before: bool(
+        _parquet(lake / "restricted/sanitized_documents") - before),
+    "after the staged data commit": lambda lake, before: (
         lake / "restricted/sanitized_documents/_delta_log" / f"{1:020d}.json").exists(),
 }
 
@@ -225,20 +251,26 @@ def sanitize_clean(spark, tmp_path_factory):
     return cache, names, _sanitize_snapshot(folder / "clean")
 
 
-@pytest.mark.parametrize("point", list(SANITIZE_KILL_POINTS))
-def test_sanitize_killed_then_rerun_equals_a_clean_run_and_charges_at_most_twice(spark, tmp_path, sanitize_clean,
-                                                                                point):
+def test_sanitize_killed_twice_then_rerun_equals_a_clean_run_and_charges_the_values_once(spark, tmp_path,
+                                                                                         sanitize_clean):
     cache, names, (clean_rows, clean_charges) = sanitize_clean
     assert len(clean_rows) == SANITIZE_DOCUMENTS and len(clean_charges) == 1  # one run, one charge set: PERSON only
     assert [(g, t, len(x)) for g, t, x in clean_charges[0]] == [("mldp", "PERSON", 20)]
     conf, lake = _sanitize_conf(tmp_path, "crash", cache), tmp_path / "crash"
     _sanitize_inputs(spark, conf, names)
-    _kill_at(["--conf", str(conf), "run", "sanitize", "--date", DAY], _env(tmp_path),
-             lambda: SANITIZE_KILL_POINTS[point](lake), "sanitize")
+    # charge-before-release, never refunded: each killed run's charges stay; a rerun reproduces the same draws
+    # (one per value and epoch, keyed) and charges nothing new: a `none` entry records its draw
+    rerun = [("none", None, [])]
+    kills = []
 
+    def charged_before_the_write(point):
+        kills.append(point)
+        assert sorted(_sanitize_snapshot(lake)[1]) == sorted(clean_charges + [rerun] * (len(kills) - 1)), point
+
+    _kill_in_turn(["--conf", str(conf), "run", "sanitize", "--date", DAY], _env(tmp_path),
+                  {p: functools.partial(reached, lake) for p, reached in SANITIZE_KILL_POINTS.items()},
+                  lambda: _parquet(lake / "restricted/sanitized_documents"), charged_before_the_write)
     assert main(["--conf", str(conf), "run", "sanitize", "--date", DAY]) == 0  # lease taken over
     rows, charges = _sanitize_snapshot(lake)
     assert rows == clean_rows
-    # charge-before-release, never refunded: the killed run's charges stay; the rerun reproduces the same
-    # draws (one per value and epoch, keyed) and charges nothing new: a `none` entry records its draw
-    assert sorted(charges) == sorted(clean_charges + [[("none", None, [])]])
+    assert sorted(charges) == sorted(clean_charges + [rerun] * 2)
