@@ -3,22 +3,52 @@ tiny workloads: 16 new tokens at most, a handful of prompts; the transformers en
 the prompt filling and perplexity arithmetic without a model."""
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from privtext.generate import GenerateSettings, backend_for, get_generator, perplexity
 from privtext.generate.base import Generator
-from privtext.generate.local import _load_float32, _perplexities, resolve_model_path, token_batches
+from privtext.generate.local import (
+    TransformersLM,
+    _load_float32,
+    _perplexities,
+    resolve_model_path,
+    token_batches,
+)
 
 SETTINGS = GenerateSettings(engine="llama_cpp", max_new_tokens=16, seed=5)
 FLUENT = "The package arrived two days late and the box was badly damaged."
 
 
 @pytest.fixture(scope="module")
-def generator():
+def first_load(tmp_path_factory):
+    """The GGUF's first load, once for the module: ``_load_float32`` de-quantizes it (gguf's pure-Python reader,
+    the slow part) and writes its float32 copy, into the configured cache when that has none yet (the module's
+    later loads, the scorer's and the transformers engine's, then read it), else into a fresh folder. Returns
+    (GGUF path, cache folder, tokenizer, ``_digests`` of its weights)."""
+    path = resolve_model_path("smollm2")
+    cache = SETTINGS.cache_dir
+    if (Path(cache) / f"{path.stem}-{path.stat().st_size}-float32" / "model.safetensors").is_file():
+        cache = str(tmp_path_factory.mktemp("llm-cache"))
+    tokenizer, model = _load_float32(path, cache)
+    return path, cache, tokenizer, _digests(model)
+
+
+def _digests(model) -> dict[str, tuple]:
+    """Each weight tensor's dtype, shape and sha256 of its bytes: equal digests are equal weights, bit for bit (the
+    module keeps these, not a second 540 MB model)."""
+    return {name: (str(t.dtype), tuple(t.shape), hashlib.sha256(t.contiguous().numpy().tobytes()).hexdigest())
+            for name, t in model.state_dict().items()}
+
+
+@pytest.fixture(scope="module")
+def generator(first_load):
     return get_generator(SETTINGS, "default")
 
 
@@ -118,7 +148,7 @@ def test_engine_and_device_follow_the_hardware(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def transformers_generator():
+def transformers_generator(first_load):
     """The engine a GPU runs (transformers' batched generation of the same GGUF), here on CPU as CI runs it."""
     pytest.importorskip("gguf")
     settings = GenerateSettings(engine="transformers", device="cpu", max_new_tokens=6, batch_size=4,
@@ -178,13 +208,19 @@ def test_token_batches_cover_each_text_once_within_the_caps(lengths, rows, token
         assert len(batch) == 1 or len(batch) * width <= tokens  # only a lone sequence may pass the token cap
 
 
-def test_perplexity_batched_by_tokens_equals_each_text_alone(generator):
-    """Texts of ~600, ~500, ~400 and a few tokens under the 2,048-token cap (three long ones share a padded
-    pass, the short ones another): the same values as each scored alone (sorting, padding, batching)."""
-    long = " ".join(["the parcel arrived late again and nobody answered my mails"] * 60)
-    texts = [FLUENT, long[:3300], "Thanks.", long[:2200], long[:2700]]
-    together = perplexity(texts, SETTINGS)
-    alone = [perplexity([t], SETTINGS)[0] for t in texts]
+def test_perplexity_batched_by_tokens_equals_each_text_alone(first_load):
+    """Texts of ~150, ~130, ~100 and a few tokens under a 512-token cap (three long ones share a padded pass, the
+    short ones another): the scorer ``perplexity`` uses gives the same values as each scored alone (sorting,
+    padding, batching)."""
+    path, cache, _, _ = first_load
+    settings = SETTINGS.model_copy(update={"perplexity_batch_tokens": 512, "cache_dir": cache})
+    scorer = TransformersLM(settings, path)  # not the process's backend: its own cap, freed after the test
+    long = " ".join(["the parcel arrived late again and nobody answered my mails"] * 15)
+    texts = [FLUENT, long[:825], "Thanks.", long[:550], long[:690]]
+    lengths = [len(scorer.tokenizer(t, add_special_tokens=False)["input_ids"]) + 1 for t in texts]
+    assert sorted(map(sorted, token_batches(lengths, settings.batch_size, 512))) == [[0, 2], [1, 3, 4]]
+    together = scorer.perplexity(texts)
+    alone = [scorer.perplexity([t])[0] for t in texts]
     assert together == pytest.approx(alone, rel=1e-4)
 
 
@@ -197,17 +233,13 @@ def test_perplexity_scores_the_first_max_tokens_of_each_text(generator):
     assert short == pytest.approx(capped, rel=1e-4) and whole != pytest.approx(capped, rel=0.1)
 
 
-def test_the_cached_float32_copy_is_the_gguf_model(tmp_path):
-    """The first load de-quantizes the GGUF file and writes a transformers folder; the next loads that folder
-    (~1 s, not ~40 s) and gets the same tokenizer and weights, bit for bit."""
-    import torch
-
-    path = resolve_model_path("smollm2")
-    tokenizer, model = _load_float32(path, str(tmp_path))
-    [copy] = list(tmp_path.iterdir())  # written once, renamed from its temporary name
-    assert copy.name == f"{path.stem}-{path.stat().st_size}-float32" and (copy / "model.safetensors").is_file()
-    cached_tokenizer, cached = _load_float32(path, str(tmp_path))
+def test_the_cached_float32_copy_is_the_gguf_model(first_load):
+    """The first load de-quantizes the GGUF file and writes a transformers folder (renamed from its temporary
+    name); the next loads that folder (~1 s, not ~40 s) and gets the same tokenizer and weights, bit for bit."""
+    path, cache, tokenizer, digests = first_load
+    copy = Path(cache) / f"{path.stem}-{path.stat().st_size}-float32"
+    assert (copy / "model.safetensors").is_file() and not copy.with_name(f"{copy.name}.{os.getpid()}.tmp").exists()
+    cached_tokenizer, cached = _load_float32(path, cache)
     text = "Ünïcode ١٢٣ 東京 — the parcel"
     assert cached_tokenizer(text)["input_ids"] == tokenizer(text)["input_ids"]
-    ours, theirs = model.state_dict(), cached.state_dict()
-    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    assert _digests(cached) == digests
