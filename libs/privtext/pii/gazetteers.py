@@ -259,6 +259,50 @@ def nationalities() -> frozenset[str]:
     return frozenset(words | {w + "s" for w in words if not w.endswith(("sh", "ch", "ese", "s"))})
 
 
+# a demonym's ending ("Asian", "Hispanics", "Congolese", "Latino"; "-man" is a hero) or a people's noun ("Arabs")
+_DEMONYM = re.compile(r"[A-Z][a-z]+(?:(?<!m)ans?|ese|ish|ics?|in[oa]s?)"
+                      r"|(?:Arab|Jew|Kurd|Turk|Scot|Brit|Dane|Swede|Finn|Pole|Serb|Croat|Slav|Celt|Nazi)s?")
+
+
+def is_group(value: str) -> bool:
+    """``value`` names a nationality, religion or political group (what Presidio's NRP is): it holds a word of
+    ``NRP_LIST`` (any case, singular or plural) or a capitalised word with a demonym's ending. spaCy's small
+    model labels many a capitalised word NORP that is none ("Grabs" opening "(Grabs popcorn.)", "Tesla",
+    "Congrats")."""
+    words, phrases = _group_words()
+    found = re.findall(r"[^\W\d_]+", value)
+    joined = " ".join(found).casefold()
+    return any(w.casefold() in words or w.casefold().removesuffix("s") in words or _DEMONYM.fullmatch(w)
+               for w in found) or any(re.search(rf"\b{p}\b", joined) for p in phrases)
+
+
+@lru_cache(maxsize=1)
+def _group_words() -> tuple[frozenset[str], tuple[str, ...]]:
+    """The casefolded words of ``NRP_LIST`` that name a group on their own ("Orthodox", "Jew"; not "party",
+    "voter", nor "South" of "South African"), and its phrases ("independent voter")."""
+    generic = {"party", "member", "supporter", "voter", "trade", "independent", "green", "social", "south"}
+    words = frozenset(w.casefold() for entry in NRP_LIST for w in entry.split()) - generic
+    return words, tuple(e.casefold() for e in NRP_LIST if " " in e)
+
+
+@lru_cache(maxsize=None)
+def last_names() -> frozenset[str]:
+    """Casefolded surnames of Faker's person providers (``NAME_LOCALES``) and the 5,000 most frequent of the US
+    census (1990)."""
+    out: set[str] = set()
+    for locale in NAME_LOCALES:
+        try:
+            provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
+        except ImportError:
+            continue
+        out.update(getattr(provider, "last_names", ()) or ())
+    import names
+
+    root = Path(names.__file__).parent
+    out.update(line.split()[0] for line in (root / "dist.all.last").read_text().splitlines()[:5000] if line.strip())
+    return frozenset(n.casefold() for n in out)
+
+
 def find_nationalities(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
     """Nationalities and religions, in any case ("ugandan", "Lithuanians")."""
     known = nationalities()
@@ -268,8 +312,13 @@ def find_nationalities(text: str, proper: frozenset[int]) -> list[tuple[int, int
 def find_proper_noun_runs(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
     """Two to four capitalised words in a row, each tagged a proper noun by spaCy, as a low-score PERSON:
     the names spaCy's small model tags but does not label ("Mimount Bijster from ..."). A full stop after a
-    word of two letters or more ends the run: "Holy. Cow." are two sentences, "J. Smith" one name."""
+    word of two letters or more ends the run: "Holy. Cow." are two sentences, "J. Smith" one name. A run right
+    after a label's colon (a chat turn, "Subject:") or opening a parenthesis or an asterisk is written there in
+    title case whatever it is (a course, a heading, "Speaker 1: Advanced Human Anatomy with Lab", "(Grabs
+    Popcorn)"): it needs a known first name or surname among its words. (Opening a sentence or a line it stays
+    a name: "Mimount Bijster from ... is the keynote speaker".)"""
     tokens, out, i = _tokens(text), [], 0
+    known, surnames = first_names(), last_names()
     while i < len(tokens):
         j = i
         while j < len(tokens) and j - i < 4 and tokens[j][0] in proper and _CAPITALISED.fullmatch(tokens[j][2]) \
@@ -277,7 +326,9 @@ def find_proper_noun_runs(text: str, proper: frozenset[int]) -> list[tuple[int, 
             j += 1
             if _sentence_end(text, tokens[j - 1]):
                 break
-        if j - i >= 2:
+        opening = j - i >= 2 and _TURN_OPENING.search(text, max(0, tokens[i][0] - 20), tokens[i][0])
+        if j - i >= 2 and (not opening or any(t[2].rstrip(".") in known or t[2].rstrip(".").casefold() in surnames
+                                              for t in tokens[i:j])):
             out.append((tokens[i][0], tokens[j - 1][0] + len(tokens[j - 1][2]), PROPER_RUN_SCORE))
         i = max(j, i + 1)
     return out
@@ -291,6 +342,7 @@ PERSON_CONTEXT = ["say", "tell", "ask", "speak", "talk", "meet", "call", "email"
 
 
 _SENTENCE_START = re.compile(r"(?:\A|[.!?:;]|\n)[\s\"'(\[*-]*\Z")  # capitalised there, whatever the word
+_TURN_OPENING = re.compile(r"(?::[ \t]*|[(*][ \t]*)\Z")  # after a label's colon or opening a parenthesis
 
 
 def find_lone_proper_nouns(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:

@@ -1,9 +1,9 @@
 """Span post-processing a sanitizer needs, after the recognizers (``refine``).
 
 * Relative time is not PII: DATE_TIME spans that are durations or relative expressions ("a week",
-  "this month", "two weeks", "Sunday", "yesterday"), or a month or feast alone ("in August", "Christmas"),
-  are dropped unless ``pii.relative_time_is_pii``: they identify no one, and replacing them with dates makes
-  nonsense.
+  "this month", "two weeks", a range "2 - 12 hours", "10-ish years", "Sunday", "yesterday"), or a month or
+  feast alone ("in August", "Christmas"), are dropped unless ``pii.relative_time_is_pii``: they identify no
+  one, and replacing them with dates makes nonsense.
 * spaCy's DATE misreads of bare digit groups ("4746-3459", "7015", "07700 316") are dropped when they
   have no date shape, so the phone, postcode and address recognizers own those digits.
 * A PERSON span is widened over adjacent capitalised name tokens (``widen_names``), so "Russell" in
@@ -26,12 +26,15 @@ from dataclasses import replace
 
 _NUMBER_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
                  "few|several|couple|dozen|many|half|\\d+(?:[.,]\\d+)?")
-_UNITS = "seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|fortnights?|months?|years?|decades?"
+# a count or a range of counts, maybe approximate: "2 - 12", "two or three", "10-ish", "5–6": a duration's length
+_COUNT = (rf"(?:{_NUMBER_WORDS})(?:\s*(?:-|\u2013|\u2014|to|or)\s*(?:{_NUMBER_WORDS}))?(?:-?ish)?\+?")
+_UNITS = ("seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|fortnights?|months?|years?|decades?|"
+          "secs?|mins?|hrs?|wks?|yrs?")
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 RELATIVE_TIME = re.compile(
     rf"(?i)^(?:the\s+)?(?:"
     rf"(?:(?:for|in|within|after|over|about|around|almost|nearly|another|the\s+(?:last|past|next))\s+)*"
-    rf"(?:an?\s+)?(?:(?:{_NUMBER_WORDS})\s+)?(?:of\s+)?(?:an?\s+)?(?:more\s+)?(?:{_UNITS})(?:\s+and\s+a\s+half)?"
+    rf"(?:an?\s+)?(?:{_COUNT}\s*)?(?:of\s+)?(?:an?\s+)?(?:more\s+)?(?:{_UNITS})(?:\s+and\s+a\s+half)?"
     rf"(?:\s+(?:ago|later|earlier|long|old|out|away|ahead|back|before|after|from\s+now|or\s+so))?"
     rf"|(?:this|last|next|past|coming|previous|every|each)\s+(?:{_UNITS}|{_DAYS}|morning|evening|night|time)"
     rf"|today|tonight|yesterday|tomorrow|now|recently|lately|soon|daily|weekly|monthly|yearly|annually"

@@ -51,10 +51,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import groupby
 
-from privtext.pii.refine import RELATIVE_TIME
+from privtext.pii.gazetteers import stop_words
+from privtext.pii.refine import NOT_NAMES, RELATIVE_TIME
 
 
 def _classes(*groups: tuple[str, ...], limit: int = 0x10000) -> list[str]:
@@ -141,7 +144,12 @@ _FIELD_LABELS = frozenset("from to cc bcc date sent subject reply-to sender mess
                           "importance x-mailer content-type mime-version organization message attachment attachments "
                           "error warning question answer update edit example result results status summary location "
                           "time when where "
-                          "phone tel fax email e-mail mobile web url address title topic todays topics".split())
+                          "phone tel fax email e-mail mobile web url address title topic todays topics home work "
+                          "office desk cell".split())
+# a stage direction as a whole chat turn ("(Grabs popcorn.)", "*rolls eyes*"): its first word is capitalised
+# because it opens the direction, and is an action, not a name
+_STAGE = re.compile(r"[ \t]*(?:\((?P<p>[^\W\d_][\w'’-]*)[ \t]+[^()\n]*\)|\*(?P<a>[^\W\d_][\w'’-]*)[ \t]+[^*\n]*\*)"
+                    r"[ \t]*$", re.MULTILINE)
 
 # the software header values ("X-Mailer: Microsoft Outlook IMO"): a program, not a person or an organisation's value
 _SOFTWARE_HEADER = re.compile(r"(?im)^(?:X-Mailer|User-Agent|X-Newsreader)[ \t]*:[^\n]*")
@@ -202,7 +210,8 @@ _WEAK_CUE = re.compile(_marked(r"(?i)\b(?:this[ \t]+is|it'?s|i[ \t]+am|i'?m|im|h
                                r"(?P<name>[^\W\d_][\w'’-]*)(?:[ \t]+(?P<last>(?-i:[A-Z][a-z]+)|[^\W\d_][\w'’-]*))?"))
 _EDGE = " \t\n\"',;:-"
 _SLANG = frozenset("ok okay k kk nice cool yes yeah yep yup nah nope no hey hi hello thanks thx ty pls plz btw omg u "
-                   "ur tho though lmk idk imo haha lol sure great fine good fyi".split())
+                   "ur tho though lmk idk imo haha lol sure great fine good fyi ftw tbh smh irl jk nvm ikr afaik iirc "
+                   "fml brb gtg ttyl wtf wth idc ily np ofc".split())
 # field labels of mail and forms that spaCy labels an organisation or a person ("SSN", "IBAN", "PLZ")
 _FORM_LABELS = frozenset("ssn iban bic swift plz zip tel fax phone email e-mail mobile cell subject re fwd fw cc bcc "
                          "url ip id dob vat anschrift adresse address ps p.s".split())
@@ -275,15 +284,34 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
         spans += [("PERSON", *m.span()) for m in _UNCASED_RUN.finditer(text)]
     turns = [m for m in _TURN.finditer(text) if m.group("label").casefold() not in _FIELD_LABELS]
     if len(turns) >= 2 and 2 * len(turns) >= sum(1 for line in text.splitlines() if line.strip()):  # a chat
+        labels = Counter(m.group("label").casefold() for m in turns)
         for m in turns:
             label = m.group("label")
             if _ROLE.fullmatch(label):
                 protected.append(m.span("label"))
-            elif label.casefold() not in not_names:
+            elif _speaker(label, labels[label.casefold()], not_names):
                 spans.append(("PERSON", m.start("label"), m.end("label")))
+            stage = _STAGE.match(text, m.end())
+            word = stage and next(g for g in ("p", "a") if stage.group(g))
+            if word and stage.group(word).casefold() not in known_first_names:
+                protected.append(stage.span(word))
         spans += [("PERSON", *m.span("name")) for m in _SIGN_IN.finditer(text)
                   if m.group("name").casefold() not in not_names]
     return Structure(spans, protected)
+
+
+def _speaker(label: str, turns: int, not_names: frozenset[str]) -> bool:
+    """A chat turn's label (no role) names its speaker: a word that is never a name elsewhere ("Mark", "grace",
+    "Christian" are also a verb, a word and a faith) is one in this place when it labels two turns or more and
+    is no stop, greeting, chat, calendar, form or kinship word."""
+    if label.casefold() not in not_names:
+        return True
+    return turns >= 2 and not any(w in _never_speakers() or is_calendar_word(w) for w in label.casefold().split())
+
+
+@lru_cache(maxsize=1)
+def _never_speakers() -> frozenset[str]:
+    return frozenset({*stop_words(), *(w.casefold() for w in NOT_NAMES), *_SLANG, *_FORM_LABELS, *_KINSHIP})
 
 
 def public_addresses(text: str) -> frozenset[str]:
@@ -459,9 +487,29 @@ def apply(spans: list, structure: Structure, text: str) -> list:
             if not piece:
                 continue  # a DATE_TIME overlapping the structure's date: the structure's span owns the date
             span = replace(span, start=piece[0], end=piece[1])
-        if _valid(span, text):
+        span = _without_slang(span, text)
+        if span and _valid(span, text):
             out.append(span)
     return out
+
+
+_NAME_TYPES = ("PERSON", "LOCATION", "ORGANIZATION", "NRP", "TITLE")
+_SPAN_WORD = re.compile(r"[^\W_][\w'’-]*")
+
+
+def _without_slang(span, text: str):
+    """A name, place, organisation, group or title without the chat words at its edges ("Ulta FTW" -> "Ulta",
+    "Hey Bob" -> "Bob", "Bob lol" -> "Bob"); None when nothing else is left. A Title-case word at the end stays
+    ("Sarah Good": "good" is a chat word and a surname)."""
+    words = list(_SPAN_WORD.finditer(text, span.start, span.end)) if span.entity_type in _NAME_TYPES else []
+    first, last = 0, len(words)
+    while first < last and is_slang(words[first].group()):
+        first += 1
+    while last > first and is_slang(words[last - 1].group()) and not words[last - 1].group().istitle():
+        last -= 1
+    if (first, last) == (0, len(words)):
+        return span
+    return replace(span, start=words[first].start(), end=words[last - 1].end()) if first < last else None
 
 
 def _outside(start: int, end: int, blocked: list[tuple[int, int]]) -> tuple[int, int] | None:
