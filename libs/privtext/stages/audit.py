@@ -9,8 +9,10 @@ found by these adversaries, never a certificate.
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 import os
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -301,31 +303,40 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
     units = tuple(labels[rows][labels[rows] >= 0] for rows in (train_rows, test_rows))
     releases = [("candidate", kind, batch.release) for kind in kinds]
     releases += [(c, kinds[0], control_release(batch.secrets, batch.candidates, c, rng)) for c in CONTROLS]
-    rows, curves, results = [], {}, {}
-    with torch_scope(threads=ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2)):
-        for name, kind, release in releases:
-            try:
+    threads = ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2)
+    seeds = [int(rng.integers(0, 2**31 - 1)) for _ in releases]  # drawn in order, as one after the other did
+
+    def job(release, kind, seed):
+        def run():
+            with torch_scope(threads=threads):
                 result, diag = audit_with_diagnostics(
                     release.take(train_rows), release.take(test_rows), batch.candidates, truth, adversary=kind,
                     eps=candidate_eps, settings=ampl, groups=np.asarray(batch.candidate_groups, dtype=object),
-                    distance=distance, units=units, rng=np.random.default_rng(int(rng.integers(0, 2**31 - 1))))
-            except UnauditableError as error:
-                raise Unauditable(f"audit of {target} for {ctx.date} is unauditable: {error}; nothing was written "
-                                 "(the gate refuses)") from error
-            results[name if name != "candidate" else kind] = result
-            rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,
-                         "triplets": result.triplets, "violation_ratio": result.violation_ratio,
-                         "delta_target": result.delta_target, "log10_p_fail": result.log10_p_fail,
-                         "utility_loss": result.utility_loss, "passed": bool(result.passed), "release": name,
-                         "staged_runs": staged_runs, "run_id": ctx.run_id})
-            tag = kind if name == "candidate" else name
-            curves[tag] = diag.mpl_values
-            ctx.tracked.log_metrics({f"{tag}_violation_ratio": result.violation_ratio,
-                                     f"{tag}_log10_p_fail": result.log10_p_fail,
-                                     f"{tag}_val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse,
-                                     f"{tag}_copy_weight_max": max(diag.copy_weights.values(), default=0.0),
-                                     f"{tag}_unseen_secrets": diag.unseen_secrets,
-                                     f"{tag}_scored_observations": diag.scored_observations})
+                    distance=distance, units=units, rng=np.random.default_rng(seed))
+            return result, diag.mpl_values, {
+                "violation_ratio": result.violation_ratio, "log10_p_fail": result.log10_p_fail,
+                "val_mse_over_baseline": diag.posterior.val_mse / diag.baseline_mse,
+                "copy_weight_max": max(diag.copy_weights.values(), default=0.0),
+                "unseen_secrets": diag.unseen_secrets, "scored_observations": diag.scored_observations}
+        return run
+
+    try:
+        outcomes = _in_forked_processes([job(release, kind, seed) for (_, kind, release), seed in zip(releases, seeds)],
+                                       max(1, (os.cpu_count() or 2) // threads))
+    except UnauditableError as error:
+        raise Unauditable(f"audit of {target} for {ctx.date} is unauditable: {error}; nothing was written "
+                          "(the gate refuses)") from error
+    rows, curves, results = [], {}, {}
+    for (name, kind, _), (result, values, metrics) in zip(releases, outcomes):
+        results[name if name != "candidate" else kind] = result
+        rows.append({"target": target, "date": ctx.date, "adversary": kind, "eps": result.eps,
+                     "triplets": result.triplets, "violation_ratio": result.violation_ratio,
+                     "delta_target": result.delta_target, "log10_p_fail": result.log10_p_fail,
+                     "utility_loss": result.utility_loss, "passed": bool(result.passed), "release": name,
+                     "staged_runs": staged_runs, "run_id": ctx.run_id})
+        tag = kind if name == "candidate" else name
+        curves[tag] = values
+        ctx.tracked.log_metrics({f"{tag}_{key}": value for key, value in metrics.items()})
     valid = controls_valid(results["control_identity"], results["control_uniform"])
     for row in rows:
         row["valid"] = valid
@@ -338,6 +349,31 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
                             worst_violation_ratio=max(r["violation_ratio"] for r in candidates),
                             passed=valid and all(r["passed"] for r in candidates), valid=valid,
                             controls={c: results[c].violation_ratio for c in CONTROLS})
+
+
+_JOBS: list = []
+
+
+def _set_jobs(jobs: list) -> None:
+    global _JOBS
+    _JOBS = jobs
+
+
+def _run_job(i: int):
+    return _JOBS[i]()
+
+
+def _in_forked_processes(jobs: list, workers: int) -> list:
+    """``[job() for job in jobs]``, each job in a child process forked from this one, ``workers`` at once. Each
+    release's adversaries seed torch's global generator (``train_adversary``), so two cannot train in one
+    process at once; forked, each child has its own, seeded as in sequence, so the rows are those of the
+    trainings one after the other. The jobs reach the children by the fork, not pickled (they close over the
+    batch and the guarantee's distance); each returns plain values (no model). One worker: in this process."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [job() for job in jobs]
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("fork"),
+                             initializer=_set_jobs, initargs=(jobs,)) as pool:
+        return list(pool.map(_run_job, range(len(jobs))))
 
 
 def _write(ctx: RunContext, target: str, rows: list[dict]) -> None:
