@@ -49,7 +49,7 @@ from privtext.platform.context import RunContext
 from privtext.platform.tables import DOCUMENTS, LEAKAGE_AUDITS, PII_SPANS
 from privtext.privacy.mechanisms import make_rng
 from privtext.stages import DEFAULT_TARGET, STAGES, TARGETS
-from privtext.torch_scope import torch_scope
+from privtext.torch_scope import resolve_device, torch_scope
 
 ADVERSARIES = ("transformer", "lstm", "rnn")
 TOKEN_SCHEMA = StructType([
@@ -303,7 +303,12 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
     units = tuple(labels[rows][labels[rows] >= 0] for rows in (train_rows, test_rows))
     releases = [("candidate", kind, batch.release) for kind in kinds]
     releases += [(c, kinds[0], control_release(batch.secrets, batch.candidates, c, rng)) for c in CONTROLS]
-    threads = ampl.torch_threads or max(1, (os.cpu_count() or 2) // 2)
+    cores = os.cpu_count() or 1
+    # forked trainings run one torch thread each (GNU OpenMP deadlocks in a child forked after the driver's
+    # pool ran) on the CPU only (a forked child cannot use CUDA once this process has): with ampl.torch_threads
+    # set above 1, or on CUDA, the releases train one after the other in this process
+    forked = resolve_device(ampl.device, "ampl.device") == "cpu" and (ampl.torch_threads or 1) == 1 and cores > 1
+    threads = 1 if forked else ampl.torch_threads or max(1, cores // 2)
     seeds = [int(rng.integers(0, 2**31 - 1)) for _ in releases]  # drawn in order, as one after the other did
 
     def job(release, kind, seed):
@@ -322,7 +327,7 @@ def run(ctx: RunContext, target: str = DEFAULT_TARGET, adversaries: list[str] | 
 
     try:
         outcomes = _in_forked_processes([job(release, kind, seed) for (_, kind, release), seed in zip(releases, seeds)],
-                                       max(1, (os.cpu_count() or 2) // threads))
+                                       cores if forked else 1)
     except UnauditableError as error:
         raise Unauditable(f"audit of {target} for {ctx.date} is unauditable: {error}; nothing was written "
                           "(the gate refuses)") from error
@@ -355,8 +360,13 @@ _JOBS: list = []
 
 
 def _set_jobs(jobs: list) -> None:
+    """A forked child's start: the jobs, and one torch thread (GNU OpenMP deadlocks on a parallel region in a
+    child forked after the parent's thread pool ran; one thread never enters one)."""
+    import torch
+
     global _JOBS
     _JOBS = jobs
+    torch.set_num_threads(1)
 
 
 def _run_job(i: int):
@@ -368,7 +378,8 @@ def _in_forked_processes(jobs: list, workers: int) -> list:
     release's adversaries seed torch's global generator (``train_adversary``), so two cannot train in one
     process at once; forked, each child has its own, seeded as in sequence, so the rows are those of the
     trainings one after the other. The jobs reach the children by the fork, not pickled (they close over the
-    batch and the guarantee's distance); each returns plain values (no model). One worker: in this process."""
+    batch and the guarantee's distance); each returns plain values (no model) and runs on one torch thread
+    on the CPU (the caller keeps CUDA trainings in this process). One worker: in this process."""
     if workers <= 1 or len(jobs) <= 1:
         return [job() for job in jobs]
     with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("fork"),

@@ -29,3 +29,32 @@ def test_an_unauditable_release_raises_in_the_parent():
 
     with pytest.raises(UnauditableError, match="2 held-out"):
         _in_forked_processes([_training(1), unauditable, _training(2)], 2)
+
+
+def test_a_child_forked_after_the_parents_thread_pool_ran_does_not_hang():
+    """GNU OpenMP deadlocks on a parallel region in a child forked after the parent's pool ran (a 2-thread
+    matmul in the parent, then the same in forked children hung until killed, checked by hand): the children
+    run one torch thread. In a subprocess with a time limit, so a regression fails instead of hanging."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = """
+import torch
+from privtext.stages.audit import _in_forked_processes
+torch.set_num_threads(2)
+a = torch.randn(600, 600)
+(a @ a).sum()
+out = _in_forked_processes([lambda: (torch.get_num_threads(), float((a @ a).sum()))] * 3, 2)
+assert [n for n, _ in out] == [1, 1, 1], out
+print("ok")
+"""
+    run = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        out, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:  # hung: its forked children too
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 0 and out.strip() == "ok", err[-2000:]
