@@ -35,11 +35,11 @@ def make_settings(root, **sections):
 
 # Under pytest-xdist (`make test`: -n 2 --dist loadfile, each file on one worker) the files that take longest go
 # first, so that no long file starts last while the other worker idles (seconds: the per-test timeline of the
-# 2026-11-27 clean-clone suite, a loaded machine, so relative only; test_fault_injection, test_local_generator and
-# test_clusant_mechanism scaled by their cuts measured since, docs/development.md; every other file after these,
-# in collection order). Without xdist the order is pytest's.
+# 2026-11-27 clean-clone suite, a loaded machine, so relative only; test_cluster, test_fault_injection,
+# test_local_generator and test_clusant_mechanism scaled by their cuts measured since, docs/development.md; every
+# other file after these, in collection order). Without xdist the order is pytest's.
 SLOW_FILES = {
-    "integration/test_cluster.py": 1105, "integration/test_fault_injection.py": 610,
+    "integration/test_fault_injection.py": 610, "integration/test_cluster.py": 495,
     "integration/test_audit.py": 207, "integration/test_readonly_sql.py": 191, "integration/test_publish.py": 180,
     "integration/test_openai_server.py": 136, "integration/test_concurrent_runs.py": 122,
     "integration/test_forget.py": 119, "unit/generate/test_local_generator.py": 90,
