@@ -223,10 +223,11 @@ def char_loss_figures(name: str, texts, merged, out, personal=None) -> None:
     - 2 * (characters ``difflib`` matches between them) of the document's len(original) + len(export); the
     mean over the documents of that share (the char_similarity's documents) sums, over the types, to about
     1 - char_similarity (``char_loss_total``; the difference is difflib matching across span edges).
-    ``char_loss_false``: the part of it spent on spans that overlap no personal annotation (``personal``: per
-    document, its annotated personal values' (start, end)), what a detector without false spans would keep."""
+    ``char_loss_false`` (and ``char_loss_false_T`` per type): the part of it spent on spans that overlap no
+    personal annotation (``personal``: per document, its annotated personal values' (start, end)), what a
+    detector without false spans would keep."""
     loss: Counter = Counter()
-    false = 0.0
+    false: Counter = Counter()
     docs = 0
     for k, (text, spans, text_out, reps) in enumerate(zip(texts, merged, out.texts, out.replacements)):
         if not spans or len(text) > 20_000:
@@ -238,12 +239,14 @@ def char_loss_figures(name: str, texts, merged, out, personal=None) -> None:
             part = (e - s + len(after) - 2 * same) / (len(text) + len(text_out))
             loss[t] += part
             if personal is not None and not any(a < e and s < b for a, b in personal[k]):
-                false += part
+                false[t] += part
     for t, v in loss.most_common():
         print(f"real_text_{name}_char_loss_{t}: {v / max(1, docs):.4f}")
     print(f"real_text_{name}_char_loss_total: {sum(loss.values()) / max(1, docs):.4f}")
     if personal is not None:
-        print(f"real_text_{name}_char_loss_false: {false / max(1, docs):.4f}")
+        print(f"real_text_{name}_char_loss_false: {sum(false.values()) / max(1, docs):.4f}")
+        for t, v in false.most_common():
+            print(f"real_text_{name}_char_loss_false_{t}: {v / max(1, docs):.4f}")
 
 
 def utility_figures(name: str, docs, anns, out, merged, seed: int, settings, similarity_docs: int) -> None:

@@ -393,17 +393,16 @@ def _retyped_names(text: str, spans: list[Span], settings: PiiSettings,
     context word, "hear back from Phillips"), and
     it is no place (``_no_place``); or an organisation or place of one to three capitalised words right after a
     self-introduction ("I'm Tolosa"). A group (NRP) that names no nationality, religion or party (``is_group``:
-    spaCy's "Grabs", "Tesla", "Hermanowicz") is a person when one of its words is a known first name or surname
-    or a detected person's, and no value otherwise (dropped)."""
+    spaCy's "Hermanowicz") is a person when one of its words is a known first name or surname or a detected
+    person's; otherwise it stays what spaCy said (never dropped: "Mimount Y Bijster", "Chechen" are values)."""
     words = {w for w, score in _person_words(text, spans).items() if score >= SINGLE_NAME_SCORE}  # not a guess's
     tier = settings.tier_of("PERSON")
     out = []
     for s in spans:
         found = [w.group() for w in _WORD.finditer(text, s.start, s.end)]
-        if s.entity_type == "NRP" and not is_group(text[s.start:s.end]):
-            if not any(w.casefold() in words or w.casefold() in _known_first_names() or w.casefold() in last_names()
-                       for w in found if w[0].isupper()):
-                continue
+        if s.entity_type == "NRP" and not is_group(text[s.start:s.end]) and any(
+                w.casefold() in words or w.casefold() in _known_first_names() or w.casefold() in last_names()
+                for w in found if w[0].isupper()):
             s = replace(s, entity_type="PERSON", tier=tier)
         if s.entity_type in _NAME_LIKE and found and (
                 all(w.casefold() in words for w in found)

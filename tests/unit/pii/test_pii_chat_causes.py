@@ -68,10 +68,11 @@ def test_a_duration_is_relative_time_and_a_calendar_date_is_not(count, upper, is
 
 
 @hsettings(max_examples=300, deadline=None)
-@given(WORD, st.integers(1, 4), st.lists(WORD, min_size=1, max_size=4))
-def test_a_label_is_a_speaker_unless_a_word_labels_one_turn(label, times, others):
-    assert label.strip()
-    lines = [f"{label}: hello there"] * times + [f"{o}x: fine" for o in others]
+@given(WORD, st.integers(1, 4))
+def test_a_label_is_a_speaker_unless_a_word_labels_one_turn(label, times):
+    if label.casefold() == "zoe":
+        return
+    lines = [f"{label}: hello there"] * times + ["Zoe: fine", "Zoe: ok"]  # a chat whatever the label
     shape = structure.analyze("\n".join(lines) + "\n", _known_first_names(), _not_names())
     named = {s for k, s, e in shape.spans if k == "PERSON" and e - s == len(label) and s in
              {m.start() for m in re.finditer(re.escape(label) + ":", "\n".join(lines))}}
