@@ -9,8 +9,9 @@
 # TEST=1 also times `make test` in each clone. Prints `clone<i>_<step>_seconds: value` lines, the load
 # average before each step, each step's CPU seconds over its whole process tree (`_cpu_seconds`, from
 # cpu_tree.py: JVMs and Spark workers included; on two idle cores a step takes at least half of them, which a
-# busy machine can still tell), each clone's verdict lines, and the median of each step. PIP_FIND_LINKS
-# (a local torch wheel) is passed through as it is: say whether it was set when you report.
+# busy machine can still tell) and per program (`_cpu_seconds_<program>`), each clone's verdict lines, and the
+# median of each step. PIP_FIND_LINKS (a local torch wheel) is passed through as it is: say whether it was set
+# when you report.
 set -euo pipefail
 repo=$(cd "${1:-.}" && pwd)
 n=${2:-3}
@@ -37,6 +38,7 @@ for i in $(seq 1 "$n"); do
     printf 'clone%d_%s_seconds: %.1f\n' "$i" "$step" "$(echo "$t1 - $t0" | bc)" | tee -a "$scratch/times"
     [ "$step" = clone ] || sed -n "s/^cpu_seconds: /clone${i}_${step}_cpu_seconds: /p" "$scratch/$step$i.log" |
       tee -a "$scratch/times"
+    [ "$step" = clone ] || sed -n "s/^cpu_seconds_\(.*\): /clone${i}_${step}_cpu_seconds_\1: /p" "$scratch/$step$i.log"
   done
   printf 'clone%d_total_seconds: %.1f\n' "$i" "$(echo "$(date +%s.%N) - $start" | bc)" | tee -a "$scratch/times"
   grep -E "^(export|gate|audit|synthetic|embeddings|one-time|canaries) |wait|detector" \
