@@ -56,7 +56,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import groupby
 
-from privtext.pii.gazetteers import stop_words
 from privtext.pii.refine import NOT_NAMES, RELATIVE_TIME
 
 
@@ -311,7 +310,9 @@ def _speaker(label: str, turns: int, not_names: frozenset[str]) -> bool:
 
 @lru_cache(maxsize=1)
 def _never_speakers() -> frozenset[str]:
-    return frozenset({*stop_words(), *(w.casefold() for w in NOT_NAMES), *_SLANG, *_FORM_LABELS, *_KINSHIP})
+    from spacy.lang.en.stop_words import STOP_WORDS  # gazetteers.stop_words (gazetteers imports this module)
+
+    return frozenset({*STOP_WORDS, *(w.casefold() for w in NOT_NAMES), *_SLANG, *_FORM_LABELS, *_KINSHIP})
 
 
 def public_addresses(text: str) -> frozenset[str]:
