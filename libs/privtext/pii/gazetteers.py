@@ -81,20 +81,31 @@ _COMMON_WORDS = frozenset({"polish", "christian", "baptist", "conservative", "ev
 _TITLE_HEAD = re.compile(rf"(?i)(?:{'|'.join(sorted(_OCCUPATIONS, key=len, reverse=True))})s?")
 
 
-@lru_cache(maxsize=None)
-def first_names() -> frozenset[str]:
-    """Latin-script first names of Faker's person providers (``NAME_LOCALES``) and the US census lists."""
+def _faker_names(*attrs: str) -> set[str]:
+    """The names of Faker's person providers (``NAME_LOCALES``) under the provider attributes ``attrs``."""
     out: set[str] = set()
     for locale in NAME_LOCALES:
         try:
             provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
         except ImportError:
             continue
-        for attr in ("first_names", "first_names_male", "first_names_female"):
+        for attr in attrs:
             out.update(getattr(provider, attr, ()) or ())
+    return out
+
+
+def _census_folder() -> Path:
+    """The folder of the ``names`` package's US census (1990) name lists."""
     import names
 
-    root = Path(names.__file__).parent
+    return Path(names.__file__).parent
+
+
+@lru_cache(maxsize=None)
+def first_names() -> frozenset[str]:
+    """Latin-script first names of Faker's person providers (``NAME_LOCALES``) and the US census lists."""
+    out = _faker_names("first_names", "first_names_male", "first_names_female")
+    root = _census_folder()
     for f in ("dist.female.first", "dist.male.first"):
         out.update(line.split()[0].title() for line in (root / f).read_text().splitlines()[:1500] if line.strip())
     return frozenset(n for n in out if len(n) >= 3 and _CAPITALISED.fullmatch(n) and n not in NOT_FIRST)
@@ -289,16 +300,8 @@ def _group_words() -> tuple[frozenset[str], tuple[str, ...]]:
 def last_names() -> frozenset[str]:
     """Casefolded surnames of Faker's person providers (``NAME_LOCALES``) and the 5,000 most frequent of the US
     census (1990)."""
-    out: set[str] = set()
-    for locale in NAME_LOCALES:
-        try:
-            provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
-        except ImportError:
-            continue
-        out.update(getattr(provider, "last_names", ()) or ())
-    import names
-
-    root = Path(names.__file__).parent
+    out = _faker_names("last_names")
+    root = _census_folder()
     out.update(line.split()[0] for line in (root / "dist.all.last").read_text().splitlines()[:5000] if line.strip())
     return frozenset(n.casefold() for n in out)
 
