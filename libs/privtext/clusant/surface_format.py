@@ -210,7 +210,7 @@ def _url_class(value: str) -> str | None:
 def _render_url(candidate: str, fmt: str) -> str:
     """The candidate's host (without "www.") and path in the class's scheme, "www." and path-or-not."""
     scheme, www, slash = fmt[len("url:"):].split(";")
-    m = _URL.fullmatch(candidate.strip())
+    m = _URL.fullmatch(fold(candidate).strip())  # as surface_format reads it (no control or format characters)
     host = m.group("host") if m else f"site{_hash_int('url:' + candidate) % 100000}.example.com"
     path = (m.group("rest") if m and m.group("rest") else "/") if slash else ""
     return scheme + www + host + path
