@@ -1,8 +1,8 @@
 """The nightly export on a real standalone Spark cluster (a master and two workers, separate JVMs, the project
-shipped as a zip with spark.submit.pyFiles) over a real S3 store (SeaweedFS), with one worker killed mid-stage
-(its lost tasks retried on the other), gives the same tables and ledger as local[2] over a local lakehouse
-(that reference run: the CLI in the test's process, on the session's local[2] SparkSession). The cluster's
-stages run in subprocesses through the CLI, as ``make cluster-demo`` does (privtext.platform.local_cluster, local_s3),
+shipped as a zip with spark.submit.pyFiles) over a real S3 store (SeaweedFS) gives the same tables and ledger
+as local[2] over a local lakehouse (that reference run: the CLI in the test's process, on the session's
+local[2] SparkSession); a worker killed mid-stage changes nothing. The cluster's stages run in
+subprocesses through the CLI, as ``make cluster-demo`` does (privtext.platform.local_cluster, local_s3),
 with the store's ``pipeline`` key only; the results are read back with the key of each reader's role
 (officer: the ledger; analyst: the published table), and no key (store keys, HMAC key) shows in a process's
 command line, the Spark event log (its environment dump is the UI's Environment page), MLflow or a log."""
@@ -27,6 +27,7 @@ from deltalake import DeltaTable
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.local_cluster import cluster_conf, project_zip, standalone_cluster
 from privtext.platform.local_s3 import s3_conf
+from privtext.platform.processes import free_port
 from privtext.platform.tables import (
     DOCUMENTS,
     PII_SPANS,
@@ -81,18 +82,16 @@ def finish(process: subprocess.Popen, conf: Path) -> str:
     return log
 
 
-def nightly_args(sample: Path, skip: tuple[str, ...]) -> list[str]:
-    return ["pipeline", "run", "nightly_sanitized_export", "--date", DATE, "--input", str(sample),
-            *(a for s in skip for a in ("--skip", s))]
-
-
-def stage_times(log: str) -> dict[str, float]:
-    """Each stage's wall time (s) from the pipeline's log."""
+def nightly(conf: Path, sample: Path, skip: tuple[str, ...], env: dict | None = None) -> dict[str, float]:
+    """Run the nightly pipeline; returns each stage's wall time (s) from the pipeline's log."""
+    process = privtext(conf, ["pipeline", "run", "nightly_sanitized_export", "--date", DATE, "--input", str(sample),
+                              *(a for s in skip for a in ("--skip", s))], env)
+    log = finish(process, conf)
     return {m[0]: float(m[1]) for m in re.findall(r"nightly_sanitized_export: (\w+) done in ([\d.]+) s", log)}
 
 
 def nightly_here(conf: Path, sample: Path, skip: tuple[str, ...], caplog, monkeypatch) -> dict[str, float]:
-    """The nightly pipeline through the CLI in this process, on the session's local[2] SparkSession (the config's
+    """``nightly`` through the CLI in this process, on the session's local[2] SparkSession (the config's
     spark section does not apply to a session already started): the local reference a cluster run is
     compared with, without a second JVM and a cold set of Python workers. The HMAC key is in this
     process's environment for the run only (the cluster started after it must not inherit it)."""
@@ -101,8 +100,10 @@ def nightly_here(conf: Path, sample: Path, skip: tuple[str, ...], caplog, monkey
     with monkeypatch.context() as env, caplog.at_level(logging.INFO, logger="privtext"):
         env.setenv("PRIVTEXT_HMAC_KEY", HMAC_KEY)
         caplog.clear()
-        assert main(["--conf", str(conf), *nightly_args(sample, skip)]) == 0
-        return stage_times(caplog.text)
+        assert main(["--conf", str(conf), "pipeline", "run", "nightly_sanitized_export", "--date", DATE, "--input",
+                     str(sample), *(a for s in skip for a in ("--skip", s))]) == 0
+        log = caplog.text
+    return {m[0]: float(m[1]) for m in re.findall(r"nightly_sanitized_export: (\w+) done in ([\d.]+) s", log)}
 
 
 def ledger_totals(lake: Lakehouse) -> dict:
@@ -156,20 +157,16 @@ def files(*folders: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def cluster(s3_server):
-    """One standalone cluster (a master and two workers, 1 core each) for the module: its daemons and executors
-    hold the store's ``pipeline`` key only. Its test kills worker-1."""
+    """One standalone cluster (a master and two workers, 1 core each) for the module's tests: its daemons and
+    executors hold the store's ``pipeline`` key only. The worker-kill test comes last (it kills worker-1)."""
     env = {**s3_server.env("pipeline"), **DAEMON_C1}
     with standalone_cluster(workers=2, cores=1, memory="1200m", env=env) as started:
         yield started
 
 
 @pytest.mark.cluster
-def test_the_nightly_export_on_a_standalone_cluster_over_s3_with_a_worker_killed_equals_local(
-        spark, tmp_path, s3_store, cluster, monkeypatch, caplog):
-    """Once ingest is done, worker-1's process group (the worker JVM, its executor and Python workers) is SIGKILLed
-    as soon as its executor starts a task: the event log shows the lost task(s) and their retried attempts
-    succeeding on worker-0, and every table, the spans, the documents and the ledger equal the local run's,
-    nothing duplicated."""
+def test_the_nightly_export_on_a_standalone_cluster_over_s3_equals_local(spark, tmp_path, s3_store, cluster,
+                                                                         monkeypatch, caplog):
     from privtext.sample_data import generate, write_jsonl
 
     sample = write_jsonl(generate(100, seed=5), tmp_path / "in" / "messages.jsonl")
@@ -183,29 +180,18 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_with_a_worker_killed
     command_lines = CommandLines()  # the daemons started before it: sampled while they run, as the executors
     command_lines.start()
     conf = s3_conf(s3_store, cluster_conf(cluster, project_zip(tmp_path / "privtext.zip")))
-    conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.task.maxFailures": "4", "spark.eventLog.enabled": "true",
+    conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.eventLog.enabled": "true",
                                   "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",
                                   "spark.eventLog.rolling.enabled": "false"})
     cluster_yaml = write_conf(conf, tmp_path / "cluster", {**PUBLISHABLE, "tracking": {"enabled": True}})
-    assert int(cluster.state()["aliveworkers"]) == 2  # both workers up before the kill
-    process = privtext(cluster_yaml, nightly_args(sample, skip), pipeline)
-    log = cluster_yaml.parent / "err.log"
-    killed = _kill_when_running(cluster, "worker-1", lambda: "nightly_sanitized_export: ingest done in" in
-                                log.read_text(errors="replace"), time.monotonic() + 600)
-    cluster_times = stage_times(finish(process, cluster_yaml))
-    assert killed
+    cluster_times = nightly(cluster_yaml, sample, skip, pipeline)
     finished = cluster.state()["completedapps"]
     executors = {w.name for w in (cluster.folder / "work").iterdir() if any(w.glob("app-*/*/stderr"))}
     worker_environ = Path(f"/proc/{cluster.pids['worker-0']}/environ").read_bytes()
     cluster_logs = files(cluster.folder)
     seen_command_lines = command_lines.stop()
-    assert finished and executors == {"worker-0", "worker-1"}  # an executor JVM ran under each worker
-    ends = [json.loads(line) for blob in files(events).values() for line in blob.decode().splitlines()
-            if '"SparkListenerTaskEnd"' in line]
-    lost = [e for e in ends if e["Task End Reason"]["Reason"] == "ExecutorLostFailure"]
-    retried = [e for e in ends if e["Task Info"]["Attempt"] > 0 and e["Task End Reason"]["Reason"] == "Success"]
-    print(f"\nkilled worker-1: {len(lost)} task(s) lost with its executor, {len(retried)} retried attempt(s) succeeded")
-    assert lost and retried
+    assert finished and finished[0]["cores"] == 2  # the application held a core on each worker
+    assert executors == {"worker-0", "worker-1"}  # an executor JVM ran under each worker
 
     # secrets hygiene: where the keys must be (a worker's environment: the scan finds them there) ...
     keys = [*s3_store.secrets(), HMAC_KEY]
@@ -234,17 +220,14 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_with_a_worker_killed
         for name, value in s3_store.env(identity).items():
             monkeypatch.setenv(name, value)
 
-    holding("pipeline")  # every zone's row counts, the documents and the keyed spans (restricted)
+    holding("pipeline")  # every zone's row counts and the keyed spans (restricted)
     local_rows, s3_rows = table_rows(local_settings), table_rows(s3_settings)
     print("\nrows (local[2] local disk | cluster S3):", [(n, r, c) for (n, r), (_, c) in zip(local_rows, s3_rows) if r])
     print("stage seconds (local[2] local disk | cluster S3):",
           {s: (local_times[s], cluster_times.get(s)) for s in local_times})
     assert s3_rows == local_rows
     assert dict(local_rows)["published.sanitized_documents"] >= 100
-    assert spans(s3_lake) == spans(local_lake) and len(set(spans(s3_lake))) == len(spans(s3_lake)) > 50
-    documents = [lake.delta_table(DOCUMENTS).to_pyarrow_table().column("doc_id").to_pylist()
-                 for lake in (local_lake, s3_lake)]
-    assert sorted(documents[1]) == sorted(documents[0]) and len(set(documents[1])) == len(documents[1]) >= 100
+    assert spans(s3_lake) == spans(local_lake)
     holding("officer")  # the ledger (protected), as the privacy officer reads it
     assert ledger_totals(s3_lake) == ledger_totals(local_lake)
     print("ledger totals:", ledger_totals(s3_lake))
@@ -271,11 +254,11 @@ def s3_lake_read(settings, relative: str) -> bytes:
         return stream.read()
 
 
-def _kill_when_running(cluster, worker: str, ready, deadline: float) -> bool:
-    """Once ``ready()``, SIGKILL ``worker``'s process group (the worker JVM, its executor and Python workers) as
-    soon as its executor starts a task; True if it did."""
+def _kill_when_running(cluster, worker: str, documents: Path, deadline: float) -> bool:
+    """Once ingest committed the documents, SIGKILL ``worker``'s process group (the worker JVM, its executor
+    and Python workers) as soon as its executor starts a task; True if it did."""
     while time.monotonic() < deadline:
-        if ready():
+        if (documents / "_delta_log" / "00000000000000000001.json").exists():
             logs = (cluster.folder / "work" / worker).glob("app-*/*/stderr")
             seen = {p: len(p.read_text().splitlines()) for p in logs}
             while time.monotonic() < deadline:
@@ -286,3 +269,41 @@ def _kill_when_running(cluster, worker: str, ready, deadline: float) -> bool:
                 time.sleep(0.05)
         time.sleep(0.2)
     return False
+
+
+@pytest.mark.cluster
+def test_a_worker_killed_mid_stage_changes_nothing(spark, tmp_path, cluster, monkeypatch, caplog):
+    from privtext.sample_data import generate, write_jsonl
+
+    sample = write_jsonl(generate(100, seed=8), tmp_path / "in" / "messages.jsonl")
+    skip = ("embed", "sanitize", "audit", "publish")
+    deterministic = {"run": {"deterministic": True, "seed": 3}, "pii": {"canaries": {"count": 5}}}
+    local_conf = write_conf({"spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}}},
+                            tmp_path / "local", deterministic)
+    nightly_here(local_conf, sample, skip, caplog, monkeypatch)
+    events = tmp_path / "events"
+    events.mkdir()
+    conf = cluster_conf(cluster, project_zip(tmp_path / "privtext.zip"))
+    conf["spark"]["conf"].update({**EXECUTOR_C1, "spark.task.maxFailures": "4", "spark.eventLog.enabled": "true",
+                                  "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false",
+                                  "spark.eventLog.rolling.enabled": "false", "spark.ui.port": str(free_port())})
+    conf_path = write_conf(conf, tmp_path / "cluster", deterministic)
+    assert int(cluster.state()["aliveworkers"]) == 2  # both workers up before the kill
+    process = privtext(conf_path, ["pipeline", "run", "nightly_sanitized_export", "--date", DATE, "--input",
+                                   str(sample), *(a for s in skip for a in ("--skip", s))])
+    killed = _kill_when_running(cluster, "worker-1", tmp_path / "cluster" / "lake" / "restricted" / "documents",
+                                time.monotonic() + 600)
+    finish(process, conf_path)
+    assert killed
+    ends = [json.loads(line) for log in events.rglob("*") if log.is_file() for line in log.read_text().splitlines()
+            if '"SparkListenerTaskEnd"' in line]
+    lost = [e for e in ends if e["Task End Reason"]["Reason"] == "ExecutorLostFailure"]
+    retried = [e for e in ends if e["Task Info"]["Attempt"] > 0 and e["Task End Reason"]["Reason"] == "Success"]
+    print(f"\nkilled worker-1: {len(lost)} task(s) lost with its executor, {len(retried)} retried attempt(s) succeeded")
+    assert lost and retried
+
+    lakes = [Lakehouse(None, load_settings(p).lakehouse) for p in (local_conf, conf_path)]
+    documents = [lake.delta_table(DOCUMENTS).to_pyarrow_table().column("doc_id").to_pylist() for lake in lakes]
+    assert sorted(documents[1]) == sorted(documents[0]) and len(set(documents[1])) == len(documents[1]) >= 100
+    assert spans(lakes[1]) == spans(lakes[0]) and len(set(spans(lakes[1]))) == len(spans(lakes[1])) > 50
+    assert ledger_totals(lakes[1]) == ledger_totals(lakes[0])
