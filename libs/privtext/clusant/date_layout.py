@@ -10,17 +10,32 @@ written. Numeric dates are read year-first when the year leads, else day-first w
 12 or the separator is ".", else month-first (US). Anything else (an unknown word, a letter of another
 script, a number without a role) gives None: no layout.
 
+``layout(value, keep)`` also keeps the parts of the date ``keep`` names (``clusant.date_keep``): "year" (the
+default, HIPAA Safe Harbor's "all elements of dates, except year") writes the value's year into the class
+(``%=2002Y``, a two-digit ``%=02y``), "year_month" its month as well (``%=9m``, ``%=9b``: not Safe Harbor),
+"none" nothing. A layout without a year (or month) has nothing to keep there; a time or a zone alone is
+unchanged; a class keeps no more than leaves a part to the draw (a month and year under "year_month" keep the
+year, a year alone, "in 2002", nothing): else the value would be published as written, an audit would have
+nothing to test there, and a number detection typed DATE_TIME by mistake (a house number, a PIN) would pass
+through.
+
 ``write(fmt, candidate)`` writes the date that the drawn candidate spells (a vocabulary date; any other
 candidate: a date derived from its hash) and a time of day derived from the candidate's hash in ``fmt``,
-in English names and ASCII digits. A class holding only a time zone (and separators) is written as it is:
-a time zone stays itself.
+in English names and ASCII digits; a kept year (month) replaces the candidate's, the day is the
+candidate's, the last of the month where the month is shorter in that year (29 February in a year that
+has none: the 28th), and a weekday is the written date's (a two-digit year read in the century POSIX
+gives it: 69-99 the 1900s, 00-68 the 2000s). A class holding only a time zone (and separators) is
+written as it is: a time zone stays itself.
 
 What the class publishes: the layout (which parts, their order, names' case), the separators, the
-connectors and the time zone as written; never a digit of the date or time, nor whether a day or month is
-under 10 (numbers are padded or not by the layout alone).
+connectors, the time zone as written and the kept parts; no other digit of the date or time, nor whether a
+day or month is under 10 (numbers are padded or not by the layout alone). Guarantee: the class is a
+deterministic function of the value and is published, so the mechanism's bound holds between dates of the
+same class (``surface_format``: adjacency "dates of the same layout, zone and year" under "year").
 """
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import hashlib
 import re
@@ -32,6 +47,8 @@ ZONES = frozenset({"UT", "UTC", "GMT", "Z", "EST", "EDT", "CST", "CDT", "MST", "
                    "HST", "AST", "ADT", "NST", "NDT", "BST", "IST", "WET", "WEST", "CET", "CEST", "MET", "MEST", "EET",
                    "EEST", "MSK", "JST", "KST", "HKT", "SGT", "AEST", "AEDT", "ACST", "ACDT", "AWST", "NZST", "NZDT"})
 CONNECTORS = frozenset({"at", "of", "the", "T"})
+KEEP = ("none", "year", "year_month")  # what of a date its class keeps (``clusant.date_keep``)
+DEFAULT_KEEP = "year"
 CANDIDATE_LAYOUTS = ("%B %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y", "%d.%m.%Y", "%b %d, %Y")  # the vocabulary's
 _TOKEN = re.compile(r"(?P<time>\d{1,2}:\d{2}(?::\d{2})?)"
                     r"|(?P<zone>(?<![\w:+-])[+-]\d{2}:?\d{2}(?!\d))"
@@ -40,7 +57,7 @@ _TOKEN = re.compile(r"(?P<time>\d{1,2}:\d{2}(?::\d{2})?)"
                     r"|(?P<word>[A-Za-z]+)"
                     r"|(?P<sep>[ ,./()\-'])"
                     r"|(?P<other>.)", re.S)
-_CODE = re.compile(r"%([-_^]?)([a-zA-Z%])")
+_CODE = re.compile(r"%(=\d+)?([-_^]?)([a-zA-Z%])")  # "%=2002Y": a code with its kept value
 _ORDINAL = {1: "st", 2: "nd", 3: "rd"}
 
 
@@ -61,10 +78,13 @@ def _case(word: str) -> str:
     return "^" if word.isupper() and len(word) > 1 else "_" if word.islower() else ""
 
 
-def layout(value: str) -> str | None:
-    """The layout class of ``value`` (ASCII digits, folded), or None."""
+def layout(value: str, keep: str = DEFAULT_KEEP) -> str | None:
+    """The layout class of ``value`` (ASCII digits, folded), with the parts ``keep`` keeps; or None."""
+    if keep not in KEEP:
+        raise ValueError(f"date keep must be one of {', '.join(KEEP)}, not {keep!r}")
     parts: list = []  # class pieces; a bare number as [its digits] until its role is known
     numbers: list[int] = []
+    month_names: dict[int, int] = {}  # index in parts -> the month a name spells
     twelve_hour = bool(re.search(r"(?<![A-Za-z])[AaPp]\.?[Mm]\.?(?![A-Za-z])", value))
     for m in _TOKEN.finditer(value):
         kind, text = m.lastgroup, m.group(0)
@@ -87,6 +107,7 @@ def layout(value: str) -> str | None:
             elif day:
                 parts.append(f"%{_case(text)}{'a' if day[1] else 'A'}")
             elif month:
+                month_names[len(parts)] = MONTHS.index(month[0]) + 1
                 parts.append(f"%{_case(text)}{'b' if month[1] else 'B'}")
             else:
                 return None
@@ -94,11 +115,19 @@ def layout(value: str) -> str | None:
             parts.append(text)
         else:
             return None
+    digits = {i: parts[i][0] for i in numbers}
     if numbers and not _number_roles(parts, numbers, twelve_hour):
         return None
-    out = "".join(parts)
     zone = any(p in ZONES or re.fullmatch(r"[+-]\d{2}:?\d{2}", p) for p in parts)
-    return out if _CODE.search(out) or zone else None
+    if not _CODE.search("".join(parts)) and not zone:
+        return None
+    for level in KEEP[KEEP.index(keep)::-1]:  # the most of ``keep`` that leaves a part to the draw
+        kept = "".join(f"%={digits[i]}{part[1:]}" if level != "none" and part in ("%Y", "%y")
+                       else f"%={int(digits[i]) if part == '%m' else month_names[i]}{part[1:]}"
+                       if level == "year_month" and (part == "%m" or i in month_names) else part
+                       for i, part in enumerate(parts))
+        if level == "none" or any(not v for v, _, _ in _CODE.findall(kept)):
+            return kept
 
 
 def _number_roles(parts: list, numbers: list[int], twelve_hour: bool) -> bool:
@@ -161,12 +190,38 @@ def candidate_datetime(candidate: str) -> dt.datetime:
     return when + dt.timedelta(seconds=_hash_int("time:" + candidate) % 86400)
 
 
+def full_year(kept: str) -> int:
+    """The year a kept year code spells: four digits as written, two in POSIX's century (69-99: 19xx)."""
+    return int(kept) if len(kept) > 2 else int(kept) + (1900 if int(kept) >= 69 else 2000)
+
+
+def _calendar_year(year: int) -> int:
+    """A year of ``datetime``'s range with ``year``'s weekdays and leap day: the Gregorian calendar repeats
+    every 400 years (146,097 days, 20,871 weeks), so 0002 and 9999 are computed as 2002 and 2399."""
+    return 2000 + year % 400
+
+
+def kept_date(fmt: str, when: dt.datetime) -> dt.datetime:
+    """``when`` with the year and month ``fmt`` keeps (a calendar-equivalent year, see ``_calendar_year``), its
+    day the last of that month where the month is shorter."""
+    kept = {c: v[1:] for v, _, c in _CODE.findall(fmt) if v}
+    year = next((full_year(kept[c]) for c in "Yy" if c in kept), None)
+    month = next((int(kept[c]) for c in "mbB" if c in kept), None)
+    year = when.year if year is None else _calendar_year(year)
+    month = when.month if month is None else month
+    return when.replace(year=year, month=month, day=min(when.day, calendar.monthrange(year, month)[1]))
+
+
 def write(fmt: str, candidate: str) -> str:
-    """``candidate``'s date and a time derived from it, written in layout ``fmt``."""
-    when = candidate_datetime(candidate)
+    """``candidate``'s date and a time derived from it, written in layout ``fmt`` (with its kept parts)."""
+    when = kept_date(fmt, candidate_datetime(candidate))
 
     def code(m: re.Match) -> str:
-        flag, c = m.groups()
+        value, flag, c = m.groups()
+        if value and c in "Yy":
+            return value[1:]
+        if value and c in "mbB":
+            return _month(int(value[1:]), flag, c)
         if c in "aAbB":
             name = WEEKDAYS[when.weekday()] if c in "aA" else MONTHS[when.month - 1]
             name = name[:3] if c in "ab" else name
@@ -187,7 +242,14 @@ def write(fmt: str, candidate: str) -> str:
     return _CODE.sub(code, fmt)
 
 
-def _pattern(flag: str, c: str) -> str:
+def _month(month: int, flag: str, c: str) -> str:
+    name = MONTHS[month - 1][:3] if c == "b" else MONTHS[month - 1]
+    return f"{month:02d}" if c == "m" else name.upper() if flag == "^" else name.lower() if flag == "_" else name
+
+
+def _pattern(value: str | None, flag: str, c: str) -> str:
+    if value:  # a kept part: exactly as ``write`` writes it
+        return re.escape(value[1:] if c in "Yy" else _month(int(value[1:]), flag, c))
     if c in "aAbB":
         names = WEEKDAYS if c in "aA" else MONTHS
         names = [n[:3] if c in "ab" else n for n in names]
@@ -200,11 +262,36 @@ def _pattern(flag: str, c: str) -> str:
 
 
 def fits(fmt: str, value: str) -> bool:
-    """Whether ``value`` is written in layout ``fmt`` (names, number ranges, separators and zone as the layout
-    says): the check of a replacement, independent of how ``layout`` reads an ambiguous "05/08/2002"."""
-    pattern, pos = [], 0
+    """Whether ``value`` is written in layout ``fmt`` (names, number ranges, separators, zone and kept parts as
+    the layout says) and is a day of the calendar (no 29 February in a year without one, a weekday that is
+    the date's where the year is known): the check of a replacement, independent of how ``layout`` reads an
+    ambiguous "05/08/2002"."""
+    pattern, codes, pos = [], [], 0
     for m in _CODE.finditer(fmt):
-        pattern += [re.escape(fmt[pos:m.start()]), _pattern(*m.groups())]
+        pattern += [re.escape(fmt[pos:m.start()]), f"({_pattern(*m.groups())})"]
+        codes.append(m.group(3))
         pos = m.end()
     pattern.append(re.escape(fmt[pos:]))
-    return re.fullmatch("".join(pattern), value) is not None
+    match = re.fullmatch("".join(pattern), value)
+    if match is None:
+        return False
+    read: dict[str, str] = {}
+    for c, text in zip(codes, match.groups()):
+        read.setdefault({"o": "d", "b": "B", "a": "A"}.get(c, c), text)
+    return _a_day(read, any(v and c == "y" for v, _, c in _CODE.findall(fmt)))
+
+
+def _a_day(read: dict[str, str], century_known: bool) -> bool:
+    """Whether the day, month, year and weekday read (the first of each) are one day of the calendar."""
+    if "d" not in read or not {"m", "B"} & read.keys():
+        return True
+    day = int(read["d"].rstrip("stndrh"))
+    month = int(read["m"]) if "m" in read else [m[:3].lower() for m in MONTHS].index(read["B"][:3].lower()) + 1
+    four = "Y" in read
+    year = int(read["Y"]) if four else full_year(read["y"]) if "y" in read else 2000  # no year: 29 Feb may be
+    if day > calendar.monthrange(_calendar_year(year), month)[1]:
+        return False
+    if "A" not in read or not (four or "y" in read and century_known):
+        return True
+    weekday = dt.date(_calendar_year(year), month, day).weekday()
+    return [w[:3].lower() for w in WEEKDAYS][weekday] == read["A"][:3].lower()

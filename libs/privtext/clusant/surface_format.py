@@ -3,7 +3,8 @@
 CluSanT (``mechanism.py``) draws a public candidate y for an input x. ``render(type, y, fmt)`` writes y in
 the surface format ``fmt = surface_format(type, x)`` of the input: a date or time in the input's layout
 (``date_layout.py``: "Fri, 13 Sep 2002 15:01:18 -0400" stays an RFC 2822 date with its zone, "born
-1971-04-04" an ISO date, "March 3, 2024" a spelled-out one, "EDT" stays "EDT"), an IP address in its version
+1971-04-04" an ISO date, "March 3, 2024" a spelled-out one, "EDT" stays "EDT"; its year kept, see below), an IP
+address in its version
 (IPv4 stays IPv4, with a port if it had one), a card number with the input's length and grouping and a valid
 Luhn digit, a phone number, SSN or postcode in the input's digit layout (extensions and separators kept), an
 order number in its letter/digit shape, an e-mail address at a mass-market mailbox provider
@@ -19,6 +20,13 @@ adjacency is "values of the same entity type and surface format". Inputs of diff
 disjoint rendered outputs (a test shows it), which is exactly what publishing the format means.
 Sensitivity: nothing here adds noise; the format class is a deterministic function of x.
 
+Dates keep their year (``date_keep``, the setting ``clusant.date_keep``: "year" by default, as HIPAA's Safe
+Harbor keeps "all elements of dates, except year"; "year_month" the month too, which Safe Harbor does not
+allow; "none" neither). The kept year is part of a DATE_TIME value's class (``date_layout.layout``), so the
+adjacency for a date is "dates of the same layout, zone and year": the eps per date is unchanged, the
+adjacency narrower, and dates of different years have disjoint outputs (the year is published). The day,
+the month and the time of day stay the mechanism's draw; a weekday is the written date's.
+
 E-mail provider. An address whose domain is in ``MAIL_PROVIDERS`` (a fixed public list of consumer mailbox
 providers, each with millions of mailboxes, never built from data) has the class "email:<domain>" and is
 written as the drawn address's local part at that domain; any other address (a company's, a university's:
@@ -31,8 +39,9 @@ Any script, digit system and width. The format class is computed on the value fo
 so full-width forms become ASCII, then combining marks dropped): every Unicode digit or other number
 (Arabic-Indic, Devanagari, full-width ...) is the placeholder ``9``, every letter of any script ``A``
 (cased upper) or ``a``; only separators, punctuation and a phone extension's marker stay as written. So a
-format class holds no digit or letter of the value, and ``render`` writes ASCII digits and letters drawn
-from the public candidate only: no character of the input's digits or letters reaches the output.
+format class holds no digit or letter of the value but a date's kept year (month), written in ASCII digits,
+and ``render`` writes ASCII digits and letters drawn from the public candidate and the class only: no other
+character of the input's digits or letters reaches the output.
 ``render`` is total (it never raises, whatever the class), so a span is never left unreplaced.
 """
 from __future__ import annotations
@@ -81,11 +90,12 @@ def _is_number(c: str) -> bool:
     return unicodedata.category(c).startswith("N")  # Nd digits of every script, Nl, No
 
 
-def surface_format(entity_type: str, value: str) -> str | None:
-    """The surface format class of ``value`` (None: no format of its own, the draw is used as it is)."""
+def surface_format(entity_type: str, value: str, date_keep: str = date_layout.DEFAULT_KEEP) -> str | None:
+    """The surface format class of ``value`` (None: no format of its own, the draw is used as it is); a date's
+    with the parts ``date_keep`` keeps (``clusant.date_keep``)."""
     value = fold(value)
     if entity_type == "DATE_TIME":
-        return date_layout.layout(ascii_digits(value))
+        return date_layout.layout(ascii_digits(value), date_keep)
     if entity_type == "IP_ADDRESS":
         return _ip_class(ascii_digits(value))
     if entity_type == "URL":
@@ -105,9 +115,10 @@ def surface_format(entity_type: str, value: str) -> str | None:
     return None
 
 
-def adjacency_group(entity_type: str, value: str) -> str:
-    """The values CluSanT's recorded guarantee compares ``value`` with: its type and surface format."""
-    return f"{entity_type}|{surface_format(entity_type, value) or ''}"
+def adjacency_group(entity_type: str, value: str, date_keep: str = date_layout.DEFAULT_KEEP) -> str:
+    """The values CluSanT's recorded guarantee compares ``value`` with: its type and surface format (a date's
+    with its kept year)."""
+    return f"{entity_type}|{surface_format(entity_type, value, date_keep) or ''}"
 
 
 def render(entity_type: str, candidate: str, fmt: str | None) -> str:
@@ -246,13 +257,14 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 FORMATTED_TYPES = DIGIT_TYPES | CODE_TYPES | {"DATE_TIME", "IP_ADDRESS", "URL"}
 
 
-def format_kept(entity_type: str, before: str, after: str) -> bool:
+def format_kept(entity_type: str, before: str, after: str, date_keep: str = date_layout.DEFAULT_KEEP) -> bool:
     """Whether ``after`` replaced ``before`` keeping its kind and surface format: the same format class
     where the type has classes (a value of such a type that is in no class was not kept: "the summer" ->
-    "02/21/1950", "apt" typed URL -> a web address); a date fitting the input's layout; an e-mail by an
+    "02/21/1950", "apt" typed URL -> a web address); a date fitting the input's layout with the parts
+    ``date_keep`` keeps, on a day of the calendar (``date_layout.fits``); an e-mail by an
     e-mail (at the input's provider, if it has one); a name in its layout and case; other free text (a place,
     a company) by a phrase of its vocabulary, which is of its kind by construction."""
-    fmt = surface_format(entity_type, before)
+    fmt = surface_format(entity_type, before, date_keep)
     if entity_type == "DATE_TIME":
         return fmt is not None and date_layout.fits(fmt, ascii_digits(after))
     if entity_type in FORMATTED_TYPES:

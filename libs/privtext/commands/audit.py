@@ -51,7 +51,8 @@ def tune_sanitize(settings: Settings, date: str, out: Path, env_file: str | None
     seen: dict[str, np.ndarray] = {}  # phrase as written -> the audit encoder's vector (one Spark job per release)
 
     def released_vectors(draws):
-        written = {t: [render(t, sanitizer.per_type[t].phrases[d], surface_format(t, batch.candidate_values[c]))
+        written = {t: [render(t, sanitizer.per_type[t].phrases[d],
+                              surface_format(t, batch.candidate_values[c], clusant.date_keep))
                        for d, c in zip(drawn, rows)] for t, (drawn, rows) in draws.items()}
         new = sorted({p for ps in written.values() for p in ps} - seen.keys())
         if new:

@@ -14,6 +14,7 @@ import os
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,7 @@ from privtext.ampl.audit import (
 from privtext.ampl.documents import DocTokens, Span, align_replacements, clean_spans, document_tokens, embed_documents
 from privtext.ampl.mpl import violation_ratio
 from privtext.ampl.sequences import split_rows
+from privtext.clusant.date_layout import DEFAULT_KEEP
 from privtext.clusant.surface_format import adjacency_group, ascii_digits, render, surface_format
 from privtext.clusant.surrogates import AllowList, epoch_of
 from privtext.errors import PrivtextError, Refused
@@ -231,14 +233,14 @@ def guarantee_distance(batch, sanitizer, encode, chunk: int = 8192):
 _NAME_WORDS = ("Alpha", "Beta", "Gamma", "Delta", "Epsilon", "Zeta", "Eta", "Theta")
 
 
-def companion(entity_type: str, value: str, i: int) -> str:
+def companion(entity_type: str, value: str, i: int, date_keep: str = DEFAULT_KEEP) -> str:
     """The i-th public value of ``value``'s adjacency group: a fixed public phrase written in its format (a
     name's in title case, as a name's layout class reads the case: in lower case it fell outside every
     title-case group, and a night with one lone "First" name was refused as unauditable; no digit, which a
-    "Last, First" layout would not read as a name)."""
+    "Last, First" layout would not read as a name; a date's with its kept year, ``clusant.date_keep``)."""
     phrase = (f"Privtext Companion {_NAME_WORDS[i % len(_NAME_WORDS)]}" if entity_type == "PERSON"  # no digit
               else f"privtext audit companion {i}")
-    return render(entity_type, phrase, surface_format(entity_type, value))
+    return render(entity_type, phrase, surface_format(entity_type, value, date_keep))
 
 
 def unpaired(groups, distance=None) -> int:
@@ -261,7 +263,9 @@ def candidate_batch(ctx: RunContext, docs: list[DocTokens], what: str):
     secret has no partner to be audited against (``what`` names the run)."""
     from privtext.sanitizer_setup import build_sanitizer
 
-    batch = embed_documents(docs, encoder(ctx), adjacency_group, companion)
+    keep = ctx.settings.clusant.date_keep  # the sanitizer's classes: a date's group holds its kept year
+    batch = embed_documents(docs, encoder(ctx), partial(adjacency_group, date_keep=keep),
+                            partial(companion, date_keep=keep))
     sanitizer, phrase_encode = build_sanitizer(ctx.settings)
     distance = guarantee_distance(batch, sanitizer, phrase_encode)
     missing = unpaired(batch.candidate_groups, distance)

@@ -96,7 +96,8 @@ OUT_SCHEMA = StructType([
     StructField("capped", IntegerType()),
 ])
 # what a charge's eps protects (the ledger records it): one keyed draw per (type, value) and epoch
-ADJACENCY = ("a value x replaced by any x' of the same entity type and surface format in all its occurrences of the "
+ADJACENCY = ("a value x replaced by any x' of the same entity type and surface format (for a date: its layout, zone "
+             "and the parts params.date_keep keeps, its year by default) in all its occurrences of the "
              "draw's epoch (one draw, reused; the type, the format class and which spans hold equal values are "
              "published); one occurrence alone against the others is not protected")
 PLAN_SCHEMA = StructType([StructField("entity_type", StringType()), StructField("secret_id", StringType()),
@@ -388,6 +389,7 @@ def _charge(ctx: RunContext, sanitizer: ClusantSanitizer, new: dict[str, dict[st
         params = {**g, **draw_params, "entity_type": entity_type, "tier": ts.tier, "target": TARGET,
                   "date": ctx.date.isoformat(), "clustering": ctx.settings.clusant.clustering,
                   "phrase_encoder": ctx.settings.clusant.phrase_encoder, "spans": len(values), "adjacency": ADJACENCY,
+                  "date_keep": ctx.settings.clusant.date_keep,
                   "reserved_values": len(ctx.settings.clusant.reserved_values)}
         if g["guarantee"] == "mldp":
             items.append((mldp_charge(dataset, "sanitize", ctx.run_id, g["mechanism"], epsilon=g["eps"],

@@ -28,12 +28,18 @@ def luhn_valid(number: str) -> bool:
     return total % 10 == 0
 
 
-@pytest.mark.parametrize("value,expected", [
-    ("March 3, 2024", "July 12, 1989"), ("2024-03-03", "1989-07-12"), ("03/04/2024", "07/12/1989"),
-    ("3/4/2024", "07/12/1989"), ("04.03.2024", "12.07.1989"), ("April 2024", "July 1989"), ("2022", "1989"),
-    ("3 March 2024", "12 July 1989"), ("Monday, March 3, 2024", "Wednesday, July 12, 1989")])
-def test_a_date_keeps_its_layout(value, expected):
-    assert render("DATE_TIME", DRAWN_DATE, surface_format("DATE_TIME", value)) == expected
+@pytest.mark.parametrize("value,expected,with_year", [
+    ("March 3, 2024", "July 12, 1989", "July 12, 2024"), ("2024-03-03", "1989-07-12", "2024-07-12"),
+    ("03/04/2024", "07/12/1989", "07/12/2024"), ("3/4/2024", "07/12/1989", "07/12/2024"),
+    ("04.03.2024", "12.07.1989", "12.07.2024"), ("April 2024", "July 1989", "July 2024"),
+    ("2022", "1989", "1989"),  # a year alone keeps nothing: it would be written as it is
+    ("3 March 2024", "12 July 1989", "12 July 2024"),
+    ("Monday, March 3, 2024", "Wednesday, July 12, 1989", "Friday, July 12, 2024")])
+def test_a_date_keeps_its_layout(value, expected, with_year):
+    """The layout alone (``date_keep`` "none"), and with the year kept (the default; the weekday the written
+    date's): ``test_date_keeps_year`` has the guarantee."""
+    assert render("DATE_TIME", DRAWN_DATE, surface_format("DATE_TIME", value, "none")) == expected
+    assert render("DATE_TIME", DRAWN_DATE, surface_format("DATE_TIME", value)) == with_year
 
 
 def test_a_time_stays_a_time_and_unknown_formats_keep_the_draw():
@@ -71,7 +77,7 @@ def test_the_date_vocabulary_holds_full_dates_only():
     phrases = build_vocabulary("DATE_TIME", VocabularySettings(size=300))
     assert len(phrases) == 300
     for p in phrases:  # every candidate renders into every layout: it spells a day, a month and a year
-        assert surface_format("DATE_TIME", p) in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y",
+        assert surface_format("DATE_TIME", p, "none") in ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%Y-%m-%d", "%m/%d/%Y",
                                                   "%d.%m.%Y",
                                                   # May: %b
                                                   "%B %-d, %Y", "%b %-d, %Y", "%-d %B %Y", "%-d %b %Y", "%-m/%-d/%Y"), p
@@ -87,7 +93,8 @@ def _rendered_distribution(mech, embedding, phrases, fmt, leak: str = "") -> dic
 def test_rendering_keeps_the_mechanisms_bound_within_a_format_and_publishes_the_format():
     """Exact: the full rendered output distributions of same-format inputs stay within log_ratio_bound for
     every output; different formats: disjoint supports; a render that leaks one more character of the input
-    fails the check for same-format inputs (negative control)."""
+    fails the check for same-format inputs (negative control). The layout alone (``date_keep`` "none"): two
+    years in one class; with the year kept, ``test_date_keeps_year``."""
     phrases = build_vocabulary("DATE_TIME", VocabularySettings(size=120))
     rng = np.random.default_rng(3)
     emb = rng.normal(size=(len(phrases) + 3, 12))
@@ -96,15 +103,15 @@ def test_rendering_keeps_the_mechanisms_bound_within_a_format_and_publishes_the_
     labels = cluster_vocabulary(vocab, "kmeans", 6, np.random.default_rng(0))
     mech = build_mechanism("clusant", vocab, labels, 2.0, 8.0)
     x, x_same, x_other = "March 3, 2024", "October 19, 1961", "2024-03-03"
-    fmt = surface_format("DATE_TIME", x)
-    assert fmt == surface_format("DATE_TIME", x_same) != surface_format("DATE_TIME", x_other)
+    fmt = surface_format("DATE_TIME", x, "none")
+    assert fmt == surface_format("DATE_TIME", x_same, "none") != surface_format("DATE_TIME", x_other, "none")
     p = _rendered_distribution(mech, inputs[0], phrases, fmt)
     q = _rendered_distribution(mech, inputs[1], phrases, fmt)
     assert set(p) == set(q) and len(p) > 100 and math.isclose(sum(p.values()), 1.0)
     bound = float(mech.log_ratio_bound(inputs[0], inputs[1])[0])
     worst = max(abs(math.log(p[o]) - math.log(q[o])) for o in p)
     assert worst <= bound + 1e-9 and worst > 0.1 * bound  # held, and not trivially
-    other = _rendered_distribution(mech, inputs[2], phrases, surface_format("DATE_TIME", x_other))
+    other = _rendered_distribution(mech, inputs[2], phrases, surface_format("DATE_TIME", x_other, "none"))
     assert not set(other) & set(p)  # a different format: nothing in common, the format is what is published
     leaky_p = _rendered_distribution(mech, inputs[0], phrases, fmt, leak=x[4])
     leaky_q = _rendered_distribution(mech, inputs[1], phrases, fmt, leak=x_same[4])
@@ -113,7 +120,8 @@ def test_rendering_keeps_the_mechanisms_bound_within_a_format_and_publishes_the_
 
 def test_the_format_class_is_the_layout_not_the_value():
     """Whether a day is under 10 or a phone spells a word is the value, not its format: not published."""
-    assert surface_format("DATE_TIME", "3/4/2024") == surface_format("DATE_TIME", "12/25/2024") == "%m/%d/%Y"
+    for keep, layout in [("none", "%m/%d/%Y"), ("year", "%m/%d/%=2024Y")]:
+        assert surface_format("DATE_TIME", "3/4/2024", keep) == surface_format("DATE_TIME", "12/5/2024", keep) == layout
     assert surface_format("DATE_TIME", "March 3, 2024") == surface_format("DATE_TIME", "March 13, 2024")
     vanity = render("PHONE_NUMBER", "#4390735", surface_format("PHONE_NUMBER", "1-800-FLOWERS"))
     assert vanity[:6].count("-") == 2 and vanity.replace("-", "").isdigit()
