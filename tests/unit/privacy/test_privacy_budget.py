@@ -6,6 +6,7 @@
 * Closed form: one record sampled every round is a Gaussian, B(p) = 1 - Phi(Phi^-1(1-p) - mu).
 Negative control: Thm. 3's sum of r (the old ledger) falls outside the Monte Carlo interval.
 """
+import functools
 import json
 import math
 
@@ -34,9 +35,15 @@ DEFAULT = DatasetBudget(r_over_p_max=50.0, eps_max=10.0, delta_max=1e-5, mldp_ep
 
 
 def _calibrated(rho):
-    """SecretNoise sigma for a secret held by records with sampling probabilities ``rho``, r/p = 10, T = 2."""
+    """SecretNoise sigma for a secret held by records with sampling probabilities ``rho``, r/p = 10, T = 2
+    (calibrated once per ``rho`` for the module: the search is most of a test's time)."""
+    return _calibrate(tuple(rho))
+
+
+@functools.cache
+def _calibrate(rho: tuple):
     sigma, _, _, _ = sp.calibrate_sigma(np.ones((len(rho), 1)), np.asarray(rho), P, 10 * P, rounds=2)
-    return sigma, sp.poisson_binomial_pmf(rho)
+    return sigma, sp.poisson_binomial_pmf(list(rho))
 
 
 def _composed(pmf, sigma, runs):
