@@ -132,11 +132,14 @@ def cmd_ui(args) -> int:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
+    # one local user: one server process (mlflow's default is 4), without its GenAI job runner (two more)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", tracking_uri(settings),
-               "--default-artifact-root", artifact_root(settings), "--host", "127.0.0.1", "--port", str(port)]
+               "--default-artifact-root", artifact_root(settings), "--host", "127.0.0.1", "--port", str(port),
+               "--workers", "1"]
     print(f"MLflow UI: http://127.0.0.1:{port}  (experiment {settings.tracking.experiment}; Ctrl-C stops it)",
           flush=True)
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
     try:
         return server.wait()
     except KeyboardInterrupt:
