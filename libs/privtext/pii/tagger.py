@@ -3,10 +3,12 @@
 ``train`` fine-tunes the first ``layers`` encoder layers of the bundled sentence encoder with a linear
 BIO head (O, B-/I- PERSON, ORGANIZATION, LOCATION, OTHER) on ``tagger_data``'s sentences: fixed seed,
 ``torch.use_deterministic_algorithms``, a fixed thread count, batches in a seeded order, so the same
-data, seed and hyperparameters give the same weights (``weights_hash``). Two things keep it to about a
-CPU minute: AdamW updates only the word-embedding rows of tokens the training data uses (``_compact``:
-5,259 of 30,522; the other rows get no gradient, so they stay the base model's), and each batch runs in
-micro-batches of similar length (``_accumulate``: less padding, the same whole-batch gradient). The weights live under
+data, seed and hyperparameters give the same weights (``weights_hash``). What keeps it to about 1.5 CPU
+minutes: AdamW updates only the word-embedding rows of tokens the training data uses (``_compact``:
+5,259 of 30,522; the other rows get no gradient, so they stay the base model's), each batch runs in
+micro-batches of similar length (``_accumulate``: less padding, the same whole-batch gradient), one
+encoder layer, and a sentence without an entity (half the WNUT tokens) is trained on in one epoch in
+``entity_free_every`` (``epoch_rows``; docs/benchmarks.md, "The trained NER at half the CPU"). The weights live under
 ``<cache_dir>/<key>/``, ``key`` a hash of (training sentences, hyperparameters, base model), beside a
 ``manifest.json`` naming the training sources, seed, hyperparameters and weights hash (no text).
 
@@ -146,14 +148,15 @@ def train(examples: Sequence[Example], settings: DetectorSettings, out_dir: str 
     model.base_model.embeddings.word_embeddings = torch.nn.Embedding.from_pretrained(
         full_vocabulary.weight.detach()[seen].clone(), freeze=False)
     params = list(model.parameters())
-    steps_per_epoch = -(-len(encoded) // settings.batch_size)
+    epochs = [epoch_rows(examples, e, settings.entity_free_every) for e in range(settings.epochs)]
+    steps = [-(-len(rows) // settings.batch_size) for rows in epochs]
     optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.01)
-    schedule = get_linear_schedule_with_warmup(optimizer, steps_per_epoch // 10, steps_per_epoch * settings.epochs)
+    schedule = get_linear_schedule_with_warmup(optimizer, steps[0] // 10, sum(steps))
     order_rng = torch.Generator().manual_seed(settings.seed)
     model.train()
     losses = []
-    for _ in range(settings.epochs):
-        order = torch.randperm(len(encoded), generator=order_rng).tolist()
+    for rows in epochs:
+        order = [rows[i] for i in torch.randperm(len(rows), generator=order_rng).tolist()]
         for b in range(0, len(order), settings.batch_size):
             losses.append(_accumulate(model, [encoded[i] for i in order[b:b + settings.batch_size]], pad_id,
                                       settings.micro_batch_size))
@@ -174,7 +177,7 @@ def train(examples: Sequence[Example], settings: DetectorSettings, out_dir: str 
         manifest = {"key": out_dir.name, "sources": sources, "sentences": len(examples),
                     "hyperparameters": settings.training_fields(), "seed": settings.seed,
                     "base_model": settings.base_model, "labels": list(LABELS), "steps": len(losses),
-                    "final_loss": round(sum(losses[-steps_per_epoch:]) / max(1, len(losses[-steps_per_epoch:])), 4),
+                    "final_loss": round(sum(losses[-steps[-1]:]) / max(1, len(losses[-steps[-1]:])), 4),
                     "weights_sha256": weights_hash(staging)}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2))
         if out_dir.exists():
@@ -183,6 +186,15 @@ def train(examples: Sequence[Example], settings: DetectorSettings, out_dir: str 
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return manifest
+
+
+def epoch_rows(examples: Sequence[Example], epoch: int, every: int) -> list[int]:
+    """The examples trained on in ``epoch``: every one with an entity, and of those without, the ones whose
+    position among them is ``epoch`` modulo ``every``, so each is trained on in one epoch in ``every`` (half the
+    WNUT tokens are in tweets without an entity; ``every`` 1: all of them every epoch)."""
+    free = [k for k, ex in enumerate(examples) if not ex.spans]
+    kept = set(free[epoch % every::every])
+    return [k for k, ex in enumerate(examples) if ex.spans or k in kept]
 
 
 def _compact(encoded: list[dict], pad_id: int) -> tuple[list[int], list[dict], int]:
