@@ -29,9 +29,11 @@ from privtext.pii.gazetteers import (
     SINGLE_NAME_SCORE,
     cities,
     countries_and_states,
+    english_words,
     first_names,
     is_group,
     last_names,
+    names_that_are_words,
     stop_words,
 )
 from privtext.pii.hashing import normalize_value, secret_id
@@ -150,7 +152,7 @@ def _build_analyzer(settings: PiiSettings):
                                 *(Pattern(*p) for p in WHOLE_URLS)]),
         DateRecognizer(),
     ]
-    recognizers = confirmed_by_trained_ner(recognizers + extra_recognizers(settings),
+    recognizers = confirmed_by_trained_ner(recognizers + extra_recognizers(settings, english_words(nlp)),
                                            settings.detector.confirm_caseless)
     for custom in settings.custom_recognizers:
         recognizers.append(PatternRecognizer(
@@ -310,14 +312,16 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
             start, end = win_start + r.start, win_start + r.end
             if own_start <= start < own_end:
                 found[i].append(Span(r.entity_type, start, end, float(r.score), settings.tier_of(r.entity_type), ""))
-    return [_finish(text, f, spans, settings, entities) for text, f, spans in zip(texts, folded, found)]
+    english = english_words(nlp)
+    return [_finish(text, f, spans, settings, entities, english) for text, f, spans in zip(texts, folded, found)]
 
 
-def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings, entities: list[str]) -> list[Span]:
+def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings, entities: list[str],
+            english: frozenset[str] = frozenset()) -> list[Span]:
     """One document's recognizer spans (offsets into ``folded``) refined, cut by the structure, resolved and
     joined, then mapped back to ``text`` with their normalized values."""
     fold_text = folded.text
-    shape = structure.analyze(fold_text, _known_first_names(), _not_names())
+    shape = structure.analyze(fold_text, _known_first_names(), _not_names(), english, names_that_are_words())
     own = [Span(kind, start, end, structure.STRUCTURE_SCORE, settings.tier_of(kind), "")
            for kind, start, end in shape.spans if kind in entities]
     found = structure.apply(refine(spans, fold_text, settings), shape, fold_text)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 _TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F'’.-]*")
@@ -104,11 +104,50 @@ def _census_folder() -> Path:
 @lru_cache(maxsize=None)
 def first_names() -> frozenset[str]:
     """Latin-script first names of Faker's person providers (``NAME_LOCALES``) and the US census lists."""
+    return frozenset(n for n in _given_names() if n not in NOT_FIRST)
+
+
+@lru_cache(maxsize=None)
+def names_that_are_words() -> frozenset[str]:
+    """Casefolded given names of the same lists that ``first_names`` leaves out as words or calendar names
+    ("Mark", "Will", "Grace", "Dawn", "May", "Jan"): a name only where a name is written (a sign-off, a greeting)."""
+    from privtext.pii.structure import is_calendar_word
+
+    return frozenset(n.casefold() for n in _given_names() if n in NOT_FIRST or is_calendar_word(n))
+
+
+@lru_cache(maxsize=1)
+def _given_names() -> frozenset[str]:
     out = _faker_names("first_names", "first_names_male", "first_names_female")
     root = _census_folder()
     for f in ("dist.female.first", "dist.male.first"):
         out.update(line.split()[0].title() for line in (root / f).read_text().splitlines()[:1500] if line.strip())
-    return frozenset(n for n in out if len(n) >= 3 and _CAPITALISED.fullmatch(n) and n not in NOT_FIRST)
+    return frozenset(n for n in out if len(n) >= 3 and _CAPITALISED.fullmatch(n))
+
+
+# contractions written without their apostrophe ("arent"): words, though no dictionary lists them
+_CONTRACTED = frozenset("arent isnt wasnt werent dont doesnt didnt cant couldnt wont wouldnt shouldnt havent hasnt "
+                        "hadnt im ive youre theyre thats whats theres".split())
+
+
+def english_words(nlp) -> frozenset[str]:
+    """Lower-case English words: the lemmas and irregular forms of the spaCy pipeline's rule lemmatizer tables
+    (WordNet's index and exceptions: "kelly", "bill", "hung"), and contractions without their apostrophe; empty when
+    the pipeline has no such tables (then no rule that needs them fires)."""
+    return _english_words(nlp)
+
+
+@lru_cache(maxsize=4)
+def _english_words(nlp) -> frozenset[str]:
+    if not nlp.has_pipe("lemmatizer") or not hasattr(nlp.get_pipe("lemmatizer"), "lookups"):
+        return frozenset()
+    lookups = nlp.get_pipe("lemmatizer").lookups
+    out = set(_CONTRACTED)
+    if lookups.has_table("lemma_index"):
+        out.update(w for words in lookups.get_table("lemma_index").values() for w in words)
+    if lookups.has_table("lemma_exc"):
+        out.update(w for forms in lookups.get_table("lemma_exc").values() for w in forms)
+    return frozenset(w.casefold() for w in out) if len(out) > len(_CONTRACTED) else frozenset()
 
 
 @lru_cache(maxsize=None)
@@ -212,15 +251,27 @@ def find_places(text: str, proper: frozenset[int]) -> list[tuple[int, int, float
     return [(s, e, PLACE_SCORE if text[s:e].casefold() in known else CITY_SCORE) for s, e in _scan(text, 4, accept)]
 
 
-def find_names(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
+def find_names(text: str, proper: frozenset[int],
+               english: frozenset[str] = frozenset()) -> list[tuple[int, int, float]]:
     """A known first name, then one or two capitalised words (an initial "J." or "J" may come between);
     "Last, First" with a known first name that is no place ("Warren, Catherine covers for me"; not "Paris,
     Georgia", nor a list "Smith, Jones, Kelly and Co"); a known first name alone when spaCy tagged it a proper
-    noun, at a lower score."""
+    noun, at a lower score; and, at that score, a known first name written in lower case ("tell jeremy", "nicole
+    got the job") that is no English word (``english``: "kelly", "bill", "hung" are), stop, chat or calendar word:
+    spaCy's tags say nothing of lower-case names (a noun, a verb, an adverb)."""
+    from privtext.pii.structure import is_calendar_word, is_slang
+
     tokens, out, i = _tokens(text), [], 0
     known = first_names()
+    lower = _lower_first_names() if english else frozenset()
+    stop = stop_words()
     while i < len(tokens):
         start, end, word = tokens[i]
+        if word in lower and word not in english and word not in stop and not is_slang(word) \
+                and not is_calendar_word(word) and text[end:end + 1] not in ("@", "'", "’"):
+            out.append((start, start + len(word), SINGLE_NAME_SCORE))
+            i += 1
+            continue
         if _last_first(text, tokens, i, known):
             out.append((start, tokens[i + 1][0] + len(tokens[i + 1][2]), NAME_SCORE))
             i += 2
@@ -243,6 +294,11 @@ def find_names(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]
                 out.append((start, start + len(word), SINGLE_NAME_SCORE))
         i += 1
     return out
+
+
+@lru_cache(maxsize=1)
+def _lower_first_names() -> frozenset[str]:
+    return frozenset(n.lower() for n in first_names())
 
 
 _LIST_GOES_ON = re.compile(r",|[ \t]+(?:and|&)[ \t]|[ \t]+[A-Z]")
@@ -349,8 +405,9 @@ _TURN_OPENING = re.compile(r"(?::[ \t]*|[(*][ \t]*)\Z")  # after a label's colon
 
 
 def find_lone_proper_nouns(text: str, proper: frozenset[int]) -> list[tuple[int, int, float]]:
-    """One capitalised word tagged a proper noun by spaCy, with no capitalised word beside it, not opening a
-    sentence, a line or a chat turn (case says nothing there: "Yeah", "Okay"), that is no country, US state,
+    """One capitalised word tagged a proper noun by spaCy (or a known surname or first name, whatever its tag:
+    "Sandoval" is a noun to it), with no capitalised word beside it, not opening a sentence, a line or a chat turn
+    (case says nothing there: "Yeah", "Okay"), that is no country, US state,
     month, weekday, stop, chat or form word (a town may be a surname: "Bell says"): a name mentioned once
     in prose ("I spoke to Giles this morning"), as a PERSON at ``LONE_NAME_SCORE``, under ``pii.score_threshold``:
     only a context word (``PERSON_CONTEXT``) near it keeps it, as Presidio's context enhancement raises a
@@ -358,14 +415,16 @@ def find_lone_proper_nouns(text: str, proper: frozenset[int]) -> list[tuple[int,
     from privtext.pii.structure import is_calendar_word, is_slang
 
     tokens, out = _tokens(text), []
-    known, stop = countries_and_states(), stop_words()
+    known, stop, surnames, given = countries_and_states(), stop_words(), last_names(), first_names()
     for i, (start, _, word) in enumerate(tokens):
-        if start not in proper or not _CAPITALISED.fullmatch(word) or word in NOT_FIRST or "." in word:
+        if not _CAPITALISED.fullmatch(word) or word in NOT_FIRST or "." in word:
             continue
-        if any(tokens[k][0] in proper and tokens[k][2][:1].isupper()
+        if start not in proper and word.casefold() not in surnames and word not in given:
+            continue  # spaCy's small model tags many a surname mid-sentence a noun ("I spoke to Sandoval")
+        if any(tokens[k][0] in proper and tokens[k][2][:1].isupper() and tokens[k][2] not in NOT_FIRST
                and _joined(text, tokens, min(i, k), max(i, k) + 1) is not None
                for k in (i - 1, i + 1) if 0 <= k < len(tokens)):
-            continue  # part of a run of proper nouns: proper_noun_runs' or another recognizer's
+            continue  # part of a run of proper nouns ("Thanks Briay" is none): proper_noun_runs' or another's
         key = word.casefold()
         if key in stop or key in known or is_calendar_word(word) or is_slang(word) \
                 or any(c in key for c in PERSON_CONTEXT) \
@@ -437,13 +496,15 @@ FINDERS = {"places": ("places", "LOCATION", find_places), "first_names": ("first
            "postcode_towns": ("postal_codes", "ZIP_CODE", find_postcode_towns)}
 
 
-def build(switches) -> list:
-    """One Presidio recognizer per gazetteer switched on in ``pii.recognizers``."""
+def build(switches, english: frozenset[str] = frozenset()) -> list:
+    """One Presidio recognizer per gazetteer switched on in ``pii.recognizers`` (``english``: see
+    ``english_words``)."""
     from presidio_analyzer import AnalysisExplanation, EntityRecognizer, RecognizerResult
 
     class GazetteerRecognizer(EntityRecognizer):
         def __init__(self, key: str):
-            _, self.entity, self.find = FINDERS[key]
+            _, self.entity, find = FINDERS[key]
+            self.find = partial(find, english=english) if find is find_names else find
             super().__init__(supported_entities=[self.entity], name=key, context=CONTEXT.get(key))
 
         def load(self) -> None:

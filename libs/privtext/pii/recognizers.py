@@ -148,8 +148,9 @@ LONG_CARD = r"\b(?:\d[ -]?){12,18}\d\b"  # 13-19 digits, Luhn-checked by Presidi
 CARD_IN_CONTEXT = r"(?<![\d-])\d{12,19}(?![\d-])"  # any 12-19 digits, only with a card word near (no Luhn)
 
 
-def build(settings) -> list:
-    """The recognizers switched on in ``settings.recognizers`` (Presidio objects)."""
+def build(settings, english: frozenset[str] = frozenset()) -> list:
+    """The recognizers switched on in ``settings.recognizers`` (Presidio objects); ``english``: the English words
+    some gazetteers need (``gazetteers.english_words``)."""
     from presidio_analyzer import Pattern, PatternRecognizer
     from presidio_analyzer.predefined_recognizers import CreditCardRecognizer
 
@@ -163,7 +164,7 @@ def build(settings) -> list:
         if getattr(switches, key):
             out.append(PatternRecognizer(supported_entity=entity, name=key,
                                          patterns=[Pattern(n, r, s) for n, r, s in patterns], context=context))
-    out += gazetteers.build(switches)
+    out += gazetteers.build(switches, english)
     if switches.trained_ner:
         out += trained_ner(settings.detector)
     if switches.long_cards:

@@ -185,18 +185,21 @@ _IN_MESSAGE = re.compile(r"(?i)In[ \t]+(?:message|article)[ \t]+<[^<>\n]*>[ \t]*
 _WORDS = re.compile(r"[^\W\d_]+")
 _SIGN_OFF = (r"(?:thanks(?:[ \t]+(?:again|a[ \t]+lot|in[ \t]+advance|so[ \t]+much))?|thank[ \t]+you|thx|tia|cheers|"
              r"regards|(?:best|kind|warm|warmest|many)[ \t]+(?:regards|wishes|thanks)|best|sincerely(?:[ \t]+yours)?|"
-             r"yours(?:[ \t]+(?:truly|sincerely))?|love|take[ \t]+care|ciao|greetings|hth|rgds|br|-+)")
+             r"yours(?:[ \t]+(?:truly|sincerely))?|love|take[ \t]+care|ciao|greetings|hth|rgds|br|ta|-+)")
 _NAME_LINE = _marked(r"(?P<name>[^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})")
 _SIGNED_BELOW = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*[,.!:-]*[ \t]*\n(?:[ \t]*\n)?[ \t]*-?[ \t]*{_NAME_LINE}"
                            rf"[ \t]*$")
 _SIGNED_SAME_LINE = re.compile(rf"(?im)^[ \t]*{_SIGN_OFF}[ \t]*,[ \t]*{_NAME_LINE}[ \t]*[.!]?[ \t]*$")
 # a name alone as a mail's last paragraph ("-Joan", "-- Darko", "caroline", "C."): after a blank line, and
-# followed only by blank lines and the end, a signature or footer rule, or a quoted or forwarded message
+# followed only by blank lines and the end, a signature or footer rule, a quoted or forwarded message (its
+# attribution: "On ...", "At ...", "Quoting X:", "In message <id>, X writes:", "X wrote:"), or a list's footer
 _ONE_OR_TWO_WORDS = _marked(r"[^\W\d_][\w'’-]*(?:[ \t]+[^\W\d_][\w'’-]*)?")
 _SIGNED_ALONE = re.compile(rf"\n[ \t]*\n[ \t]*(?:-{{1,2}}[ \t]*)?(?P<name>[A-Z]\.|{_ONE_OR_TWO_WORDS})[ \t]*"
-                           r"(?=(?:\n[ \t]*)*\Z|(?:\n[ \t]*)+(?:--|__|==|>|On[ \t]|From:))")
+                           r"(?=(?:\n[ \t]*)*\Z|(?:\n[ \t]*)+(?:--|__|==|>|On[ \t]|At[ \t]|From:|Quoting[ \t]|"
+                           r"In[ \t]+(?:message|article)[ \t]|To[ \t]+unsubscribe|"
+                           r"[^\n]{1,200}?[ \t](?:wrote|writes|said)[ \t]*:[ \t]*(?:\n|\Z)))")
 # a greeting paragraph "jason -", "Hi Tiffany,", "Dear Ms Lee,": a name, then a comma or dash and a blank line
-_GREETING = re.compile(r"(?i)(?:\A|\n[ \t]*\n)[ \t]*(?:(?:hi|hey|hello|dear|morning|hiya|yo)[ \t]+)?"
+_GREETING = re.compile(r"(?i)(?:\A|\n[ \t]*\n)[ \t]*(?P<hello>(?:hi|hey|hello|dear|morning|hiya|yo)[ \t]+)?"
                        rf"(?P<name>{_ONE_OR_TWO_WORDS})[ \t]*(?:,|[ \t]-+)[ \t]*\n[ \t]*\n")
 # who a greeting or a closing line addresses when it is no person
 _GROUPS = frozenset("all everyone everybody folks guys team people list friends colleagues sir madam sirs gentlemen "
@@ -233,8 +236,12 @@ class Structure:
     protected: list[tuple[int, int]]  # regions no other span may cover (not personal: dates have spans)
 
 
-def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[str]) -> Structure:
-    """The structure's spans and protected regions of ``text`` (``known_first_names`` casefolded)."""
+def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[str],
+            english: frozenset[str] = frozenset(), word_names: frozenset[str] = frozenset()) -> Structure:
+    """The structure's spans and protected regions of ``text`` (``known_first_names`` casefolded). ``english``:
+    lower-case English words (a greeting's lower-case word that is none names the addressee: "Hello steph,",
+    "gilli -"; "Dear reader," does not); ``word_names``: casefolded given names that are also words or calendar
+    names ("Mark", "Will", "Jan"), names in a sign-off's or a greeting's place only."""
     spans: list[tuple[str, int, int]] = []
     for m in _DATE.finditer(text):
         if _calendar_numbers(m.group()):
@@ -254,15 +261,21 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
     for rx in (_SIGNED_BELOW, _SIGNED_SAME_LINE):
         for m in rx.finditer(text):
             if _addressee(m.group("name")) and _is_name(m.group("name"), known_first_names, not_names,
-                                                        lower_ok=True, any_word=True):
+                                                        lower_ok=True, any_word=True, also=word_names):
                 spans.append(("PERSON", m.start("name"), m.end("name")))
     for m in _SIGNED_ALONE.finditer(text):
         name = m.group("name")
         if re.fullmatch(r"[A-Z]\.", name) or _addressee(name) and _is_name(
-                name, known_first_names, not_names, lower_ok=True, any_word=True):
+                name, known_first_names, not_names, lower_ok=True, any_word=True, also=word_names):
             spans.append(("PERSON", m.start("name"), m.end("name")))
     for m in _GREETING.finditer(text):
-        if _addressee(m.group("name")) and _is_name(m.group("name"), known_first_names, not_names, lower_ok=True):
+        name = m.group("name")
+        keys = [w.casefold() for w in name.split()]
+        plain = english and not m.group("hello") and all(  # "Update -", "Note," open a paragraph: no greeting
+            k in english and k not in known_first_names and k not in word_names for k in keys)
+        if not plain and _addressee(name) and _is_name(name, known_first_names, not_names, lower_ok=True,
+                                                       any_word=bool(english) and keys[0] not in english,
+                                                       also=word_names):
             spans.append(("PERSON", m.start("name"), m.end("name")))
     for m in _cues(_STRONG_CUE, text):
         if _is_name(m.group("name"), known_first_names, not_names, lower_ok=True, any_word=True):
@@ -462,18 +475,20 @@ def _attribution(text: str, start: int, end: int, not_names: frozenset[str], pub
 
 
 def _is_name(value: str, known: frozenset[str], not_names: frozenset[str], lower_ok: bool,
-             any_word: bool = False) -> bool:
-    """A name line or cue word: capitalised words, the first not a form word; or lower case when it is a known
-    first name (or, after a strong cue, ``any_word`` not a common word)."""
+             any_word: bool = False, also: frozenset[str] = frozenset()) -> bool:
+    """A name line or cue word: capitalised words, the first not a form word (but for a given name of ``also``:
+    "Mark", "Will" where a name is written); or lower case when it is a known first name (or, after a strong cue,
+    ``any_word`` not a common word)."""
     words = value.split()
     first = words[0].strip(".")
-    if first.casefold() in not_names or first.casefold() in _CALENDAR_WORDS or first.casefold() in _SLANG \
-            or first.casefold() in _KINSHIP or RELATIVE_TIME.match(first) or _LAUGHTER.fullmatch(first) \
-            or len(first) < 2:
+    key = first.casefold()
+    if len(first) < 2 or key not in also and (
+            key in not_names or key in _CALENDAR_WORDS or key in _SLANG or key in _KINSHIP
+            or RELATIVE_TIME.match(first) or _LAUGHTER.fullmatch(first)):
         return False
     if all(w[0].isupper() or _is_uncased(w) for w in words):
         return True
-    return lower_ok and (first.casefold() in known or any_word) and len(words) == 1
+    return lower_ok and (key in known or key in also or any_word) and len(words) == 1
 
 
 def apply(spans: list, structure: Structure, text: str) -> list:
