@@ -10,11 +10,8 @@ import datetime as dt
 import math
 from collections import defaultdict
 
-import numpy as np
 import pytest
 
-from privtext.clusant.clustering import cluster_vocabulary
-from privtext.clusant.mechanism import build_mechanism
 from privtext.clusant.settings import VocabularySettings
 from privtext.clusant.surface_format import luhn_digit, render, surface_format
 from privtext.clusant.vocabulary import build_vocabulary
@@ -90,18 +87,12 @@ def _rendered_distribution(mech, embedding, phrases, fmt, leak: str = "") -> dic
     return out
 
 
-def test_rendering_keeps_the_mechanisms_bound_within_a_format_and_publishes_the_format():
+def test_rendering_keeps_the_mechanisms_bound_within_a_format_and_publishes_the_format(date_mechanism):
     """Exact: the full rendered output distributions of same-format inputs stay within log_ratio_bound for
     every output; different formats: disjoint supports; a render that leaks one more character of the input
     fails the check for same-format inputs (negative control). The layout alone (``date_keep`` "none"): two
     years in one class; with the year kept, ``test_date_keeps_year``."""
-    phrases = build_vocabulary("DATE_TIME", VocabularySettings(size=120))
-    rng = np.random.default_rng(3)
-    emb = rng.normal(size=(len(phrases) + 3, 12))
-    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-    vocab, inputs = emb[:len(phrases)], emb[len(phrases):]
-    labels = cluster_vocabulary(vocab, "kmeans", 6, np.random.default_rng(0))
-    mech = build_mechanism("clusant", vocab, labels, 2.0, 8.0)
+    phrases, _, _, inputs, mech = date_mechanism
     x, x_same, x_other = "March 3, 2024", "October 19, 1961", "2024-03-03"
     fmt = surface_format("DATE_TIME", x, "none")
     assert fmt == surface_format("DATE_TIME", x_same, "none") != surface_format("DATE_TIME", x_other, "none")

@@ -22,29 +22,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from privtext.clusant.clustering import cluster_vocabulary
-from privtext.clusant.mechanism import build_mechanism
 from privtext.clusant.sanitizer import ClusantSanitizer, sanitize_documents
-from privtext.clusant.settings import ClusantSettings, VocabularySettings
+from privtext.clusant.settings import ClusantSettings
 from privtext.clusant.surface_format import adjacency_group, format_kept, render, surface_format
-from privtext.clusant.vocabulary import build_vocabulary
 from privtext.stages.audit import companion
 
-EPS, K = 2.0, 8.0
+EPS, K = 2.0, 8.0  # the eps and k of the date_mechanism fixture (conftest.py)
 X = "Fri, 13 Sep 2002 15:01:18 -0400"
 X_SAME_YEAR = "Mon, 2 Dec 2002 08:00:00 -0400"
 X_OTHER_YEAR = "Sat, 13 Sep 2003 15:01:18 -0400"
-
-
-@pytest.fixture(scope="module")
-def setup():
-    phrases = build_vocabulary("DATE_TIME", VocabularySettings(size=120))
-    rng = np.random.default_rng(3)
-    emb = rng.normal(size=(len(phrases) + 3, 12))
-    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-    vocab, inputs = emb[:len(phrases)], emb[len(phrases):]
-    labels = cluster_vocabulary(vocab, "kmeans", 6, np.random.default_rng(0))
-    return phrases, vocab, labels, inputs, build_mechanism("clusant", vocab, labels, EPS, K)
 
 
 def independent_bound(vocab, labels, a, b) -> float:
@@ -75,8 +61,8 @@ def year_of(out: str) -> int:
     return email.utils.parsedate_to_datetime(out).year
 
 
-def test_same_layout_and_year_the_bound_holds_and_the_year_is_the_originals(setup):
-    phrases, vocab, labels, inputs, mech = setup
+def test_same_layout_and_year_the_bound_holds_and_the_year_is_the_originals(date_mechanism):
+    phrases, vocab, labels, inputs, mech = date_mechanism
     fmt = surface_format("DATE_TIME", X)
     assert fmt == surface_format("DATE_TIME", X_SAME_YEAR) != surface_format("DATE_TIME", X_OTHER_YEAR)
     p, q = (rendered(mech, inputs[i], phrases, fmt) for i in (0, 1))
@@ -93,8 +79,8 @@ def test_same_layout_and_year_the_bound_holds_and_the_year_is_the_originals(setu
     assert len(months) >= 6  # the month is drawn, not kept
 
 
-def test_negative_controls_none_draws_the_year_and_other_years_are_told_apart(setup):
-    phrases, vocab, labels, inputs, mech = setup
+def test_negative_controls_none_draws_the_year_and_other_years_are_told_apart(date_mechanism):
+    phrases, vocab, labels, inputs, mech = date_mechanism
     fmt = surface_format("DATE_TIME", X)
     p = rendered(mech, inputs[0], phrases, fmt)
     # "none": the class is the layout alone, the year is the draw's
@@ -113,8 +99,8 @@ def test_negative_controls_none_draws_the_year_and_other_years_are_told_apart(se
     assert worst_log_ratio(*leaky) > independent_bound(vocab, labels, inputs[0], inputs[1])
 
 
-def test_year_month_keeps_the_month_too_and_nothing_else(setup):
-    phrases, _, _, inputs, mech = setup
+def test_year_month_keeps_the_month_too_and_nothing_else(date_mechanism):
+    phrases, _, _, inputs, mech = date_mechanism
     p = rendered(mech, inputs[0], phrases, surface_format("DATE_TIME", X, "year_month"))
     parsed = [email.utils.parsedate_to_datetime(o) for o in p]
     assert {(d.year, d.month) for d in parsed} == {(2002, 9)} and len({d.day for d in parsed}) >= 15
