@@ -41,11 +41,15 @@ KILL_POINTS = {
 }
 
 
+# The killed runs' Spark as the module's in-process session (tests/conftest.py): 2 shuffle partitions, not 200
+SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
+
+
 def _conf(tmp_path, name, **sections):
     conf = tmp_path / f"{name}.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(tmp_path / name)}, "tracking": {"enabled": False},
                                     "run": {"deterministic": True},
-                                    "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}},
+                                    "spark": {"master": "local[2]", "conf": SPARK_CONF},
                                     **sections}))
     return conf
 
@@ -147,7 +151,7 @@ def test_publish_killed_twice_keeps_the_old_export_whole_and_the_rerun_equals_a_
         "lakehouse": {"root": ctx.settings.lakehouse.root}, "tracking": {"enabled": False},
         "publish": ctx.settings.publish.model_dump(mode="json"),
         "run": {"hmac_key_file": ctx.settings.run.hmac_key_file},
-        "spark": {"master": "local[2]", "conf": {"spark.ui.enabled": "false"}}}))
+        "spark": {"master": "local[2]", "conf": SPARK_CONF}}))
     date_dir = Path(ctx.settings.publish.export_path) / TARGET / DATE.isoformat()
 
     def old_export_whole(point):
@@ -235,17 +239,15 @@ def _sanitize_snapshot(lake: Path):
 
 @pytest.fixture(scope="module")
 def sanitize_clean(spark, tmp_path_factory):
-    from privtext.clusant.sanitizer import build_vocabularies
-    from privtext.embed.encoder import encode_phrases
+    from privtext.clusant.vocabulary import cached_vocabulary
     from privtext.settings import load_settings
 
     folder = tmp_path_factory.mktemp("sanitize-clean")
     cache = folder / "vocab-cache"
     conf = _sanitize_conf(folder, "clean", cache)
     settings = load_settings(conf, environ={})
-    vocab = build_vocabularies(settings.clusant, lambda p: encode_phrases(p, settings.embed), settings.embed.model,
-                               cache_dir=str(cache))
-    names = [n for n in vocab["PERSON"][0] if n.isascii()][:20]
+    # the vocabulary's phrases, as the stage reads them (no encoder: the stage embeds them with its own)
+    names = [n for n in cached_vocabulary("PERSON", settings.clusant.vocabulary, str(cache)) if n.isascii()][:20]
     _sanitize_inputs(spark, conf, names)
     assert main(["--conf", str(conf), "run", "sanitize", "--date", DAY]) == 0
     return cache, names, _sanitize_snapshot(folder / "clean")
