@@ -22,8 +22,10 @@ EPS = 40.0  # large: the nearest candidate, the input value itself, is likely
 
 
 def clusant_conf(tmp_path, **kw):
+    """The module's sanitizer settings; the vocabularies' cache (content-keyed: phrases and embeddings) beside
+    the tests' own folders, so that they are built once for the module, not once per test."""
     return {"entity_types": ["PERSON", "LOCATION"], "n_clusters": 4, "k": 4.0, "eps": {"PII": EPS, "PoII": EPS},
-            "vocabulary": {"size": 40}, "cache_dir": str(tmp_path / "vocab-cache"),
+            "vocabulary": {"size": 40}, "cache_dir": str(tmp_path.parent / "sanitize-vocab-cache"),
             "metrics": {"perplexity": False, "max_documents": 1000}, **kw}
 
 
