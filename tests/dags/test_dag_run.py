@@ -1,9 +1,12 @@
 """End to end: ``airflow dags test nightly_sanitized_export 2026-01-15`` on the sample data.
 
-Every task is a real spark-submit of jobs/<stage>.py (local[2], the project shipped as --py-files zip),
-then ``privtext report``. It needs all six stages of the DAG; until they exist it is skipped, saying
-which are missing. Slow (minutes: six JVM starts, Presidio and the sentence encoder load): marked slow, and
-run in the background from the session's start (``background``, tests/dags/conftest.py), asserted last.
+Every task is a real spark-submit of jobs/<stage>.py (the project shipped as --py-files zip), then
+``privtext report``. The connection's master is ``local[1]`` (``make airflow`` sets ``local[2]``): one Python
+worker per stage, so Presidio, the sentence encoder and the local LM load once per task instead of once per
+worker; the DAG's wiring is under test here, two workers' agreement in tests/integration/test_cluster.py.
+It needs all six stages of the DAG; until they exist it is skipped, saying which are missing. Slow (minutes:
+six JVM starts, Presidio and the sentence encoder load): marked slow, and run in the background from the
+session's start (``background``, tests/dags/conftest.py), asserted last.
 The full log is kept in build/airflow/dags-test-nightly_sanitized_export.log as the run's proof.
 """
 import contextlib
@@ -61,7 +64,7 @@ def background(airflow, folder: Path) -> dict | None:
     run_conf = json.dumps({"config": str(conf), "input_path": str(sample), "py_files": str(zip_path),
                            "spark_properties": str(properties)})
     result = airflow.run([airflow.airflow, "dags", "test", DAG, DATE, "-c", run_conf], timeout=1800,
-                         AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
+                         AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[1]"}),
                          PRIVTEXT_HMAC_KEY="dag-test-key-0123456789abcdef")
     log = airflow.project / "build" / "airflow" / f"dags-test-{DAG}.log"
     log.write_text(result.stdout + result.stderr)
