@@ -400,6 +400,7 @@ PERSON_CONTEXT = ["say", "tell", "ask", "speak", "talk", "meet", "call", "email"
                   "brother", "wife", "husband", "colleague", "boss"]
 
 
+_ADDRESSING = frozenset({"Thanks", "Thank", "Hi", "Hello", "Hey", "Dear", "Cheers"})  # before a name, not of it
 _SENTENCE_START = re.compile(r"(?:\A|[.!?:;]|\n)[\s\"'(\[*-]*\Z")  # capitalised there, whatever the word
 _TURN_OPENING = re.compile(r"(?::[ \t]*|[(*][ \t]*)\Z")  # after a label's colon or opening a parenthesis
 
@@ -421,7 +422,7 @@ def find_lone_proper_nouns(text: str, proper: frozenset[int]) -> list[tuple[int,
             continue
         if start not in proper and word.casefold() not in surnames and word not in given:
             continue  # spaCy's small model tags many a surname mid-sentence a noun ("I spoke to Sandoval")
-        if any(tokens[k][0] in proper and tokens[k][2][:1].isupper() and tokens[k][2] not in NOT_FIRST
+        if any(tokens[k][0] in proper and tokens[k][2][:1].isupper() and tokens[k][2] not in _ADDRESSING
                and _joined(text, tokens, min(i, k), max(i, k) + 1) is not None
                for k in (i - 1, i + 1) if 0 <= k < len(tokens)):
             continue  # part of a run of proper nouns ("Thanks Briay" is none): proper_noun_runs' or another's
