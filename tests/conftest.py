@@ -35,16 +35,19 @@ def make_settings(root, **sections):
 
 # Under pytest-xdist (`make test`: -n 2 --dist loadfile, each file on one worker) the files that take longest go
 # first, so that no long file starts last while the other worker idles (seconds: the per-test timeline of the
-# 2026-11-27 clean-clone suite, a loaded machine, so relative only; test_cluster, test_fault_injection,
-# test_local_generator and test_clusant_mechanism scaled by their cuts measured since, docs/development.md; every
-# other file after these, in collection order). Without xdist the order is pytest's.
+# 2026-11-28 clean-clone suite, load 4-9, so relative only; test_cluster, test_fault_injection, test_detect_pii,
+# test_embed, test_sanitize, test_status_ui and test_tracking_first_run scaled by their cuts measured since,
+# docs/development.md; every other file after these, in collection order). Without xdist the order is pytest's.
 SLOW_FILES = {
-    "integration/test_fault_injection.py": 610, "integration/test_cluster.py": 495,
-    "integration/test_audit.py": 207, "integration/test_readonly_sql.py": 191, "integration/test_publish.py": 180,
-    "integration/test_openai_server.py": 136, "integration/test_concurrent_runs.py": 122,
-    "integration/test_forget.py": 119, "unit/generate/test_local_generator.py": 90,
-    "unit/clusant/test_clusant_mechanism.py": 85, "integration/test_ingest.py": 70,
-    "unit/privacy/test_privacy_secret_protection.py": 70, "unit/privacy/test_privacy_budget.py": 70,
+    "integration/test_fault_injection.py": 485, "integration/test_cluster.py": 430,
+    "integration/test_synthesize.py": 236, "integration/test_audit.py": 202, "integration/test_forget.py": 139,
+    "integration/test_publish.py": 136, "integration/test_ingest.py": 128, "integration/test_readonly_sql.py": 116,
+    "integration/test_concurrent_runs.py": 91, "unit/generate/test_local_generator.py": 68,
+    "integration/test_detect_pii.py": 67, "integration/test_sanitize.py": 65,
+    "integration/test_readonly_sql_fuzz.py": 57, "integration/test_embed.py": 55,
+    "integration/test_train_dped.py": 49, "unit/test_prepare.py": 48,
+    "integration/test_status_ui.py": 45, "unit/platform/test_tracking_first_run.py": 45,
+    "unit/platform/test_tracking_dead_runs.py": 45, "integration/test_trained_detector.py": 43,
 }
 
 
