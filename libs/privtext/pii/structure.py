@@ -59,14 +59,15 @@ from itertools import groupby
 from privtext.pii.refine import NOT_NAMES, RELATIVE_TIME
 
 
-def _classes(*groups: tuple[str, ...], limit: int = 0x10000) -> list[str]:
-    """For each group of Unicode categories, a regex character-class body of the BMP code points in it."""
-    categories = [unicodedata.category(chr(cp)) for cp in range(limit)]
+def _classes(*groups: tuple[str, ...], start: int = 0, limit: int = 0x10000) -> list[str]:
+    """For each group of Unicode categories, a regex character-class body of the code points from ``start`` to
+    ``limit`` in it (assigned ones only: Python's Unicode tables decide, as they decide ``\\w``)."""
+    categories = {cp: unicodedata.category(chr(cp)) for cp in range(start, limit)}
     out = []
     for group in groups:
-        runs = groupby(range(limit), key=lambda cp: categories[cp] in group)
+        runs = groupby(range(start, limit), key=lambda cp: categories[cp] in group)
         spans = [(c[0], c[-1]) for member, c in ((m, list(r)) for m, r in runs) if member]
-        out.append("".join(f"\\u{a:04x}" + (f"-\\u{b:04x}" if b > a else "") for a, b in spans))
+        out.append("".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b > a else "") for a, b in spans))
     return out
 
 
@@ -74,7 +75,7 @@ def _classes(*groups: tuple[str, ...], limit: int = 0x10000) -> list[str]:
 # letters of scripts without case (Han, Hangul, Kana, Thai, Devanagari, Arabic, Hebrew, ...): capitalisation,
 # the name cue of cased scripts, says nothing there (+ the CJK extension planes)
 _MARKS, _UNCASED = _classes(("Mn", "Mc", "Me"), ("Lo",))
-_UNCASED += "\\U00020000-\\U0003134f"
+_UNCASED += _classes(("Lo",), start=0x20000, limit=0x32000)[0]  # the CJK extensions' assigned ideographs only
 _UNCASED_WORD = rf"[{_UNCASED}][{_UNCASED}{_MARKS}]*"
 _UNCASED_RUN = re.compile(rf"(?<![\w{_MARKS}]){_UNCASED_WORD}(?:[ \t]+{_UNCASED_WORD}){{0,3}}(?![\w{_MARKS}])")
 _UNCASED_LETTER = re.compile(f"[{_UNCASED}]")
