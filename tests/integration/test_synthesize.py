@@ -1,9 +1,13 @@
-"""Stage synthesize: Spark private statistics, secret groups, charge-before-write, budget refusal."""
+"""Stage synthesize: Spark private statistics, secret groups, charge-before-write, budget refusal.
+
+The corpus (documents, embeddings, spans: 3 Spark writes and 36 encodings) is written once for the module into
+a template lakehouse; each test gets its own copy of it (its ledger, staged tables and MLflow store its own)."""
 import dataclasses
 import datetime as dt
 import hashlib
 import importlib
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -57,17 +61,44 @@ def _held_out_ids(rows, fraction):
     return {r["doc_id"] for r in rows if share(r["doc_id"]) < fraction}
 
 
+@pytest.fixture(scope="module")
+def corpus_lake(tmp_path_factory, spark):
+    """The template: a lakehouse holding ``_write_corpus``'s tables and nothing else (no ledger entry)."""
+    from conftest import make_settings
+    from privtext.platform.context import RunContext
+
+    root = tmp_path_factory.mktemp("synthesize-corpus") / "lake"
+    rows, emb = _write_corpus(RunContext.create(make_settings(root), date=str(DATE)))
+    return root, rows, emb
+
+
 @pytest.fixture
-def ctx_all(tmp_path, spark):
-    """A context whose synthesize sees every document (no held-out split)."""
+def corpus(tmp_path, corpus_lake):
+    """This test's lakehouse at ``tmp_path / "lake"``: a copy of the template; the corpus's rows and embeddings."""
+    root, rows, emb = corpus_lake
+    shutil.copytree(root, tmp_path / "lake")
+    return rows, emb
+
+
+@pytest.fixture
+def ctx(corpus, settings):
+    """The conftest's context, over a copy of the corpus."""
+    from privtext.platform.context import RunContext
+
+    return RunContext.create(settings, date=str(DATE))
+
+
+@pytest.fixture
+def ctx_all(tmp_path, corpus):
+    """A context whose synthesize sees every document (no held-out split), over a copy of the corpus."""
     from conftest import make_settings
     from privtext.platform.context import RunContext
 
     return RunContext.create(make_settings(tmp_path / "lake", secpe={"holdout_fraction": 0.0}), date=str(DATE))
 
 
-def test_synthesize_never_reads_the_held_out_split(ctx):
-    rows, _ = _write_corpus(ctx)
+def test_synthesize_never_reads_the_held_out_split(ctx, corpus):
+    rows, _ = corpus
     held = _held_out_ids(rows, ctx.settings.secpe.holdout_fraction)
     assert 0 < len(held) < N_DOCS  # 36 ids at 0.2: the check below has both sides to tell apart
     corpus, _ = synthesize.load_corpus(ctx, use_labels=True)
@@ -75,9 +106,9 @@ def test_synthesize_never_reads_the_held_out_split(ctx):
     assert seen == {r["doc_id"] for r in rows} - held
 
 
-def test_split_groups_and_spark_statistics_match_numpy(ctx_all):
+def test_split_groups_and_spark_statistics_match_numpy(ctx_all, corpus):
     ctx = ctx_all
-    rows, emb = _write_corpus(ctx)
+    rows, emb = corpus
     corpus, labels = synthesize.load_corpus(ctx, use_labels=True)
     assert labels == sorted({r["label"] for i, r in enumerate(rows) if i % 3})
     private = corpus.where("is_private")
@@ -108,7 +139,6 @@ def test_augpe_charge_records_each_secrets_record_count(ctx_all):
     """Aug-PE's charge names each secret with the records holding it in the data it read (s0..s3: 3
     documents each, s9: 1), not 1: a later record-level event composes with the right group size."""
     ctx = ctx_all
-    _write_corpus(ctx)
     corpus, _ = synthesize.load_corpus(ctx, use_labels=True)
     corpus = corpus.where("label_code >= 0")
     private = corpus.where("is_private")
@@ -136,7 +166,6 @@ def test_public_kmeans_caps_k_at_the_labels_distinct_points(spark):
 
 
 def test_budget_refused_run_writes_nothing(ctx):
-    _write_corpus(ctx)
     lh = ctx.lakehouse
     before = {spec.name: lh.version(spec) for spec in (NOISY_CENTERS, STAGED_SYNTHETIC_DOCUMENTS)}
     with pytest.raises(BudgetExceeded):  # default budget r_over_p_max = 50
@@ -162,14 +191,14 @@ def _generator_ready() -> bool:
 
 @pytest.mark.skipif(not _generator_ready(), reason="needs Settings.generate and the local LLM package")
 @pytest.mark.parametrize("method", ["secpe", "aug_pe"])
-def test_full_run_charges_before_writing_and_leaks_nothing(tmp_path, spark, monkeypatch, method):
+def test_full_run_charges_before_writing_and_leaks_nothing(tmp_path, corpus, monkeypatch, method):
     from conftest import make_settings
     from privtext.platform.context import RunContext
     from privtext.platform.lakehouse import Lakehouse
     from privtext.stages.runner import run_stage
 
     settings = make_settings(tmp_path / "lake", tracking={"enabled": True})
-    rows, _ = _write_corpus(RunContext.create(settings, date=str(DATE)))
+    rows, _ = corpus
     charges_at_write = []
     original = Lakehouse.replace_partitions
 
@@ -273,11 +302,11 @@ def test_all_private_corpus_takes_d_pub_from_the_generator(tmp_path, spark, monk
     assert report.decision.startswith("no public documents") and "the generator's own 4 samples" in report.decision
 
 
-def test_evaluate_reports_fid_lengths_and_accuracy(ctx):
+def test_evaluate_reports_fid_lengths_and_accuracy(ctx, corpus):
     from privtext.platform.tables import UTILITY_REPORTS
     from privtext.stages import evaluate
 
-    rows, embeddings = _write_corpus(ctx)
+    rows, embeddings = corpus
     # a staged release that copies public documents: accuracy must be high, FID finite
     public = [r for i, r in enumerate(rows) if i % 3][:12]
     synth = [{"synthetic_id": f"x{i}", "text": r["text"], "label": r["label"], "method": "secpe", "round": 1,
