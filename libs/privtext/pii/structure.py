@@ -33,11 +33,12 @@ reads the structure once per document and returns
   the mailing lists' own addresses and pages (``public_addresses``): an address a list footer gives ("FoRK
   mailing list\nfork@xent.com", "To unsubscribe, e-mail: users-unsubscribe@httpd.apache.org"), a role
   mailbox of RFC 2142 ("news@", "postmaster@") or a list command of RFC 2369 conventions ("-request",
-  "-unsubscribe", "-help"), or one at a group service's host ("yahoogroups.com"), in every occurrence in the
-  document, a list's name before "mailing list", and a list's web page ("/mailman/listinfo/x", no query, no
-  "@"). These are no person's values: they reach every subscriber of a list, and an organisation's role
-  mailbox is no one's own. A display name of such an address is no person either unless it holds a known
-  first name.
+  "-unsubscribe", "-help"), an organisation's numbered role or bulk sender ("sales2@", "offers726@") at no
+  free-mail host, a list's own address beside one of its command addresses, or one at a group service's host
+  ("yahoogroups.com"), in every occurrence in the document, a list's name before "mailing list", a list's web
+  page ("/mailman/listinfo/x", no query, no "@"), and a number the text calls toll-free. These are no person's
+  values: they reach every subscriber of a list, and an organisation's role mailbox or service line is no one's
+  own. A display name of such an address is no person either unless it holds a known first name.
 
 ``apply`` (after the recognizers and ``refine``) cuts every other span out of the protected regions and
 out of the structure's date spans, keeping the longest remaining piece when it still holds a word, and
@@ -154,10 +155,25 @@ _STAGE = re.compile(r"[ \t]*(?:\((?P<p>[^\W\d_][\w'’-]*)[ \t]+[^()\n]*\)|\*(?P
 # the software header values ("X-Mailer: Microsoft Outlook IMO"): a program, not a person or an organisation's value
 _SOFTWARE_HEADER = re.compile(r"(?im)^(?:X-Mailer|User-Agent|X-Newsreader)[ \t]*:[^\n]*")
 # RFC 2142 role mailboxes and RFC 2369-style list command addresses: an organisation's or a list's, no one's own
-_ROLE_LOCAL = re.compile(r"(?i)(?:postmaster|hostmaster|abuse|noc|security|usenet|news|webmaster|www|uucp|ftp|info|"
-                         r"marketing|sales|support|no-?reply|do-?not-?reply|mailer-daemon|majordomo|listserv|"
-                         r"listproc)|[\w.+-]+-(?:request|owner|admin|bounces?|unsubscribe|subscribe|help|digest|users|list|talk|"
-                         r"devel|announce|discuss)")
+_ROLE_WORD = (r"postmaster|hostmaster|abuse|noc|security|usenet|news|webmaster|www|uucp|ftp|info|marketing|sales|"
+              r"support|no-?reply|do-?not-?reply|mailer-daemon|majordomo|listserv|listproc")
+_LIST_COMMAND = r"request|owner|admin|bounces?|unsubscribe|subscribe|help|digest"
+_ROLE_LOCAL = re.compile(rf"(?i)(?:{_ROLE_WORD})|[\w.+-]+-(?:{_LIST_COMMAND}|users|list|talk|devel|announce|discuss)")
+# an organisation's sender: a role's with a campaign's or a shard's number ("sales2@"), or a bulk sender's named by
+# what it sends ("offers726@", "newsletter@"); at a free-mail host such a name ("deals4u@", "news12@") is
+# someone's own account
+_SENDER_LOCAL = re.compile(rf"(?i)(?:(?:{_ROLE_WORD})[._-]?\d{{1,6}}|(?:offers?|deals?|promos?|promotions?|"
+                           r"newsletters?|specials?|alerts?|notifications?|updates?)(?:[._-]?\d{1,6})?)")
+_FREE_MAIL = re.compile(r"(?i)(?:[\w-]+\.)*(?:gmail|googlemail|yahoo|ymail|hotmail|outlook|live|msn|aol|icloud|me|mac|"
+                        r"gmx|web|mail|yandex|protonmail|proton|zoho|qq|163|126|comcast|earthlink|btinternet|free|"
+                        r"orange|wanadoo|eircom|netscape|t-online|libero|laposte)\.[a-z]{2,3}(?:\.[a-z]{2})?")
+# a list command address (RFC 2369: "users-unsubscribe@host") names its list's own address ("users@host")
+_COMMAND_ADDRESS = re.compile(rf"(?i)(?P<list>[\w.+-]+)-(?:{_LIST_COMMAND})")
+# a number the text calls toll-free ("Call toll free 1-800-...", "freephone 0800 ..."): a business's service line,
+# no one's own (its subscriber pays for the calls it receives). Not the toll-free codes alone: a made-up number in
+# a template may have one
+_TOLL_FREE = re.compile(r"(?i:toll[- \t]?free|freephone|freecall)(?:[ \t]+(?i:number|no\.?|line))?[ \t]*"
+                        r"(?::|(?i:at|on))?[ \t]*(?P<cued>\+?[\d(][\d \t().-]{5,18}\d)(?![\d-])")
 # a group service's host holds groups only (a "lists." host may hold members' mailboxes too: not one of these)
 _LIST_HOST = re.compile(r"(?i)(?:yahoogroups|googlegroups)\.com")
 # a list footer gives the list's address: "<List> mailing list\n<addr>", "Send <List> mailing list submissions
@@ -331,24 +347,32 @@ def _never_speakers() -> frozenset[str]:
 
 def public_addresses(text: str) -> frozenset[str]:
     """The casefolded addresses in ``text`` that are a list's or a role's, no person's: a role mailbox or list
-    command (``_ROLE_LOCAL``), an address at a list host (``_LIST_HOST``), or one a list footer gives
-    (``_FOOTER_CUE`` right before it, on its line or the line above)."""
-    out = set()
+    command (``_ROLE_LOCAL``), an organisation's sender (``_SENDER_LOCAL``: "sales2@", "offers726@") at no
+    free-mail host, an address at a list host (``_LIST_HOST``), one a list footer gives (``_FOOTER_CUE``
+    right before it, on its line or the line above), and a list's own address when the text holds one of its
+    command addresses ("users@host" beside "users-unsubscribe@host")."""
+    out, lists, seen = set(), set(), set()
     for m in re.finditer(_ADDRESS, text):
         local, _, host = m.group().rpartition("@")
+        seen.add(m.group().casefold())
         line_above = text.rfind("\n", 0, max(0, text.rfind("\n", 0, m.start())))
         if _ROLE_LOCAL.fullmatch(local) or _LIST_HOST.fullmatch(host) or _FOOTER_CUE.search(
-                text, max(0, line_above), m.start()):  # from the line break before: "^" matches only at 0
+                text, max(0, line_above), m.start()) or (  # from the line break before: "^" matches only at 0
+                _SENDER_LOCAL.fullmatch(local) and not _FREE_MAIL.fullmatch(host)):
             out.add(m.group().casefold())
-    return frozenset(out)
+        command = _COMMAND_ADDRESS.fullmatch(local)
+        if command:
+            lists.add(f"{command.group('list')}@{host}".casefold())
+    return frozenset(out | (lists & seen))
 
 
 def _public_regions(text: str, public: frozenset[str]) -> list[tuple[int, int]]:
-    """Every occurrence of a ``public`` address, a list's name before "mailing list", a list's web page and
-    a software header's line."""
+    """Every occurrence of a ``public`` address, a list's name before "mailing list", a list's web page, a
+    software header's line and a number called toll-free (``_TOLL_FREE``)."""
     out = [m.span() for m in re.finditer(_ADDRESS, text) if m.group().casefold() in public]
     out += [m.span("list") for m in _LIST_NAME.finditer(text) if len(m.group("list").split()) <= 3]
     out += [m.span() for rx in (_LIST_PAGE, _SOFTWARE_HEADER) for m in rx.finditer(text)]
+    out += [m.span("cued") for m in _TOLL_FREE.finditer(text)]
     return out
 
 
