@@ -154,12 +154,14 @@ def test_too_few_documents_refuses_and_writes_nothing(settings):
 
 
 def test_tune_sanitize_writes_a_conf_file_that_loads(tmp_path, spark):
+    """The loop's plumbing (its steps, the conf file, the frontier rows), not the adversary's power (the tests
+    above and below check that): its audits train 2 epochs on 1,000 triplets instead of 6 on 4,000."""
     from conftest import make_settings
     from privtext.commands.audit import tune_sanitize
     from privtext.settings import load_settings
 
-    settings = make_settings(tmp_path / "lake", ampl={**TINY, "alpha_grid": [0.5, 1.0], "alpha_start": [0.5, 1.0],
-                                                      "tune_rounds": 1, "audit_eps": 2.0},
+    settings = make_settings(tmp_path / "lake", ampl={**TINY, "epochs": 2, "triplets": 1000, "alpha_grid": [0.5, 1.0],
+                                                      "alpha_start": [0.5, 1.0], "tune_rounds": 1, "audit_eps": 2.0},
                              clusant={"entity_types": ["PERSON", "LOCATION"], "vocabulary": {"size": 20},
                                       "n_clusters": 4, "cache_dir": str(tmp_path / "cache")})
     _write_inputs(RunContext.create(settings, date=DATE.isoformat()), lambda value: value)
