@@ -1,9 +1,11 @@
 """Span post-processing a sanitizer needs, after the recognizers (``refine``).
 
 * Relative time is not PII: DATE_TIME spans that are durations or relative expressions ("a week",
-  "this month", "two weeks", a range "2 - 12 hours", "10-ish years", "Sunday", "yesterday"), or a month or
-  feast alone ("in August", "Christmas"), are dropped unless ``pii.relative_time_is_pii``: they identify no
-  one, and replacing them with dates makes nonsense.
+  "this month", "two weeks", a range "2 - 12 hours", "10-ish years", "Sunday", "yesterday"), a month or
+  feast alone ("in August", "Christmas"), or that hold no date element at all (no number of any script and
+  no month or weekday name: "this past summer", "the other day", "later today") are dropped unless
+  ``pii.relative_time_is_pii``: they identify no one (HIPAA Safe Harbor's date elements are a day, a month
+  and a year), and replacing them with dates makes nonsense ("the summer" -> "02/21/1950").
 * spaCy's DATE misreads of bare digit groups ("4746-3459", "7015", "07700 316") are dropped when they
   have no date shape, so the phone, postcode and address recognizers own those digits.
 * A PERSON span is widened over adjacent capitalised name tokens (``widen_names``), so "Russell" in
@@ -22,7 +24,10 @@ backslash-n, frequent in exported tickets) are real ones, so "Kleist\\nACME" is 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import replace
+
+from privtext.pii.gazetteers import stop_words
 
 _NUMBER_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
                  "few|several|couple|dozen|many|half|\\d+(?:[.,]\\d+)?")
@@ -33,7 +38,7 @@ _UNITS = ("seconds?|minutes?|hours?|days?|nights?|weeks?|weekends?|fortnights?|m
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 RELATIVE_TIME = re.compile(
     rf"(?i)^(?:the\s+)?(?:"
-    rf"(?:(?:for|in|within|after|over|about|around|almost|nearly|another|the\s+(?:last|past|next))\s+)*"
+    rf"(?:(?:for|in|within|after|over|about|around|almost|nearly|another|(?:the\s+)?(?:last|past|next|first))\s+)*"
     rf"(?:an?\s+)?(?:{_COUNT}\s*)?(?:of\s+)?(?:an?\s+)?(?:more\s+)?(?:{_UNITS})(?:\s+and\s+a\s+half)?"
     rf"(?:\s+(?:ago|later|earlier|long|old|out|away|ahead|back|before|after|from\s+now|or\s+so))?"
     rf"|(?:this|last|next|past|coming|previous|every|each)\s+(?:{_UNITS}|{_DAYS}|morning|evening|night|time)"
@@ -46,13 +51,18 @@ RELATIVE_TIME = re.compile(
 _DIGITS_ONLY = re.compile(r"^[\d\s.,/:-]+$")
 _DATE_SHAPE = re.compile(r"^(?:\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?|"
                          r"\d{1,2}:\d{2}(?::\d{2})?|(?:19|20)\d{2}s?"
-                         r"|\d{1,2}[/.-](?:19|20)\d{2}|(?:19|20)\d{2}[/.-]\d{1,2})$")
+                         r"|\d{1,2}[/.-](?:19|20)\d{2}|(?:19|20)\d{2}[/.-]\d{1,2}|\d{1,2}\.\d{1,2}\.)$")  # "24.12."
 # a month or a feast without a day or a year ("the numbers for August", "Christmas plans"): no date of anyone's, as
 # coarse as a weekday; relative time unless pii.relative_time_is_pii
 _MONTH_ALONE = re.compile(
     r"(?i)^(?:(?:in|of|for|since|until|by|during|the|this|last|next|early|mid|late|end\s+of)\s+)*"
     r"(?:january|february|march|april|may|june|july|august|september|october|november|december|christmas|easter|"
     r"thanksgiving|halloween|new\s+year'?s?(?:\s+(?:eve|day))?)$")
+# a word naming a month or a weekday (in full or abbreviated): with a number, what makes a span a date
+_CALENDAR_WORD = re.compile(
+    r"(?i)(?<![^\W\d_])(?:january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|"
+    r"mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)(?![^\W\d_])")
 _STATE_ZIP = re.compile(r"^[A-Z]{2}\s\d{5}(?:-\d{4})?$")  # "IL 84254": an address's state and ZIP, no date
 _ESCAPED_BREAK = re.compile(r"\\([nrt])")
 _NAME_TOKEN = re.compile(r"[^\W\d_]{2,}(?:['-][^\W\d_]+)?")  # a name word of any script: "Mcclain", "Петров"
@@ -175,24 +185,36 @@ def _place_line_above(span, text: str) -> list:
 def _not_a_date(value: str, settings) -> bool:
     if _DIGITS_ONLY.match(value) and not _DATE_SHAPE.match(value) or _STATE_ZIP.match(value):
         return True
-    return not settings.relative_time_is_pii and bool(RELATIVE_TIME.match(value) or _MONTH_ALONE.match(value))
+    return not settings.relative_time_is_pii and bool(RELATIVE_TIME.match(value) or _MONTH_ALONE.match(value)
+                                                      or not _date_element(value))
+
+
+def _date_element(value: str) -> bool:
+    """Whether ``value`` holds a number (any script: Unicode category N) or a month or weekday name."""
+    return any(unicodedata.category(c)[0] == "N" for c in value) or bool(_CALENDAR_WORD.search(value))
 
 
 def _widen_name(span, text: str):
     start, end = span.start, span.end
     while True:  # to the right: " Mcclain"
         m = _NAME_TOKEN.match(text, end + 1) if text[end:end + 1] == " " else None
-        if not m or not _title_case(m.group()) or m.group() in NOT_NAMES or m.group() in _UNIT_WORDS \
+        if not m or not _title_case(m.group()) or _no_name_word(m.group()) or m.group() in _UNIT_WORDS \
                 or (m.end() < len(text) and text[m.end()].isalnum()):  # "Dr. Tiina Käyhkö Suite 595"
             break
         end = m.end()
     while start >= 2 and text[start - 1] == " ":  # to the left: "Russell ", "Иван "
         m = _NAME_TOKEN_BEFORE.search(text, max(0, start - 41), start - 1)
-        if (not m or not _title_case(m.group()) or m.group() in NOT_NAMES
+        if (not m or not _title_case(m.group()) or _no_name_word(m.group())  # "Does Harry Potter ..."
                 or (m.start() > 0 and text[m.start() - 1].isalnum())):
             break
         start = m.start()
     return span if (start, end) == (span.start, span.end) else replace(span, start=start, end=end)
+
+
+def _no_name_word(word: str) -> bool:
+    """A form word or an English stop word ("Does", "Would", "Also"), which a capitalised run beside a name
+    holds at a sentence's start: never widened into the name (it would be replaced with it)."""
+    return word in NOT_NAMES or word.casefold() in stop_words()
 
 
 def _tail_end(text: str, pos: int) -> int:
