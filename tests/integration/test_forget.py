@@ -153,8 +153,11 @@ def _night(tmp_path, settings) -> subprocess.Popen:
         "lakehouse": {"root": settings.lakehouse.root}, "tracking": {"enabled": False}, "run": {"deterministic": False},
         "publish": {"export_path": settings.publish.export_path},
         "spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}},
+        "pii": {"canaries": {"count": 4}},  # its detect_pii still measures (and charges) canaries: 4, not 40
         "clusant": {"entity_types": ["PERSON", "LOCATION"], "n_clusters": 4, "vocabulary": {"size": 40},
-                    "cache_dir": str(tmp_path / "vocab-cache"), "metrics": {"perplexity": False}}}))
+                    "cache_dir": str(tmp_path / "vocab-cache"),
+                    "metrics": {"perplexity": False, "similarity": False, "max_documents": 0,
+                                "utility_documents": 0}}}))  # no utility metrics: nothing here reads them
     # a deterministic release is never published: the night draws fresh noise, under the test's key (the same
     # pseudonyms as the forget's)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "TMPDIR": str(tmp_path),
