@@ -14,7 +14,8 @@ def test_same_date_one_writer_other_date_proceeds(tmp_path):
     conf = tmp_path / "conf.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(lake)}, "tracking": {"enabled": False},
                                     "run": {"deterministic": True},
-                                    "spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false"}}}))
+                                    "spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false",
+                                                                          "spark.sql.shuffle.partitions": "1"}}}))
     sample = tmp_path / "in.jsonl"
     sample.write_text("".join(json.dumps({"doc_id": str(i), "text": f"message {i}"}) + "\n" for i in range(100)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # a fresh lakehouse: the runs create its tables
