@@ -15,11 +15,17 @@ the stages read is exactly what they would have built themselves, and a cached b
 background build that fails changes nothing: detect_pii then runs without the trained NER (it says so),
 sanitize builds its vocabularies and its workers de-quantize the LM. Nothing here reads private data:
 every build uses public sources only.
+
+Each background process computes on one thread (``BUILD_THREADS``: torch, OpenMP and the BLAS): its builds run
+beside the demo's stages on the same cores, where a second thread per build spun on contended cores (the piece
+table took 2.2x the CPU on two threads, to the same bits; docs/benchmarks.md, "The first demo's background
+builds on one thread").
 """
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -29,6 +35,7 @@ from dataclasses import dataclass, field
 from privtext.settings import Settings
 
 JOBS = {"detector": "detect_pii", "vocabularies": "sanitize", "llm": "sanitize"}  # build -> the first stage reading it
+BUILD_THREADS = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
 def groups(missing: list[str]) -> list[list[str]]:
@@ -181,14 +188,14 @@ def _seconds(value: float) -> str:
 
 
 def start(settings: Settings) -> Background:
-    """Start the missing builds, one background process per ``groups`` entry; their output goes where this
-    process's stdout and stderr go (the demo's log)."""
+    """Start the missing builds, one background process per ``groups`` entry, each on one thread
+    (``BUILD_THREADS``); their output goes where this process's stdout and stderr go (the demo's log)."""
     background = Background()
     missing = [job for job, test in (("detector", detector_missing), ("vocabularies", vocabularies_missing),
                                      ("llm", llm_missing)) if test(settings)]
     for jobs in groups(missing):
         process = subprocess.Popen([sys.executable, "-m", "privtext.prepare", *jobs], stdin=subprocess.PIPE,
-                                   text=True)
+                                   text=True, env={**os.environ, **BUILD_THREADS})
         process.stdin.write(settings.model_dump_json())
         process.stdin.close()
         background.add("+".join(jobs), process)

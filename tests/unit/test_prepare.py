@@ -110,6 +110,25 @@ def test_one_process_builds_its_jobs_one_after_the_other(tmp_path, monkeypatch):
     assert built == [("vocabularies", 5), ("llm", 5)]
 
 
+def test_each_background_build_computes_on_one_thread(tmp_path, monkeypatch):
+    envs, real = [], subprocess.Popen
+
+    def popen(args, **kwargs):  # the real process, without the builds: only its environment is under test
+        envs.append(kwargs["env"])
+        return real([sys.executable, "-c", "import sys; sys.stdin.read()"], **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    background = prepare.start(_settings(tmp_path))
+    assert sorted(background.running) == ["detector", "vocabularies"] and len(envs) == 2
+    for name in list(background.running):
+        background.wait(name)
+    assert all(env[name] == "1" for env in envs for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                              "MKL_NUM_THREADS"))
+    threads = real([sys.executable, "-c", "import torch; print(torch.get_num_threads())"], env=envs[0],
+                   stdout=subprocess.PIPE, text=True).communicate()[0]
+    assert threads.strip() == "1"  # torch's intra-op pool follows it (two cores here give 2 without it)
+
+
 def test_stop_ends_a_build_the_demo_no_longer_needs():
     background = prepare.Background()
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
