@@ -53,6 +53,15 @@ def _label(pid: int) -> str:
     return program
 
 
+def _words(pid: int) -> str:
+    """The command line's first words (a timeline tells processes of one program apart by them)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return " ".join(a.decode(errors="replace") for a in f.read().split(b"\0")[:6] if a)[:200]
+    except OSError:
+        return "?"
+
+
 def sample(root: int, seen: dict[int, dict]) -> None:
     """Update ``seen`` (pid -> label and last CPU seconds) with ``root`` and its descendants now."""
     stats = {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := _stat(p)) is not None}
@@ -65,8 +74,9 @@ def sample(root: int, seen: dict[int, dict]) -> None:
         if pid in stats:
             entry = seen.setdefault(pid, {"label": None, "cpu": 0.0})
             entry["cpu"] = stats[pid][1]
-            if entry["label"] in (None, "bash", "sh", "?"):  # spark-submit's bash becomes java by exec
+            if entry["label"] in (None, "bash", "sh", "env", "?"):  # spark-submit's bash (or env) becomes java by exec
                 entry["label"] = _label(pid)
+                entry["argv"] = _words(pid)
         todo += children.get(pid, [])
 
 
@@ -78,15 +88,24 @@ def main(argv: list[str] | None = None) -> int:
     cut = argv.index("--")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", help="also write the per-process figures here")
+    parser.add_argument("--timeline", help="also write every sample here, one JSON line each: the epoch time and "
+                        "each live process's [label, CPU seconds, command line's first words]; attributes CPU to "
+                        "phases by time")
     args = parser.parse_args(argv[:cut])
     command = argv[cut + 1:]
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     process = subprocess.Popen(command)
     seen: dict[int, dict] = {}
+    timeline = open(args.timeline, "w") if args.timeline else None
     while process.poll() is None:
         sample(process.pid, seen)
+        if timeline:
+            timeline.write(json.dumps({"t": time.time(), "procs": {pid: [e["label"], e["cpu"], e.get("argv")]
+                                                                   for pid, e in seen.items()}}) + "\n")
         time.sleep(0.5)
+    if timeline:
+        timeline.close()
     wall = time.perf_counter() - started
     by_program: dict[str, float] = {}
     for entry in seen.values():
