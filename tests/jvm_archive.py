@@ -4,12 +4,13 @@ archived classes instead of loading, parsing and verifying them from Spark's jar
 2-core machine (load ~24): a cold driver running a few small queries 26.8 -> 11.1 JVM CPU s, a cold
 ``privtext run ingest`` of 10,000 lines 20-25 -> 13.9.
 
-The archive is written once per JDK and Spark jar set (``-XX:ArchiveClassesAtExit`` of one small local job
-that exits normally) under the temporary folder, and reused by later test sessions and both xdist workers (a
-new file is renamed into place). The JVM checks it (JDK build, class path) and runs without it, as before,
-where it does not match; nothing is read from it but classes."""
+The archive is written once per JDK and Spark jar folder (``-XX:ArchiveClassesAtExit`` of one small local job
+that exits normally; ~40 CPU s, once) under the temporary folder, and reused by later test sessions and both
+xdist workers (one makes it while the other waits; a new file is renamed into place). The JVM checks it (JDK
+build, class path) and runs without it, as before, where it does not match; nothing is read from it but classes."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -55,7 +56,10 @@ def spark_archive() -> Path | None:
     path = Path(tempfile.gettempdir()) / f"privtext-spark-cds-{os.getuid()}-{_key()}.jsa"
     if path.exists():
         return path
-    with tempfile.TemporaryDirectory(prefix="privtext-cds-") as tmp:
+    with open(path.with_suffix(".lock"), "w") as lock, tempfile.TemporaryDirectory(prefix="privtext-cds-") as tmp:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one dump: the other xdist worker waits for it
+        if path.exists():
+            return path
         dump = Path(tmp) / "spark.jsa"
         options = f"-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit={dump}"
         # output through a pipe: run() returns at its end of file, once the JVM (which writes the archive after
