@@ -180,12 +180,19 @@ def test_sql_limits_are_validated_naming_the_key(tmp_path):
 
 
 def test_the_analysts_jvm_starts_without_the_hmac_key(tmp_path):
-    """A fresh process: the JVM ``privtext sql`` starts has no HMAC key (nor store keys) in its environment."""
+    """A fresh process: the JVM ``privtext sql`` starts has no HMAC key (nor store keys) in its environment
+    (Spark's classes mapped from the tests' archive, tests/jvm_archive.py: a cold JVM's class loading is most of
+    its start)."""
     import subprocess
     import sys
 
+    from jvm_archive import java_options, spark_archive
+
+    from conftest import TEST_SPARK_CONF
+
+    conf = {**TEST_SPARK_CONF, "spark.driver.extraJavaOptions": java_options(spark_archive())}
     script = ("import os; from privtext.commands.sql import _spark; from conftest import make_settings; "
-              f"spark = _spark(make_settings({str(tmp_path / 'lake')!r})); "
+              f"spark = _spark(make_settings({str(tmp_path / 'lake')!r}, spark={{'conf': {conf!r}}})); "
               "getenv = spark._jvm.java.lang.System.getenv; "
               "print(getenv('PRIVTEXT_HMAC_KEY'), getenv('AWS_SECRET_ACCESS_KEY'), getenv('PRIVTEXT_FUZZ_VISIBLE'), "
               "os.environ['PRIVTEXT_HMAC_KEY'])")

@@ -6,6 +6,7 @@ import stat
 import subprocess
 import sys
 
+from jvm_archive import java_options, spark_archive
 from pyspark.sql import functions as F
 
 from privtext.platform.spark import sweep_dead_run_dirs
@@ -14,8 +15,8 @@ SESSION = """
 import sys, time
 from privtext.settings import load_settings
 from privtext.platform.spark import get_spark
-spark = get_spark(load_settings(
-    None, overrides={"spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false"}}}, environ={}))
+conf = {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": sys.argv[2]}
+spark = get_spark(load_settings(None, overrides={"spark": {"master": "local[1]", "conf": conf}}, environ={}))
 spark.range(1000).repartition(2).groupBy("id").count().collect()
 print(spark.sparkContext.getConf().get("spark.local.dir"), flush=True)
 if sys.argv[1] == "hang":
@@ -33,16 +34,19 @@ def test_shuffle_blocks_go_to_the_private_folder(spark):
 
 
 def _session(mode: str, tmp_path):
+    """A process with a session of its own (a cold JVM: Spark's classes mapped from the tests' archive,
+    tests/jvm_archive.py, as the killed stage runs' JVMs)."""
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.Popen([sys.executable, "-c", SESSION, mode], stdout=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen([sys.executable, "-c", SESSION, mode, java_options(spark_archive())],
+                            stdout=subprocess.PIPE, text=True, env=env)
 
 
 def test_private_folder_removed_at_exit_and_swept_after_a_kill(tmp_path):
-    clean = _session("exit", tmp_path)
+    clean, killed = _session("exit", tmp_path), _session("hang", tmp_path)  # both JVMs start at once
     private = os.path.dirname(clean.stdout.readline().strip())
     assert clean.wait() == 0 and private.startswith(str(tmp_path)) and not os.path.exists(private)
-    killed = _session("hang", tmp_path)
     private = os.path.dirname(killed.stdout.readline().strip())
+    assert os.path.basename(private).startswith(f"privtext-spark-{killed.pid}-")  # the killed one's, not the other's
     os.kill(killed.pid, signal.SIGKILL)
     killed.wait()
     assert os.path.isdir(os.path.join(private, "local"))  # kill -9: no exit hook ran
