@@ -27,7 +27,7 @@ import re
 import unicodedata
 from dataclasses import replace
 
-from privtext.pii.gazetteers import stop_words
+from spacy.lang.en.stop_words import STOP_WORDS
 
 _NUMBER_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
                  "few|several|couple|dozen|many|half|\\d+(?:[.,]\\d+)?")
@@ -214,7 +214,7 @@ def _widen_name(span, text: str):
 def _no_name_word(word: str) -> bool:
     """A form word or an English stop word ("Does", "Would", "Also"), which a capitalised run beside a name
     holds at a sentence's start: never widened into the name (it would be replaced with it)."""
-    return word in NOT_NAMES or word.casefold() in stop_words()
+    return word in NOT_NAMES or word.casefold() in STOP_WORDS
 
 
 def _tail_end(text: str, pos: int) -> int:
