@@ -23,6 +23,7 @@ import duckdb
 import pytest
 import yaml
 from deltalake import DeltaTable
+from jvm_archive import java_options, spark_archive
 
 from privtext.platform.lakehouse import Lakehouse
 from privtext.platform.local_cluster import cluster_conf, project_zip, standalone_cluster
@@ -44,10 +45,9 @@ HMAC_KEY = secrets.token_hex(24)  # random: a hygiene scan finds it only where i
 COMMON = {"tracking": {"enabled": False},
           "clusant": {"vocabulary": {"size": 60}, "n_clusters": 4,
                       "metrics": {"perplexity": False, "max_documents": 0, "utility_documents": 0}}}
-# The cluster's JVMs (master, workers: SPARK_DAEMON_JAVA_OPTS; executors: their extraJavaOptions) JIT-compile
-# with C1 only, as privtext's own driver JVMs do (platform.spark.DEFAULT_CONF): short runs on two busy cores
-DAEMON_C1 = {"SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1"}
-EXECUTOR_C1 = {"spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+# The cluster's JVMs (master, workers: SPARK_DAEMON_JAVA_OPTS; the driver and executors: their extraJavaOptions)
+# JIT-compile with C1 only, as privtext's own driver JVMs do (platform.spark.DEFAULT_CONF), and map Spark's classes
+# from a class-data archive (tests/jvm_archive.py) instead of loading them from the jars: short runs, two busy cores
 # An executor (1 core) keeps one idle Python worker, as get_spark caps a local master's pool at its slots: without
 # the cap detect_pii's tasks went round-robin to the idle workers ingest left and each loaded the analyzer again
 # (~12 CPU s each; 4 tasks of ~50 s on two executors at load 13)
@@ -163,9 +163,11 @@ def files(*folders: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def cluster(s3_server):
     """One standalone cluster (a master and two workers, 1 core each) for the module: its daemons and executors
-    hold the store's ``pipeline`` key only. Its test kills worker-1."""
-    env = {**s3_server.env("pipeline"), **DAEMON_C1}
+    hold the store's ``pipeline`` key only. Its test kills worker-1. ``started.java``: the JVMs' options."""
+    options = java_options(spark_archive())
+    env = {**s3_server.env("pipeline"), "SPARK_DAEMON_JAVA_OPTS": options}
     with standalone_cluster(workers=2, cores=1, memory="1200m", env=env) as started:
+        started.java = options
         yield started
 
 
@@ -189,7 +191,9 @@ def test_the_nightly_export_on_a_standalone_cluster_over_s3_with_a_worker_killed
     command_lines = CommandLines()  # the daemons started before it: sampled while they run, as the executors
     command_lines.start()
     conf = s3_conf(s3_store, cluster_conf(cluster, project_zip(tmp_path / "privtext.zip")))
-    conf["spark"]["conf"].update({**EXECUTOR_C1, **ONE_IDLE_WORKER, "spark.task.maxFailures": "4",
+    conf["spark"]["conf"].update({"spark.driver.extraJavaOptions": cluster.java,
+                                  "spark.executor.extraJavaOptions": cluster.java, **ONE_IDLE_WORKER,
+                                  "spark.task.maxFailures": "4",
                                   "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
                                   "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"})
     cluster_yaml = write_conf(conf, tmp_path / "cluster", {**PUBLISHABLE, "tracking": {"enabled": True}})
