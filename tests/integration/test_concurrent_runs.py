@@ -7,6 +7,7 @@ import sys
 
 import yaml
 from deltalake import DeltaTable
+from jvm_archive import java_options, spark_archive
 
 
 def test_same_date_one_writer_other_date_proceeds(tmp_path):
@@ -14,8 +15,11 @@ def test_same_date_one_writer_other_date_proceeds(tmp_path):
     conf = tmp_path / "conf.yaml"
     conf.write_text(yaml.safe_dump({"lakehouse": {"root": str(lake)}, "tracking": {"enabled": False},
                                     "run": {"deterministic": True},
-                                    "spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false",
-                                                                          "spark.sql.shuffle.partitions": "1"}}}))
+                                    "spark": {"master": "local[1]", "conf": {
+                                        "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
+                                        # the cold driver JVMs map Spark's classes from the tests' class-data
+                                        # archive (tests/jvm_archive.py) instead of loading them from the jars
+                                        "spark.driver.extraJavaOptions": java_options(spark_archive())}}}))
     sample = tmp_path / "in.jsonl"
     sample.write_text("".join(json.dumps({"doc_id": str(i), "text": f"message {i}"}) + "\n" for i in range(100)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # a fresh lakehouse: the runs create its tables
