@@ -71,7 +71,7 @@ NOT_NAMES = frozenset({"The", "A", "An", "And", "Or", "But", "I", "We", "You", "
                        "Our", "Your", "His", "Her", "Their", "Hi", "Hello", "Dear", "Thanks", "Thank", "Please",
                        "Regards", "Best", "Cheers", "Mr", "Mrs", "Ms", "Dr", "At", "In", "On", "To", "From",
                        "For", "With", "Is", "Was", "Call", "Ask", "Tell", "Let", "See", "Name", "Phone", "Email",
-                       "Born"})
+                       "Born", "Quoting"})
 # address continuations: a separator, then one element of an address block
 _PLACE_WORD = r"[A-Z\u00C0-\u00DE][\w\u00C0-\u024F'.-]*"
 _PARTICLES = "de|da|do|dos|das|del|della|di|du|des|la|le|los|las|y|van|von|der|den"

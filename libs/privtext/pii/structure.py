@@ -13,7 +13,8 @@ reads the structure once per document and returns
     weekday and time zone included, so a Date: header is one date;
   - From/To/Cc/Bcc/Reply-To/Sender header entries: display name -> PERSON (quoted "Last, First" is one
     name), address -> EMAIL_ADDRESS;
-  - quote attributions ("On <date>, <who> wrote:", "<who> wrote:", "At <time> <date>, <who> wrote:"):
+  - quote attributions ("On <date>, <who> wrote:", "<who> wrote:", "At <time> <date>, <who> wrote:", a webmail's
+    "Quoting <who> <address>:"):
     the date -> DATE_TIME, who -> PERSON / EMAIL_ADDRESS;
   - sign-offs ("Thanks,\\nBob", "Cheers, Ann", a name under the "-- " signature line) and chat cues
     ("call me X", "my name is x", "this is X" with a known first name), a chat's speaker labels ("jojo: hi",
@@ -197,6 +198,8 @@ _ENTRY = re.compile(rf"(?P<name>\"[^\"\n]*\"|[^<>\[\],;\"@\n]*?)[ \t]*(?:<(?:mai
 # "On <date>, <who> wrote:" / "At 10:12 AM 8/14/2002 -0400, <who> wrote:" / "<who> wrote:"
 _WROTE = re.compile(r"(?im)^(?P<quote>[ \t>|]*)(?P<body>[^\n]{1,200}?)[ \t]+(?:wrote|writes|said|schrieb|a écrit|"
                     r"escribió|scrisse)[ \t]*:[ \t]*$")
+# a webmail's attribution (Horde IMP): "Quoting <who> <address>:"; the word is the form's, never the writer's
+_QUOTING = re.compile(r"(?m)^(?P<quote>[ \t>|]*)(?P<lead>Quoting)[ \t]+(?P<body>[^\n]{1,200}?)[ \t]*:[ \t]*$")
 _LEAD = re.compile(r"(?i)(?:-+[ \t]*)?(?:On|At|Am|Le|El|Il)[ \t]+")
 _IN_MESSAGE = re.compile(r"(?i)In[ \t]+(?:message|article)[ \t]+<[^<>\n]*>[ \t]*,?[ \t]*")  # nn/exmh, Usenet
 _WORDS = re.compile(r"[^\W\d_]+")
@@ -272,6 +275,9 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
         if m.group("label").lower() not in ("date", "sent"):
             spans += _address_list(text, m.start("value"), m.end("value"), public, known_first_names)
     for m in _WROTE.finditer(text):
+        spans += _attribution(text, m.start("body"), m.end("body"), not_names, public, known_first_names)
+    for m in _QUOTING.finditer(text):
+        protected.append((m.start("lead"), m.end("lead")))
         spans += _attribution(text, m.start("body"), m.end("body"), not_names, public, known_first_names)
     protected += [(s, e) for kind, s, e in spans if kind == "PUBLIC"]  # a list's or role's display name
     spans = [span for span in spans if span[0] != "PUBLIC"]

@@ -69,3 +69,28 @@ def test_public_values_never_reach_a_persons_value_in_any_unicode_text(before, a
     mine = [(text.index(v), text.index(v) + len(v)) for v in ("jane.roe@example.org", "(212) 555-0199")]
     assert not any(s < b and a < e for s, e in regions for a, b in mine)
     assert "jane.roe@example.org" not in structure.public_addresses(text)
+
+
+def test_a_webmails_quoting_attribution_keeps_its_word_and_replaces_the_writer(analyzer):
+    """"Quoting Ahmed, Toby <...>:" (a published night read before/after) lost "Quoting", widened into the
+    name and replaced with it; the word is the form's, the writer and the address are values."""
+    for line, names in [("Quoting Ahmed, Toby <tahmed@web.de>:", ["Ahmed", "Toby"]),
+                        ("> Quoting Toby Ahmed <tahmed@web.de>:", ["Toby Ahmed"]),
+                        ("Quoting jsmith <j.smith@example.org>:", ["jsmith"])]:
+        text = f"{line}\n> Filed as bug 1234, it is a duplicate.\n\nThanks for the pointer.\n"
+        spans = detect_spans(analyzer, text, SETTINGS)
+        assert not any(text[s.start:s.end].startswith("Quoting") for s in spans), line
+        assert found(analyzer, text, "PERSON")[:len(names)] == names, line
+    # negative control: the attribution's structure is what names the writer; prose "quoting" names no one
+    text = "I am quoting the manual here: run it twice.\n"
+    assert found(analyzer, text, "PERSON") == []
+
+
+@hsettings(max_examples=100, deadline=None)
+@given(st.from_regex(r"[A-Z][a-z]{2,9}", fullmatch=True), st.from_regex(r"[A-Z][a-z]{2,9}", fullmatch=True))
+def test_quoting_is_outside_any_attributions_name(first, last):
+    text = f"Quoting {first} {last} <{first.lower()}@example.org>:\n> hello\n"
+    shape = structure.analyze(text, _known_first_names(), _not_names())
+    people = [(s, e) for kind, s, e in shape.spans if kind == "PERSON"]
+    assert people == [(len("Quoting "), len(f"Quoting {first} {last}"))]
+    assert any(s <= 0 and len("Quoting") <= e for s, e in shape.protected)
