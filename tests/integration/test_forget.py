@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from jvm_archive import java_options, spark_archive
 
 from privtext.cli import main
 from privtext.commands.forget import forget, parse_subjects, retention
@@ -152,7 +153,10 @@ def _night(tmp_path, settings) -> subprocess.Popen:
     conf.write_text(yaml.safe_dump({
         "lakehouse": {"root": settings.lakehouse.root}, "tracking": {"enabled": False}, "run": {"deterministic": False},
         "publish": {"export_path": settings.publish.export_path},
-        "spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}},
+        "spark": {"master": "local[1]", "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
+                                                 # its cold driver JVM maps Spark's classes from the tests'
+                                                 # class-data archive (tests/jvm_archive.py)
+                                                 "spark.driver.extraJavaOptions": java_options(spark_archive())}},
         "pii": {"canaries": {"count": 4}},  # its detect_pii still measures (and charges) canaries: 4, not 40
         "clusant": {"entity_types": ["PERSON", "LOCATION"], "n_clusters": 4, "vocabulary": {"size": 40},
                     "cache_dir": str(tmp_path / "vocab-cache"),
