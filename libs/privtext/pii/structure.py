@@ -338,7 +338,10 @@ def analyze(text: str, known_first_names: frozenset[str], not_names: frozenset[s
 def _speaker(label: str, turns: int, not_names: frozenset[str]) -> bool:
     """A chat turn's label (no role) names its speaker: a word that is never a name elsewhere ("Mark", "grace",
     "Christian" are also a verb, a word and a faith) is one in this place when it labels two turns or more and
-    is no stop, greeting, chat, calendar, form or kinship word."""
+    is no stop, greeting, chat, calendar, form or kinship word. A label without a letter ("0:", "12:") names no
+    one: a numbered list's item, not a speaker."""
+    if not _WORDS.search(label):
+        return False
     if label.casefold() not in not_names:
         return True
     return turns >= 2 and not any(w in _never_speakers() or is_calendar_word(w) for w in label.casefold().split())

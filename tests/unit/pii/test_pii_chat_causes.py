@@ -79,6 +79,9 @@ def test_a_label_is_a_speaker_unless_a_word_labels_one_turn(label, times):
     if not structure._TURN.fullmatch(f"{label}: ") or structure._ROLE.fullmatch(label) \
             or label.casefold() in structure._FIELD_LABELS:
         return
+    if not re.search(r"[^\W\d_]", label):  # "0:", "12:": a numbered item, no one's name
+        assert not named
+        return
     if label.casefold() in _not_names() and times == 1:
         assert not named
     if label.casefold() not in _not_names():

@@ -85,6 +85,7 @@ def test_lower_case_names_are_whole_known_words_that_are_no_english_word(parts):
 # found on a clean clone: a code point of the CJK extension planes that Python's Unicode tables leave unassigned
 # was taken as an uncased letter (the planes' whole range was), so a "name" without a letter
 @example(before="A", cue="Ta,\n", name="A", after="\n", rest="\U0002ebe1")
+@example(before="0: ", cue="Ta,\n", name="A", after="\n", rest="0: ")  # a clean clone's draw: "0:" turns, "0" a name
 def test_sign_off_and_greeting_spans_stay_on_a_name_in_any_unicode(before, cue, name, after, rest):
     text = before + cue + name + after + rest
     shape = structure.analyze(text, _known_first_names(), _not_names(), ENGLISH, names_that_are_words())
