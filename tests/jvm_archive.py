@@ -47,7 +47,8 @@ def _key() -> str:
 
     jars = Path(pyspark.__file__).parent / "jars"
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    listing = sorted(f"{p.name}:{p.stat().st_size}" for p in jars.glob("*.jar"))
+    # the jars' times too: a reinstalled venv at the same path has other files, whose archive the JVM refuses
+    listing = sorted(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in jars.glob("*.jar"))
     return hashlib.sha256("\n".join([java, str(jars), *listing]).encode()).hexdigest()[:16]
 
 
@@ -73,5 +74,7 @@ def spark_archive() -> Path | None:
 
 
 def java_options(archive: Path | None) -> str:
-    """A short-lived JVM's options: C1 only (as privtext's drivers, platform.spark.DEFAULT_CONF) and the archive."""
-    return "-XX:TieredStopAtLevel=1" + (f" -XX:SharedArchiveFile={archive}" if archive else "")
+    """A short-lived JVM's options: C1 only (as privtext's drivers, platform.spark.DEFAULT_CONF) and the archive,
+    without the JVM's class-sharing log (an archive it refuses is a warning on stdout, which tests read)."""
+    return "-XX:TieredStopAtLevel=1" + (f" -XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
+                                        if archive else "")
