@@ -199,7 +199,9 @@ def test_a_text_over_max_chars_is_quarantined_before_it_becomes_a_spark_row(ctx,
                                   + json.dumps({"doc_id": "j2", "text": long}) + "\n")
     (drop / "b.csv").write_text(f"doc_id,text\nc1,{long}\nc2,fine\n")
     pd.DataFrame({"doc_id": ["p1", "p2", "p3"], "text": ["ok", "also ok", long]}).to_parquet(drop / "c.parquet")
-    parsed = ingest.parse_inputs(ctx, str(drop))[0].collect()
+    from privtext.pii.hashing import DETERMINISTIC_TEST_KEY
+
+    parsed = ingest.parse_inputs(ctx, str(drop), DETERMINISTIC_TEST_KEY)[0].collect()
     assert max(len(str(value)) for row in parsed for value in row.asDict().values()) < 1000
     result = ingest.run(ctx, str(drop))
     assert sorted(read(ctx, DOCUMENTS).doc_id) == ["c2", "j1", "p1", "p2"] and result.documents == 4

@@ -455,10 +455,19 @@ def _limit_size(records: list[dict], max_chars: int) -> list[dict]:
     return records
 
 
-def _parse_files(delimiter: str, max_chars: int, problems: dict[str, str]):
+def _with_keyed_ids(records: list[dict], key: bytes) -> list[dict]:
+    """A usable record without a doc_id gets ``keyed_doc_id`` here, in the parsing worker (a separate Python
+    UDF would hold a second Python worker per task, started again at every load)."""
+    for r in records:
+        if r["reason"] is None and r["doc_id"] is None and r["text"] is not None:
+            r["doc_id"] = keyed_doc_id(key, r["source_file"], r["text"])
+    return records
+
+
+def _parse_files(delimiter: str, max_chars: int, problems: dict[str, str], key: bytes):
     """``mapInPandas`` over input paths: each file is opened and parsed in the Python worker (its bytes never
     travel through the JVM); a file in ``problems`` (unreadable, a conflicting Parquet schema) is one
-    quarantine row with its reason."""
+    quarantine row with its reason. Usable records without a doc_id get their keyed one."""
     def parse(batches):
         for batch in batches:
             for path in batch["path"]:
@@ -471,7 +480,8 @@ def _parse_files(delimiter: str, max_chars: int, problems: dict[str, str]):
                     for records in _parsed_chunks(path, source, delimiter):
                         if records:
                             empty = False
-                            yield pd.DataFrame(_limit_size(records, max_chars), columns=PARSED_SCHEMA.names)
+                            yield pd.DataFrame(_with_keyed_ids(_limit_size(records, max_chars), key),
+                                               columns=PARSED_SCHEMA.names)
                 except Exception as error:  # noqa: BLE001  a file the parsers did not foresee: quarantined whole
                     empty = False  # (the type only: a message may quote the file's text)
                     yield pd.DataFrame([_record({}, source, 0, "", f"could not parse the file: {type(error).__name__}",
@@ -542,9 +552,10 @@ def file_problems(files: list[str]) -> dict[str, str]:
     return problems
 
 
-def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
+def parse_inputs(ctx: RunContext, path: str, key: bytes) -> tuple[DataFrame, list[str]]:
     """All input records with a ``reason`` set for those that cannot be parsed, and the skipped files.
-    Spark distributes the file paths only: each file is read and parsed in a Python worker."""
+    Spark distributes the file paths only: each file is read and parsed in a Python worker, which gives a
+    usable record without a doc_id its keyed one (HMAC under ``key``)."""
     files, skipped = _input_files(path)
     skipped = [_printable(name) for name in skipped]
     if skipped:
@@ -561,22 +572,17 @@ def parse_inputs(ctx: RunContext, path: str) -> tuple[DataFrame, list[str]]:
                     "; ".join(f"{os.path.basename(f)}: {why}" for f, why in sorted(problems.items())))
     paths = ctx.spark.createDataFrame([(f,) for f in files], "path string")
     ingest = ctx.settings.ingest
-    return paths.mapInPandas(_parse_files(ingest.csv_delimiter, ingest.max_chars, problems), PARSED_SCHEMA), skipped
+    return paths.mapInPandas(_parse_files(ingest.csv_delimiter, ingest.max_chars, problems, key),
+                             PARSED_SCHEMA), skipped
 
 
-def validate(parsed: DataFrame, key: bytes) -> DataFrame:
-    """Set ``reason`` for missing text and duplicate doc_ids; fill missing doc_ids (keyed)."""
-    doc_id_udf = F.udf(lambda source_file, text: keyed_doc_id(key, source_file, text), StringType())
+def validate(parsed: DataFrame) -> DataFrame:
+    """Set ``reason`` for missing text and duplicate doc_ids (missing doc_ids were filled, keyed, by the parser)."""
     text_ok = F.col("reason").isNull()
     df = parsed.withColumn(
         "reason",
         F.when(~text_ok, F.col("reason"))
         .when(F.col("text").isNull(), F.lit("empty text")),  # blank text: quarantined by the parser (_is_blank)
-    )
-    df = df.withColumn(
-        "doc_id",
-        F.when(F.col("reason").isNull() & F.col("doc_id").isNull(),
-               doc_id_udf("source_file", "text")).otherwise(F.col("doc_id")),
     )
     first = Window.partitionBy("doc_id").orderBy("source_file", "line_no")
     df = df.withColumn("_rank", F.when(F.col("reason").isNull(), F.row_number().over(first)))
@@ -624,8 +630,8 @@ def check_load_size(usable: int, previous: int, reasons: dict[str, int], min_rat
 def run(ctx: RunContext, input_path: str, allow_empty: bool = False, allow_smaller: bool = False) -> IngestResult:
     run = ctx.settings.run
     key = load_hmac_key(run.hmac_key_env, run.hmac_key_file, run.deterministic)
-    raw, skipped = parse_inputs(ctx, input_path)
-    parsed = mark_erased(validate(raw, key), key, tombstoned_keys(ctx.lakehouse)).cache()
+    raw, skipped = parse_inputs(ctx, input_path, key)
+    parsed = mark_erased(validate(raw), key, tombstoned_keys(ctx.lakehouse)).cache()
     try:
         date, run_id = F.lit(ctx.date).cast("date"), F.lit(ctx.run_id)
         good = parsed.where(F.col("reason").isNull()).select(
