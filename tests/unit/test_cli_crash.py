@@ -18,7 +18,7 @@ def _parser_raising(error):
         raise error
 
     parser.set_defaults(func=fail)
-    return lambda: parser
+    return lambda *command: parser
 
 
 @pytest.mark.parametrize("error, cause", [(RuntimeError(SPARK_MESSAGE), "Python worker crashed"),
