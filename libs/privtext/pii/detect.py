@@ -112,9 +112,25 @@ def _offline_email_recognizer():
     return OfflineEmailRecognizer()
 
 
+def _defer_transformers_pipelines() -> None:
+    """Presidio's Hugging Face NER pipe (unused: the NER is spaCy's) binds ``transformers.pipeline`` when Presidio
+    is imported, which imports every transformers pipeline (~5 CPU s of each Python worker building an analyzer):
+    bound first to a function that imports them when it is called, they load only where a pipeline is built."""
+    import transformers
+
+    if "pipeline" not in vars(transformers):  # not yet resolved by transformers' lazy module
+        def pipeline(*args, **kwargs):
+            from transformers.pipelines import pipeline as build
+
+            return build(*args, **kwargs)
+
+        transformers.pipeline = pipeline
+
+
 def _build_analyzer(settings: PiiSettings):
-    # Presidio (and the transformers pipelines it imports, ~4 s) loads here, in the Python workers only:
-    # the driver imports this module (pii.secrets) but never builds an analyzer
+    # Presidio loads here, in the Python workers only: the driver imports this module (pii.secrets) but never
+    # builds an analyzer
+    _defer_transformers_pipelines()
     from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
     from presidio_analyzer.predefined_recognizers import (
