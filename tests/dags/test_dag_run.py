@@ -17,8 +17,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from jvm_archive import java_options, spark_archive
 
 DATE = "2026-01-15"
+SHORT_LIVED_JVM = "-XX:+UseSerialGC -XX:CICompilerCount=1"
+# every task's driver and Python workers run torch and BLAS on one thread, as the test process does (one_torch_thread,
+# tests/conftest.py): the suite keeps both cores busy, and there a second, spinning thread took 90 CPU s for the
+# sanitize task's build of the static encoder's piece table on a fresh clone (cache/embed) where one took 51
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 DAG = "nightly_sanitized_export"
 STAGES = ("ingest", "detect_pii", "embed", "sanitize", "audit", "publish")
 
@@ -57,15 +63,17 @@ def background(airflow, folder: Path) -> dict | None:
     migrate = airflow.run([airflow.airflow, "db", "migrate"], timeout=300)
     if migrate.returncode != 0:
         return {"migrate": migrate}
-    # submit-time Spark conf (the DAG's spark_properties param): the driver JVM JIT-compiles with C1 only, as
-    # privtext's own sessions do (platform.spark.DEFAULT_CONF; under spark-submit the JVM is up before it reads them)
+    # submit-time Spark conf (the DAG's spark_properties param; under spark-submit the JVM is up before privtext's
+    # platform.spark.DEFAULT_CONF is read): each task's driver JVM JIT-compiles with C1 only, as privtext's own
+    # sessions do, maps Spark's classes from the tests' class-data archive (tests/jvm_archive.py: spark-submit's
+    # class path is the archive's) and runs the serial collector with one compiler thread (a short-lived JVM)
     properties = folder / "spark.properties"
-    properties.write_text("spark.driver.extraJavaOptions -XX:TieredStopAtLevel=1\n")
+    properties.write_text(f"spark.driver.extraJavaOptions {java_options(spark_archive())} {SHORT_LIVED_JVM}\n")
     run_conf = json.dumps({"config": str(conf), "input_path": str(sample), "py_files": str(zip_path),
                            "spark_properties": str(properties)})
     result = airflow.run([airflow.airflow, "dags", "test", DAG, DATE, "-c", run_conf], timeout=1800,
                          AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[1]"}),
-                         PRIVTEXT_HMAC_KEY="dag-test-key-0123456789abcdef")
+                         PRIVTEXT_HMAC_KEY="dag-test-key-0123456789abcdef", **ONE_THREAD)
     log = airflow.project / "build" / "airflow" / f"dags-test-{DAG}.log"
     log.write_text(result.stdout + result.stderr)
     return {"migrate": migrate, "result": result, "conf": conf, "lake": folder / "lake",
