@@ -15,6 +15,10 @@ TEST_SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.default.parallelism": "2",
 }
+# Spark's Python workers run torch and BLAS on one thread, as the test process does (one_torch_thread): on two busy
+# cores a second, spinning thread costs CPU and gains nothing (docs/development.md, "Session 23 cuts")
+TEST_SPARK_CONF.update({f"spark.executorEnv.{name}": "1"
+                        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
 
 
 def make_settings(root, **sections):
@@ -94,9 +98,14 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
+    from jvm_archive import java_options, spark_archive
+
     from privtext.platform.spark import get_spark
 
-    session = get_spark(make_settings(tmp_path_factory.mktemp("spark-root")))
+    # the session's JVM maps Spark's classes from the tests' class-data archive (tests/jvm_archive.py), as the
+    # subprocess JVMs do
+    conf = {**TEST_SPARK_CONF, "spark.driver.extraJavaOptions": java_options(spark_archive())}
+    session = get_spark(make_settings(tmp_path_factory.mktemp("spark-root"), spark={"conf": conf}))
     yield session
     session.stop()
 
