@@ -162,6 +162,7 @@ def _tier(ctx: RunContext, entity_type: str) -> str:
 
 
 PHRASE_VECTORS = StructType([StructField("i", LongType()), StructField("embedding", ArrayType(FloatType()))])
+PHRASES_PER_TASK = 4096  # a task encodes them in ~1 s; a worker's first load of the encoder costs ~5 CPU s
 
 
 def _encode_task(settings):
@@ -185,7 +186,8 @@ def encoder(ctx: RunContext):
     def encode(phrases: list[str]) -> np.ndarray:
         phrases = [ascii_digits(p) for p in phrases]
         frame = pd.DataFrame({"i": np.arange(len(phrases), dtype=np.int64), "phrase": phrases})
-        out = (ctx.spark.createDataFrame(frame, "i long, phrase string")
+        tasks = max(1, -(-len(phrases) // PHRASES_PER_TASK))  # a few hundred phrases: one worker loads the model
+        out = (ctx.spark.createDataFrame(frame, "i long, phrase string").coalesce(tasks)
                .mapInPandas(_encode_task(settings), PHRASE_VECTORS).toPandas().sort_values("i"))
         if len(out) != len(phrases):
             raise AuditError(f"phrase encoding returned {len(out)} vectors for {len(phrases)} phrases")
