@@ -28,9 +28,10 @@ from privtext.settings import PROJECT_ROOT, Settings, resolve_uri
 USEFUL_VOCABULARY = 1000  # fewer released word vectors than this cannot serve as an embedding
 REFRESH_DATASET = "support_chats"
 REFRESH_SAMPLE = 400  # live-chat messages of the refresh's own source (about 40% without a secret)
-# SecPE at the demo's time budget (docs/products/synthetic.md): N_syn 100 from N_syn * L = 200 generated
-# messages, one private selection (T = 1); generation is most of the refresh's CPU, and 200 gave the same decision
-REFRESH_SECPE = {"n_syn": 100, "variations": 2, "rounds": 1, "clusters": 8}
+# SecPE at the demo's time budget (docs/products/synthetic.md): N_syn 50 from ceil(N_syn / 4 labels) * L = 104
+# generated messages, one private selection (T = 1); generation is most of the refresh's CPU, and N_syn 100 and
+# 200 gave the same decision (docs/benchmarks.md, "The first demo, session 23")
+REFRESH_SECPE = {"n_syn": 50, "variations": 2, "rounds": 1, "clusters": 8}
 
 
 def _chat_prompts():

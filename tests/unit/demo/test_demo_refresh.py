@@ -1,4 +1,6 @@
 """The demo's synthetic refresh settings: its own restricted zone and dataset, the shared ledger's zone."""
+import math
+
 from privtext import demo
 from privtext.settings import load_settings
 
@@ -12,7 +14,11 @@ def test_the_refresh_reads_its_own_restricted_zone_and_shares_the_ledgers(tmp_pa
     for zone in ("protected", "published"):  # the one ledger (protected) and the published tables
         assert refresh.lakehouse.zone_root(zone) == settings.lakehouse.zone_root(zone)
     assert refresh.budget(demo.REFRESH_DATASET) == settings.budget(settings.run.dataset)
-    assert refresh.secpe.n_syn >= 100 and refresh.generate.prompts[demo.REFRESH_DATASET].max_new_tokens == 24
+    secpe = refresh.secpe  # the demo's size: one private selection of N_syn among ceil(N_syn / 4 labels) * L per label
+    assert {key: getattr(secpe, key) for key in demo.REFRESH_SECPE} == demo.REFRESH_SECPE != {
+        key: getattr(settings.secpe, key) for key in demo.REFRESH_SECPE}
+    assert secpe.rounds == 1 and 4 * math.ceil(secpe.n_syn / 4) * secpe.variations > secpe.n_syn >= 50
+    assert refresh.generate.prompts[demo.REFRESH_DATASET].max_new_tokens == 24
 
 
 def test_a_configured_refresh_budget_is_kept(tmp_path):
