@@ -32,7 +32,8 @@ for i in $(seq 1 "$n"); do
     case $step in
       clone) git clone -q "$repo" "$dir" ;;
       *) "${PYTHON:-python3.11}" "$dir/benchmarks/platform/cpu_tree.py" -- make -C "$dir" "$step" \
-           >"$scratch/$step$i.log" 2>&1 || { tail -20 "$scratch/$step$i.log"; exit 1; } ;;
+           >"$scratch/$step$i.log" 2>&1 || { grep -E '^(FAILED|ERROR) |[0-9]+ (passed|failed)' "$scratch/$step$i.log" | tail -40
+           tail -20 "$scratch/$step$i.log"; exit 1; } ;;
     esac
     t1=$(date +%s.%N)
     printf 'clone%d_%s_seconds: %.1f\n' "$i" "$step" "$(echo "$t1 - $t0" | bc)" | tee -a "$scratch/times"
