@@ -162,7 +162,7 @@ def _tier(ctx: RunContext, entity_type: str) -> str:
 
 
 PHRASE_VECTORS = StructType([StructField("i", LongType()), StructField("embedding", ArrayType(FloatType()))])
-PHRASES_PER_TASK = 4096  # a task encodes them in ~1 s; a worker's first load of the encoder costs ~5 CPU s
+PHRASES_PER_TASK = 4096  # a task encodes them in ~1 s; a worker's first load of the encoder costs ~15-25 CPU s
 
 
 def _encode_task(settings):
