@@ -11,6 +11,15 @@ def make_budget_settings(root, deterministic: bool = False, **limits):
         "privacy": {"budgets": {"reviews": budget}},
     })
 
+def rules_only(**fields):
+    """``PiiSettings(**fields)`` without the trained NER: the rule, gazetteer and spaCy ensemble the PII unit tests
+    specify, whatever ``make demo`` left in the project's cache/detector (the trained NER's tests train their own
+    into a folder of their own: tests/integration/test_trained_detector.py, tests/unit/pii/test_pii_tagger.py)."""
+    from privtext.pii.settings import PiiSettings
+
+    recognizers = {**fields.pop("recognizers", {}), "trained_ner": False}
+    return PiiSettings(**fields, recognizers=recognizers)
+
 
 def write_rows(ctx, spec, rows: list[dict], partition_values: dict | None = None):
     """Write literal rows into a table (replacing the partitions given) — input fixtures for stage tests

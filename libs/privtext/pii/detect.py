@@ -340,7 +340,8 @@ def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings,
     shape = structure.analyze(fold_text, _known_first_names(), _not_names(), english, names_that_are_words())
     own = [Span(kind, start, end, structure.STRUCTURE_SCORE, settings.tier_of(kind), "")
            for kind, start, end in shape.spans if kind in entities]
-    found = structure.apply(refine(spans, fold_text, settings), shape, fold_text)
+    found = structure.names_outside_values(structure.apply(refine(spans, fold_text, settings), shape, fold_text),
+                                           fold_text, _not_names())
     kept = resolve_overlaps(found + refine(own, fold_text, settings))
     if "PERSON" in entities:
         same = structure.apply(_same_names(fold_text, kept, settings), shape, fold_text)  # not in a list's tag

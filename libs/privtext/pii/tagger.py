@@ -77,7 +77,9 @@ def token_labels(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, 
 def decode(text: str, offsets: Sequence[tuple[int, int]], labels: Sequence[int], probs: Sequence[float]
            ) -> list[tuple[int, int, str, float]]:
     """Character spans ``(start, end, type, confidence)`` of B/I runs, widened to whole words; a word's
-    first labelled piece decides its type (the pieces glued to it join its span)."""
+    first labelled piece decides its type (the pieces glued to it join its span). Punctuation at a span's
+    edges is left out ("Briay," -> "Briay"), and a span without a letter (an IP address, a number) is no
+    name, place or organisation."""
     spans, current = [], None
     for (start, end), label, prob in zip(offsets, labels, probs):
         if start == end:
@@ -100,7 +102,12 @@ def decode(text: str, offsets: Sequence[tuple[int, int]], labels: Sequence[int],
             start -= 1
         while end < len(text) and text[end].isalnum():
             end += 1
-        out.append((start, end, kind, sum(ps) / len(ps)))
+        while start < end and not text[start].isalnum():
+            start += 1
+        while end > start and not text[end - 1].isalnum():
+            end -= 1
+        if any(c.isalpha() for c in text[start:end]):
+            out.append((start, end, kind, sum(ps) / len(ps)))
     return out
 
 

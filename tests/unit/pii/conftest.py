@@ -26,8 +26,9 @@ def block_network():
 
 @pytest.fixture(scope="module")
 def analyzer(block_network):
-    """The default analyzer (cached per process), used with the network blocked."""
+    """The rule ensemble's analyzer (``rules_only``: no trained NER; cached per process), used with the network
+    blocked."""
     from privtext.pii.detect import get_analyzer
-    from privtext.pii.settings import PiiSettings
+    from tests_support import rules_only
 
-    return get_analyzer(PiiSettings())
+    return get_analyzer(rules_only())

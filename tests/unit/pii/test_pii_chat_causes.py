@@ -11,9 +11,9 @@ from privtext.pii import structure
 from privtext.pii.detect import Span, _known_first_names, _not_names, detect_spans
 from privtext.pii.gazetteers import NRP_LIST, find_proper_noun_runs, first_names, is_group, last_names
 from privtext.pii.refine import RELATIVE_TIME
-from privtext.pii.settings import PiiSettings
+from tests_support import rules_only
 
-SETTINGS = PiiSettings()
+SETTINGS = rules_only()
 WORD = st.text(alphabet=st.characters(categories=("L", "M", "N")), min_size=1, max_size=12)
 
 

@@ -9,9 +9,9 @@ from hypothesis import given, settings as hsettings, strategies as st
 from privtext.pii import structure
 from privtext.pii.detect import _INTRODUCED, Span, _person_words, _retyped_names, _same_names, detect_spans
 from privtext.pii.gazetteers import find_proper_noun_runs
-from privtext.pii.settings import PiiSettings
+from tests_support import rules_only
 
-SETTINGS = PiiSettings()
+SETTINGS = rules_only()
 
 
 def found(analyzer, text):

@@ -14,7 +14,7 @@ from privtext.pii.detect import (
     resolve_overlaps,
 )
 from privtext.pii.hashing import DETERMINISTIC_TEST_KEY
-from privtext.pii.settings import PiiSettings
+from tests_support import rules_only
 
 # Made-up people, companies and numbers (the card passes Luhn, the IBAN its mod-97 check).
 TEXT = ("Dear team, yesterday Jonathan Whitaker called from Boston about the renewal. "
@@ -44,15 +44,15 @@ def _expected(text, planted):
 
 
 def test_planted_pii_found_with_exact_offsets_and_tiers(analyzer):
-    spans = detect_spans(analyzer, TEXT, PiiSettings())
+    spans = detect_spans(analyzer, TEXT, rules_only())
     found = {(s.entity_type, s.start, s.end, s.tier) for s in spans}
     missing = _expected(TEXT, PLANTED) - found
     assert not missing, f"not detected: {sorted(missing)}"
-    assert all(s.score >= PiiSettings().score_threshold for s in spans)
+    assert all(s.score >= rules_only().score_threshold for s in spans)
 
 
 def test_spans_do_not_overlap_and_email_beats_overlapping_ner(analyzer):
-    spans = detect_spans(analyzer, TEXT, PiiSettings())
+    spans = detect_spans(analyzer, TEXT, rules_only())
     assert all(a.end <= b.start for a, b in zip(spans, spans[1:]))
     # the URL's "secret@portal.example.org" must not be reported as an e-mail
     assert not any(s.entity_type == "EMAIL_ADDRESS" and TEXT[s.start:s.end].startswith("secret") for s in spans)
@@ -93,10 +93,10 @@ def test_chunked_long_document_matches_unchunked(analyzer):
         "Later, Carlos Mendoza flew from Madrid to Toronto with colleagues from Deloitte.",
     ]
     text = " ".join(sentences[i % 4] for i in range(60))  # ~4,400 chars
-    chunked = PiiSettings(max_chunk_chars=2000, chunk_overlap_chars=200)
+    chunked = rules_only(max_chunk_chars=2000, chunk_overlap_chars=200)
     windows = chunk_windows(text, 2000, 200)
     assert len(windows) >= 3
-    whole = detect_spans(analyzer, text, PiiSettings())
+    whole = detect_spans(analyzer, text, rules_only())
     parts = detect_spans(analyzer, text, chunked)
     assert [(s.entity_type, s.start, s.end) for s in parts] == [(s.entity_type, s.start, s.end) for s in whole]
     cuts = [own_end for _, _, _, own_end in windows[:-1]]
@@ -112,7 +112,7 @@ def test_chunked_long_document_matches_unchunked(analyzer):
 def test_custom_recognizers_offline_with_their_tiers(block_network):
     with pytest.raises(OSError):
         socket.create_connection(("example.org", 443))
-    settings = PiiSettings(
+    settings = rules_only(
         entities=["EMAIL_ADDRESS", "URL", "PERSON"],
         custom_recognizers=[
             {"name": "EMPLOYEE_ID", "tier": "PII",
@@ -132,13 +132,13 @@ def test_custom_recognizers_offline_with_their_tiers(block_network):
 
 def test_unknown_entity_is_refused():
     with pytest.raises(ValueError, match="FAVOURITE_COLOUR"):
-        _build_analyzer(PiiSettings(entities=["FAVOURITE_COLOUR"], tiers={"FAVOURITE_COLOUR": "PoII"}))
+        _build_analyzer(rules_only(entities=["FAVOURITE_COLOUR"], tiers={"FAVOURITE_COLOUR": "PoII"}))
 
 
 def test_detect_frame_hashes_values_and_hides_raw_text(analyzer):
     frame = pd.DataFrame({"doc_id": ["a", "b", "c"],
                           "text": [TEXT, "Mail jon.whitaker@northwind-mail.com today.", None]})
-    out = detect_frame(analyzer, frame, PiiSettings(), DETERMINISTIC_TEST_KEY)
+    out = detect_frame(analyzer, frame, rules_only(), DETERMINISTIC_TEST_KEY)
     assert list(out.columns) == SPAN_COLUMNS
     assert set(out["doc_id"]) == {"a", "b"}
     assert out["secret_id"].str.fullmatch(r"[0-9a-f]{64}").all()
@@ -147,7 +147,7 @@ def test_detect_frame_hashes_values_and_hides_raw_text(analyzer):
         assert value not in dump and value.lower() not in dump
     emails = out[out["entity_type"] == "EMAIL_ADDRESS"]
     assert emails["secret_id"].nunique() == 1 and len(emails) == 2  # same value -> same id across docs
-    other_key = detect_frame(analyzer, frame, PiiSettings(), b"another-key-of-enough-length!!")
+    other_key = detect_frame(analyzer, frame, rules_only(), b"another-key-of-enough-length!!")
     assert set(other_key["secret_id"]).isdisjoint(out["secret_id"])
 
 

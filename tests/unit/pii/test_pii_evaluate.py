@@ -37,9 +37,9 @@ def test_exact_overlap_any_type_and_dont_care():
 
 def test_tuned_recognizers_find_handles_and_census_names():
     from privtext.pii.detect import detect_spans, get_analyzer
-    from privtext.pii.settings import PiiSettings
+    from tests_support import rules_only
 
-    tuned, plain = PiiSettings(), PiiSettings(custom_recognizers=[], census_first_names=0)
+    tuned, plain = rules_only(), rules_only(custom_recognizers=[], census_first_names=0)
     text = "thx @bob_99 !! talked to Mary Watson about it"
     found = {(s.entity_type, text[s.start:s.end]) for s in detect_spans(get_analyzer(tuned), text, tuned)}
     assert ("USERNAME", "@bob_99") in found and ("PERSON", "Mary Watson") in found

@@ -11,9 +11,9 @@ from hypothesis import example, given, settings as hsettings, strategies as st
 from privtext.pii import structure
 from privtext.pii.detect import _known_first_names, _not_names, detect_spans
 from privtext.pii.gazetteers import find_names, first_names, names_that_are_words
-from privtext.pii.settings import PiiSettings
+from tests_support import rules_only
 
-SETTINGS = PiiSettings()
+SETTINGS = rules_only()
 BODY = "The build on the staging box failed again; the log is on the share.\n\n"
 
 

@@ -11,10 +11,10 @@ from hypothesis import example, given, settings as hsettings, strategies as st
 from privtext.pii.detect import detect_spans
 from privtext.pii.gazetteers import stop_words
 from privtext.pii.refine import _not_a_date
-from privtext.pii.settings import PiiSettings
+from tests_support import rules_only
 
-DEFAULT = PiiSettings()
-RELATIVE_ON = PiiSettings(relative_time_is_pii=True)
+DEFAULT = rules_only()
+RELATIVE_ON = rules_only(relative_time_is_pii=True)
 NO_DATE_ELEMENT = ["this past summer", "the first 2 days", "this past weekend", "the other day", "later today",
                    "the end of the month", "during the summer"]
 LAYOUTS = ["%B %d, %Y", "%d %b %Y", "%Y-%m-%d", "%m/%d/%Y", "%a, %d %b %Y %H:%M:%S", "%A the %d", "%b %Y", "%d.%m."]

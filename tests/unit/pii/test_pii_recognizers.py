@@ -3,19 +3,19 @@ import pytest
 
 from privtext.pii.detect import detect_spans, get_analyzer
 from privtext.pii.refine import RELATIVE_TIME
-from privtext.pii.settings import PiiSettings
+from tests_support import rules_only
 
 
 @pytest.fixture(scope="module")
 def analyzer():
-    return get_analyzer(PiiSettings())
+    return get_analyzer(rules_only())
 
 
 def covered(analyzer, text, value, settings=None):
     """(entity types of the spans overlapping ``value``, share of its characters covered)."""
     start = text.index(value)
     end = start + len(value)
-    spans = detect_spans(analyzer, text, settings or PiiSettings())
+    spans = detect_spans(analyzer, text, settings or rules_only())
     inside = sum(1 for c in range(start, end) if any(s.start <= c < s.end for s in spans))
     return {s.entity_type for s in spans if s.start < end and start < s.end}, inside / len(value)
 
@@ -44,8 +44,8 @@ DEFAULTS_MISSED = [
 
 
 def test_the_switches_turn_recognizers_off(analyzer):
-    base = PiiSettings()
-    off = PiiSettings(recognizers={"street_address": False, "order_numbers": False},
+    base = rules_only()
+    off = rules_only(recognizers={"street_address": False, "order_numbers": False},
                       entities=[e for e in base.entities if e not in ("STREET_ADDRESS", "ORDER_NUMBER")])
     text = "Send it to 97923 Butler Shores Apt. 926, West Jennifer, ND 12345 for order #482913."
     types, share = covered(get_analyzer(off), text, "97923 Butler Shores Apt. 926", off)
@@ -61,7 +61,7 @@ def test_relative_time_is_not_pii(analyzer, phrase):
     text = f"The service was down for {phrase} and nobody answered."
     types, _ = covered(analyzer, text, phrase)
     assert "DATE_TIME" not in types
-    kept, _ = covered(analyzer, text, phrase, PiiSettings(relative_time_is_pii=True))
+    kept, _ = covered(analyzer, text, phrase, rules_only(relative_time_is_pii=True))
     assert kept <= {"DATE_TIME"}  # with the switch on, spaCy's DATE spans come back (where it finds one)
 
 
@@ -83,10 +83,10 @@ def test_the_sample_suite_measures_recall_coverage_and_precision(analyzer):
     from privtext.pii.coverage import measure, suite
 
     docs = suite("sample", 60, 7)
-    result = measure(docs, PiiSettings())
+    result = measure(docs, rules_only())
     assert result["overall"]["values"] == sum(len(d.gold) for d in docs) > 40
     assert 0.9 <= result["overall"]["recall"] <= 1.0 and 0.0 < result["overall"]["precision"] <= 1.0
-    nothing = measure(docs, PiiSettings(entities=["US_SSN"]))  # a detector that misses almost everything
+    nothing = measure(docs, rules_only(entities=["US_SSN"]))  # a detector that misses almost everything
     assert nothing["overall"]["coverage"] < 0.2 < result["overall"]["coverage"]
 
 
@@ -115,11 +115,11 @@ INTERNATIONAL = [
 
 def test_an_address_block_stops_at_prose_and_labels(analyzer):
     text = "Ship to 12 Main Street Thanks a lot\nMobile: 555 0101"
-    spans = detect_spans(analyzer, text, PiiSettings())
+    spans = detect_spans(analyzer, text, rules_only())
     address = [text[s.start:s.end] for s in spans if s.entity_type == "STREET_ADDRESS"]
     assert address == ["12 Main Street"]
     narrow = detect_spans(analyzer, "Send it to 4317 Invalidenstrasse 19\n Apt. 390\n Walshausen",
-                          PiiSettings(widen_addresses=False))
+                          rules_only(widen_addresses=False))
     assert all(s.end - s.start < len("4317 Invalidenstrasse 19\n Apt. 390") for s in narrow)
 
 
@@ -128,7 +128,7 @@ def test_bare_digit_groups_are_not_dates(analyzer):
     from privtext.pii.refine import plain_text
 
     text = "Call the office on 4746-3459 about unit 7015."
-    assert all(s.entity_type != "DATE_TIME" for s in detect_spans(analyzer, text, PiiSettings()))
+    assert all(s.entity_type != "DATE_TIME" for s in detect_spans(analyzer, text, rules_only()))
     assert plain_text("a\\nb") == "a \nb" and len(plain_text("x\\ty\\n")) == len("x\\ty\\n")
 
 
@@ -177,15 +177,15 @@ def test_spans_do_not_swallow_the_next_line_or_a_neighbour(analyzer):
         ("including Yvonne Kwiatkowski, Merle Mercado and Eric Durr.", "Eric Durr", "PERSON"),
     ]
     for text, value, etype in cases:
-        spans = detect_spans(analyzer, text, PiiSettings())
+        spans = detect_spans(analyzer, text, rules_only())
         start = text.index(value)
         assert [s.entity_type for s in spans if s.start <= start < s.end] == [etype], value
-    mobile = detect_spans(analyzer, "Mobile: 730 064 218", PiiSettings())
+    mobile = detect_spans(analyzer, "Mobile: 730 064 218", rules_only())
     assert all(s.entity_type != "LOCATION" for s in mobile)  # the label, not the city in Alabama
 
 
 def test_the_gazetteer_switches_turn_off(analyzer):
-    off = PiiSettings(recognizers={"first_names": False, "proper_noun_runs": False, "nationalities": False,
+    off = rules_only(recognizers={"first_names": False, "proper_noun_runs": False, "nationalities": False,
                                    "places": False, "trained_ner": False})  # the trained NER finds "John" too
     for text, value in [("Sophia shouted at John: \"What are you doing here?\"", "John"),
                         ("We are proud latvians", "latvians"),

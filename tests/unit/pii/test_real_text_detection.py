@@ -4,9 +4,9 @@ default analyzer (one per module). Names, addresses and numbers are made up."""
 import pytest
 
 from privtext.pii.detect import detect_spans
-from privtext.pii.settings import PiiSettings
+from tests_support import rules_only
 
-SETTINGS = PiiSettings()
+SETTINGS = rules_only()
 
 
 def spans_of(analyzer, text):
@@ -160,7 +160,7 @@ def _digest(messages: int) -> tuple[str, list[tuple[str, str]]]:
 
 def test_a_long_digest_across_many_windows_keeps_every_value_once(analyzer):
     text, planted = _digest(150)  # about 70,000 characters, 9 windows of 8,000
-    settings = PiiSettings(max_chunk_chars=8_000, chunk_overlap_chars=200)
+    settings = rules_only(max_chunk_chars=8_000, chunk_overlap_chars=200)
     spans = detect_spans(analyzer, text, settings)
     assert all(a.end <= b.start for a, b in zip(spans, spans[1:]))
     found = [(s.entity_type, text[s.start:s.end]) for s in spans]
