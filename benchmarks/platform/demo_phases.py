@@ -41,7 +41,7 @@ def stages(out_path: str) -> list[tuple[str, float, float]]:
 def group(label: str, argv: str, driver: str | None, pid: str) -> str:
     if label in ("java", "env"):
         return "jvm"
-    if "pyspark.daemon" in argv:
+    if "pyspark.daemon" in argv or "pyspark.worker" in argv:  # privtext.platform.spark_daemon pyspark.worker
         return "py-workers"
     if "privtext.prepare" in argv:
         return "prepare:" + "+".join(argv.split("privtext.prepare", 1)[1].split())

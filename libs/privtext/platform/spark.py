@@ -14,13 +14,18 @@ worth keeping and an extra one costs a full load: the idle pool is capped at the
 master (``spark.python.factory.idleWorkerMaxPoolSize``). Without the cap, a stage whose tasks once
 held two workers each (a Python UDF beside ``mapInPandas``) leaves twice the slots idle, and the next
 stage's tasks, served round-robin, load the Presidio analyzer in every one of them.
+
+On a local master the workers are forked from ``privtext.platform.spark_daemon`` (``spark.python.daemon.module``),
+which has imported numpy, pyarrow, pandas and pyspark's worker once: a new worker no longer spends ~2 CPU s on them.
 """
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import io
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from typing import TYPE_CHECKING
@@ -52,6 +57,7 @@ DEFAULT_CONF = {
 
 
 RUN_DIR_PREFIX = "privtext-spark-"
+DAEMON_MODULE = "privtext.platform.spark_daemon"  # forks the Python workers with their imports done
 
 
 def sweep_dead_run_dirs(parent: str | None = None) -> list[str]:
@@ -89,6 +95,19 @@ def local_slots(master: str) -> int | None:
     return int(threads) if threads.isdigit() else None
 
 
+def workers_find(module: str, python: str) -> bool:
+    """Whether ``python``, started in this process's environment and folder as Spark starts a local executor's
+    worker daemon, finds ``module`` where this process does (not so where privtext came from a zip on this
+    process's path only: a daemon loading another copy would shadow the shipped one in every worker)."""
+    here = importlib.util.find_spec(module)
+    probe = f"import importlib.util as u; s = u.find_spec({module!r}); print(s.origin if s else '')"
+    try:
+        found = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return here is not None and found.returncode == 0 and found.stdout.strip() == here.origin
+
+
 def get_spark(settings: Settings) -> SparkSession:
     """Return the process's SparkSession built from ``settings.spark`` (reused if one is active).
 
@@ -115,6 +134,12 @@ def get_spark(settings: Settings) -> SparkSession:
     slots = local_slots(master)
     if slots:  # idle workers keep their models: as many as the slots, not more
         scratch["spark.python.factory.idleWorkerMaxPoolSize"] = str(slots)
+    # Python workers forked with their imports done: where this process started the local executor, and no
+    # shipped code (spark-submit's or spark.submit.pyFiles) could differ from the daemon's; else pyspark.daemon
+    python = settings.spark.conf.get("spark.pyspark.python") or os.environ["PYSPARK_PYTHON"]
+    if (slots and "PYSPARK_GATEWAY_PORT" not in os.environ and not settings.spark.conf.get("spark.submit.pyFiles")
+            and workers_find(DAEMON_MODULE, python)):
+        scratch["spark.python.daemon.module"] = DAEMON_MODULE
     for key, value in {**DEFAULT_CONF, **scratch, **settings.spark.conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
