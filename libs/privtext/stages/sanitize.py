@@ -308,6 +308,13 @@ def _quality_batches(settings):
     return run
 
 
+def quality_spread(metrics) -> bool:
+    """Whether the metrics job spreads its documents over every slot: with the perplexity (the LM costs ~0.2 s of
+    a core per document); the similarity alone is ~10 ms a document after each task's Python worker loads the
+    sentence encoder (~15-25 CPU s), so its <= ``max_documents`` run in one task: one load."""
+    return metrics.perplexity
+
+
 def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | None]:
     """Mean similarity and perplexity over a bounded sample (``clusant.metrics.max_documents``, the
     documents with spans first by hash of doc_id): their own small job after the write, off the main path."""
@@ -317,8 +324,8 @@ def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | Non
     sample = (out.where(F.col("n_spans") > 0).select("doc_id", "sanitized_text")
               .orderBy(F.sha2("doc_id", 256)).limit(metrics.max_documents))
     texts = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
-    # spread over every slot: the LM costs ~0.2 s of a core per document
-    row = (by_document(sample.join(texts, "doc_id"), ctx.settings)
+    joined = sample.join(texts, "doc_id")
+    row = ((by_document(joined, ctx.settings) if quality_spread(metrics) else joined.coalesce(1))
            .mapInPandas(_quality_batches(ctx.settings), QUALITY_SCHEMA)
            .agg(F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity")).first())
     return row["similarity"], row["perplexity"]
