@@ -149,15 +149,18 @@ def public_kmeans(public: DataFrame, labels: list, k_total: int, settings: Secpe
     from pyspark.ml.clustering import KMeans
     from pyspark.ml.functions import array_to_vector
 
-    sizes = {r.label_code: r["count"] for r in public.groupBy("label_code").count().collect()}
+    # each label's size and distinct embeddings in one job, not a distinct count per label (the struct counts a
+    # null embedding as one value, as ``distinct().count()`` did)
+    per_label = {r.label_code: (r["n"], r["distinct"]) for r in public.groupBy("label_code").agg(
+        F.count(F.lit(1)).alias("n"), F.countDistinct(F.struct("embedding")).alias("distinct")).collect()}
+    sizes = {c: n for c, (n, _) in per_label.items()}
     ks = centres_per_label([sizes.get(c, 0) for c in range(len(labels))], k_total, minimum=2)
     centers, counts, codes = [], [], []
     for c in range(len(labels)):
-        n = sizes.get(c, 0)
+        n, distinct = per_label.get(c, (0, 0))
         if n == 0:
             continue
         part = public.where(F.col("label_code") == c)
-        distinct = part.select("embedding").distinct().count() if n > 1 else 1
         if distinct == 1:  # MLlib needs k >= 2; one distinct public point is its own centre
             found, found_sizes = [np.asarray(part.first().embedding, dtype=np.float32)], [n]
         else:
