@@ -310,8 +310,8 @@ def _quality_batches(settings):
 
 def quality_spread(metrics) -> bool:
     """Whether the metrics job spreads its documents over every slot: with the perplexity (the LM costs ~0.2 s of
-    a core per document); the similarity alone is ~10 ms a document after each task's Python worker loads the
-    sentence encoder (~15-25 CPU s), so its <= ``max_documents`` run in one task: one load."""
+    a core per document); the similarity alone encodes at most ``max_documents`` texts, little beside the sentence
+    encoder's load in each task's Python worker (~18-20 CPU s), so they run in one task: one load."""
     return metrics.perplexity
 
 
