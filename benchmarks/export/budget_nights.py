@@ -2,7 +2,7 @@
 budget policy"): the share of spans masked as [TYPE] per night and the worst value's spend, per value string
 across the types it was detected as (the ledger's unit), and per (type, value) beside it.
 
-Algorithm level, without Spark, with the stage's own functions: ``stages.sanitize.doc_spans`` (merge and
+Algorithm level, without Spark, with the stage's own functions: ``sanitize_tasks.doc_spans`` (merge and
 allow-list), ``planned_values`` (the plan job's body), ``capped_strings``, ``check_schedule``, ``new_draws``,
 the ledger's ``mldp_charge`` / ``compose`` / ``mldp_schedule``, and ``clusant.sanitizer.sanitize_documents`` with the
 epoch's draw key (the sanitize job's call), on the sanitizer the stage builds from the settings
@@ -33,16 +33,14 @@ from privtext.clusant.surrogates import AllowList, draw_id, draw_key, epoch_of
 from privtext.ledger import composed_spend
 from privtext.pii.hashing import normalize_value, secret_id
 from privtext.privacy.budget import BudgetExceeded, charge_to_json, mldp_charge, mldp_schedule, none_charge
+from privtext.sanitize_tasks import doc_spans, planned_values, sanitizer_key
 from privtext.sanitizer_setup import build_sanitizer
 from privtext.settings import load_settings
 from privtext.stages.sanitize import (
-    _sanitizer_key,
     capped_strings,
     check_schedule,
-    doc_spans,
     drawn_pairs,
     new_draws,
-    planned_values,
     string_draw_eps,
 )
 
@@ -143,7 +141,7 @@ def main(argv=None) -> int:
     allow = AllowList(settings.clusant.allow_list)
     budget = settings.budget(settings.run.dataset)
     limit = budget.mldp_eps_max
-    fingerprint = _sanitizer_key(settings)
+    fingerprint = sanitizer_key(settings)
     draw_eps = max(ts.mechanism.epsilon for ts in sanitizer.per_type.values())
     per_string = settings.clusant.types_per_value
     string_eps = string_draw_eps([ts.mechanism.epsilon for ts in sanitizer.per_type.values()], per_string)

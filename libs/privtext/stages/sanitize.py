@@ -8,7 +8,8 @@ has a public replacement vocabulary (``clusant.entity_types``) gets a CluSanT re
 wordpiece vectors distilled from ``embed.model``, ``embed.static_phrases``). The driver builds the
 vocabularies once (phrases and embeddings cached on disk in ``clusant.cache_dir``) and broadcasts
 them with the piece table; sanitization runs in ``mapInPandas`` with one
-``ClusantSanitizer`` per Python worker built from the broadcast (``clusant.sanitizer.sanitize_documents``).
+``ClusantSanitizer`` per Python worker built from the broadcast (``clusant.sanitizer.sanitize_documents``;
+the task bodies live in ``privtext.sanitize_tasks``, light enough for the workers to import).
 
 Guarantee: each (type, value) draw is released under eps_T-metric-LDP (T = its type, eps_T from its
 tier, PII stricter than PoII) for the metric D_k of ``clusant.mechanism`` with its k (within a
@@ -53,34 +54,30 @@ on sanitized vs original text, that similarity, the share of replacements kept i
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import DoubleType, IntegerType, MapType, StringType, StructField, StructType
 
 from privtext.clusant.masking import summary as masking_summary
-from privtext.clusant.sanitizer import ClusantSanitizer, merge_spans, sanitize_documents
-from privtext.clusant.surrogates import AllowList, draw_id, draw_key, epoch_of
+from privtext.clusant.sanitizer import ClusantSanitizer
+from privtext.clusant.surrogates import draw_id, draw_key, epoch_of
 from privtext.ledger import Ledger
 from privtext.lineage import detection_lineage
-from privtext.metrics.export_utility import ACCURACY_METRICS, TEST_FRACTION, downstream_accuracy, is_test
-from privtext.pii.hashing import load_hmac_key, normalize_value, secret_id
+from privtext.metrics.export_utility import ACCURACY_METRICS, TEST_FRACTION
+from privtext.pii.hashing import load_hmac_key
 from privtext.pii.settings import DEFAULT_TIERS
-from privtext.platform.config import resolve_uri
 from privtext.platform.context import RunContext
 from privtext.platform.spark import by_document
 from privtext.platform.tables import DOCUMENTS, PII_SPANS, STAGED_SANITIZED_DOCUMENTS
 from privtext.platform.utility_reports import write_utility
 from privtext.privacy.budget import BudgetExceeded, exceeds, mldp_charge, mldp_schedule, none_charge
+from privtext.sanitize_tasks import accuracy_batches, plan_batches, quality_batches, sanitize_batches, sanitizer_key
 from privtext.sanitizer_setup import phrase_encoder, piece_table, tier_function, vocabularies
-from privtext.worker_cache import per_process
 
 TARGET = "sanitized_documents"
 OUT_SCHEMA = StructType([
@@ -123,38 +120,6 @@ class SanitizeResult:
     draw: str = ""  # the surrogate draw (epoch:mechanism) tonight's values were drawn in
     mldp_schedule: float = 0.0  # the schedule's bound on any value string's spend (across types) after tonight
     mldp_limit: float = 0.0
-
-
-def _sanitizer_key(settings) -> str:
-    """The mechanism's fingerprint in the draw id: a setting that can change a surrogate changes it (a new draw,
-    charged anew); the quality metrics and the encoder's batch size and cache folder cannot, and a night that
-    only changes them reuses the epoch's draw (and its charge)."""
-    clusant = settings.clusant.model_dump(mode="json", exclude={"metrics"})
-    embed = settings.embed.model_dump(mode="json", exclude={"batch_size", "cache_dir"})
-    return hashlib.sha256(json.dumps([clusant, embed, settings.pii.model_dump(mode="json")]).encode()).hexdigest()
-
-
-def doc_spans(text: str, spans, allow: AllowList) -> tuple[list[tuple[int, int, str, str]], int]:
-    """The document's merged spans to rewrite, and how many merged spans equal an allow-list entry (left as written)."""
-    raw = [] if spans is None else [(s["start"], s["end"], s["entity_type"], s["tier"] or "PII", s["score"] or 0.0)
-                                    for s in spans]
-    merged = merge_spans(raw, len(text))
-    kept = [m for m in merged if text[m[0]:m[1]] not in allow]
-    return kept, len(merged) - len(kept)
-
-
-def planned_values(texts, spans_per_doc, allow: AllowList, drawn_types, key: bytes) -> set[tuple[str, str, str]]:
-    """The distinct (type, secret_id, string_id) the documents draw: merged spans not allow-listed, of a type with
-    a vocabulary; ``secret_id`` keys the type's ``normalize_value`` (the draw's and the spans' secret_id),
-    ``string_id`` the string's own (``normalize_value`` of no type: the ledger's unit across types). They differ
-    where a code type keys letters and digits only."""
-    out = set()
-    for text, spans in zip(texts, spans_per_doc):
-        for s, e, t, _ in doc_spans(text, spans, allow)[0]:
-            if t in drawn_types:
-                value = text[s:e]
-                out.add((t, secret_id(key, normalize_value(t, value)), secret_id(key, normalize_value("", value))))
-    return out
 
 
 def drawn_pairs(planned: set[tuple[str, str, str]], capped: frozenset = frozenset()) -> set[tuple[str, str]]:
@@ -221,93 +186,6 @@ def check_schedule(entries: list[dict], draw: str, string_eps: float, limit: flo
     return schedule
 
 
-def _plan_batches(settings, key: bytes, drawn_types: frozenset):
-    """mapInPandas body of the plan job: the distinct (type, secret_id, string_id) each batch draws
-    (``planned_values``)."""
-    allow = AllowList(settings.clusant.allow_list)
-
-    def run(frames):
-        for frame in frames:
-            seen = planned_values(frame["text"], frame["spans"], allow, drawn_types, key)
-            yield pd.DataFrame(sorted(seen), columns=["entity_type", "secret_id", "string_id"], dtype=object)
-
-    return run
-
-
-def _sanitize_batches(settings, shared, dkey: bytes, key: bytes, capped: frozenset):
-    """mapInPandas body: the worker's sanitizer is built once per Python process from the broadcast
-    (vocabularies, static piece table): the driver's candidate list, never rebuilt on a worker. Each value's
-    draw comes from ``dkey`` (the epoch's draw key), so every batch draws it alike; a span whose (type, string)
-    is ``capped`` (``capped_strings``) is masked, not drawn."""
-    allow = AllowList(settings.clusant.allow_list)
-
-    def keep(entity_type: str, value: str) -> bool:
-        return (entity_type, secret_id(key, normalize_value("", value))) not in capped
-
-    def run(frames):
-        vocabularies, table = shared.value
-        sanitizer = per_process(("sanitizer", _sanitizer_key(settings)), lambda: ClusantSanitizer.from_vocabularies(
-            settings.clusant, vocabularies, tier_function(settings)))
-        encode, _ = phrase_encoder(settings, table)
-        for frame in frames:
-            planned = [doc_spans(text, spans, allow) for text, spans in zip(frame["text"], frame["spans"])]
-            docs = [kept for kept, _ in planned]
-            out = sanitize_documents(sanitizer, encode, None, list(frame["text"]), docs, draw_key=dkey,
-                                     keep=keep if capped else None)
-            yield pd.DataFrame({
-                "doc_id": frame["doc_id"], "sanitized_text": out.texts,
-                "n_spans": [len(kept) + allowed for kept, allowed in planned],
-                "n_replaced": [sum(r.values()) for r in out.replaced],
-                "replaced": out.replaced, "masked": out.masked, "verbatim": out.same_as_input,
-                "verbatim_expected": out.same_expected,
-                "format_kept": out.format_kept,
-                # a masked span of a type with a vocabulary is a capped one (the keys are not hashed again)
-                "capped": [sum(n for t, n in m.items() if t in sanitizer.per_type) for m in out.masked],
-            })
-
-    return run
-
-
-def _perplexity_fn(settings):
-    """``privtext.generate.perplexity`` and its settings, or None when the generator is not installed."""
-    generate_settings = getattr(settings, "generate", None)
-    try:
-        from privtext.generate import perplexity
-    except ImportError:
-        return None
-    if generate_settings is None:
-        return None
-    if generate_settings.cache_dir:  # workers may run elsewhere than the project: the cache sits under it
-        cache = resolve_uri(generate_settings.cache_dir)
-        generate_settings = generate_settings.model_copy(update={"cache_dir": cache})
-    return lambda texts: perplexity(texts, generate_settings, settings.clusant.metrics.perplexity_tokens)
-
-
-def _quality_batches(settings):
-    """mapInPandas body of the metrics job: cosine of sentence embeddings original vs sanitized and the
-    perplexity of the sanitized text under the local LM (NaN where off or the LM is not installed)."""
-    metrics = settings.clusant.metrics
-
-    def run(frames):
-        from privtext.embed.encoder import encode_texts
-
-        perplexity = _perplexity_fn(settings) if metrics.perplexity else None
-        for frame in frames:
-            similarity = np.full(len(frame), np.nan)
-            ppl = np.full(len(frame), np.nan)
-            if metrics.similarity and len(frame):
-                a = encode_texts(list(frame["text"]), settings.embed).astype(np.float64)
-                similarity = (a * encode_texts(list(frame["sanitized_text"]), settings.embed)).sum(axis=1)
-            if perplexity is not None and len(frame):
-                try:
-                    ppl = np.asarray(perplexity(list(frame["sanitized_text"])), dtype=np.float64)
-                except (ImportError, RuntimeError):  # the local LM is not installed: no perplexity metric
-                    perplexity = None
-            yield pd.DataFrame({"similarity": similarity, "perplexity": ppl})
-
-    return run
-
-
 def quality_spread(metrics) -> bool:
     """Whether the metrics job spreads its documents over every slot: with the perplexity (the LM costs ~0.2 s of
     a core per document); the similarity alone encodes at most ``max_documents`` texts, little beside the sentence
@@ -326,26 +204,12 @@ def _quality(ctx: RunContext, out: DataFrame) -> tuple[float | None, float | Non
     texts = ctx.lakehouse.read(DOCUMENTS, date=ctx.date).select("doc_id", "text")
     joined = sample.join(texts, "doc_id")
     row = ((by_document(joined, ctx.settings) if quality_spread(metrics) else joined.coalesce(1))
-           .mapInPandas(_quality_batches(ctx.settings), QUALITY_SCHEMA)
+           .mapInPandas(quality_batches(ctx.settings), QUALITY_SCHEMA)
            .agg(F.avg("similarity").alias("similarity"), F.avg("perplexity").alias("perplexity")).first())
     return row["similarity"], row["perplexity"]
 
 
 ACCURACY_SCHEMA = StructType([StructField(name, DoubleType()) for name in ACCURACY_METRICS])
-
-
-def _accuracy_batches(seed: int):
-    """mapInPandas body (one partition): a classifier trained on the sanitized vs the original text, one row of
-    aggregates (``metrics.export_utility.downstream_accuracy``); no text leaves the executor."""
-
-    def run(frames):
-        frame = pd.concat(list(frames), ignore_index=True)
-        if len(frame):
-            test = [is_test(d, TEST_FRACTION) for d in frame["doc_id"]]
-            yield pd.DataFrame([downstream_accuracy(frame["text"].tolist(), frame["sanitized_text"].tolist(),
-                                                    frame["label"].tolist(), test, seed)])[list(ACCURACY_METRICS)]
-
-    return run
 
 
 def _export_utility(ctx: RunContext, staged: DataFrame, similarity: float | None, format_kept_share: float) -> None:
@@ -363,7 +227,7 @@ def _export_utility(ctx: RunContext, staged: DataFrame, similarity: float | None
                 .select("doc_id", "text", "label"))
     sample = (labelled.join(staged.select("doc_id", "sanitized_text"), "doc_id")
               .orderBy(F.sha2("doc_id", 256)).limit(limit).coalesce(1))
-    row = sample.mapInPandas(_accuracy_batches(ctx.settings.run.seed), ACCURACY_SCHEMA).first()
+    row = sample.mapInPandas(accuracy_batches(ctx.settings.run.seed), ACCURACY_SCHEMA).first()
     measured = {**(row.asDict() if row is not None else {}), "format_kept_share": format_kept_share,
                 "semantic_similarity": similarity}
     metrics = {k: v for k, v in measured.items() if v is not None and math.isfinite(v)}  # an empty split: no row
@@ -443,7 +307,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     vocabs = vocabularies(settings, encode, encoder_name)
     sanitizer = ClusantSanitizer.from_vocabularies(settings.clusant, vocabs, tier_function(settings))
     key = load_hmac_key(settings.run.hmac_key_env, settings.run.hmac_key_file, settings.run.deterministic)
-    epoch, fingerprint = epoch_of(ctx.date, settings.clusant.surrogate_epoch_days), _sanitizer_key(settings)
+    epoch, fingerprint = epoch_of(ctx.date, settings.clusant.surrogate_epoch_days), sanitizer_key(settings)
     draw = draw_id(epoch, fingerprint)
     draw_eps = max((ts.mechanism.epsilon for ts in sanitizer.per_type.values()), default=0.0)
     per_string = settings.clusant.types_per_value
@@ -451,7 +315,7 @@ def run(ctx: RunContext) -> SanitizeResult:
     limit = ledger.limits(settings.run.dataset, entries).mldp_eps_max
     schedule = check_schedule(entries, draw, string_eps, limit, settings.run.dataset)  # data-independent
     planned = {(r["entity_type"], r["secret_id"], r["string_id"]) for r in  # O(distinct values)
-               by_document(inputs, settings).mapInPandas(_plan_batches(settings, key, frozenset(sanitizer.per_type)),
+               by_document(inputs, settings).mapInPandas(plan_batches(settings, key, frozenset(sanitizer.per_type)),
                                                          PLAN_SCHEMA).distinct().toLocalIterator()}
     capped = capped_strings(entries, draw, planned, per_string)
     draw_params = {"draw": draw, "draw_eps": draw_eps, "draw_string_eps": string_eps, "string_units": True,
@@ -462,7 +326,7 @@ def run(ctx: RunContext) -> SanitizeResult:
 
     shared = ctx.spark.sparkContext.broadcast((vocabs, table))
     out = (by_document(inputs, settings)
-           .mapInPandas(_sanitize_batches(settings, shared, draw_key(key, epoch, fingerprint), key, capped),
+           .mapInPandas(sanitize_batches(settings, shared, draw_key(key, epoch, fingerprint), key, capped),
                         OUT_SCHEMA)
            .withColumn("method", F.lit(settings.clusant.method))
            .withColumn("run_id", F.lit(ctx.run_id)).withColumn("date", F.lit(ctx.date).cast("date"))

@@ -138,13 +138,13 @@ def test_time_only_values_and_the_setting():
     with pytest.raises(ValueError, match="none, year, year_month"):
         surface_format("DATE_TIME", X, "month")
     from privtext.errors import PrivtextError
+    from privtext.sanitize_tasks import sanitizer_key
     from privtext.settings import load_settings
-    from privtext.stages.sanitize import _sanitizer_key
 
     settings = load_settings(None, environ={})
     assert settings.clusant.date_keep == "year"  # and another setting is another draw, charged anew
     other = settings.model_copy(update={"clusant": settings.clusant.model_copy(update={"date_keep": "none"})})
-    assert _sanitizer_key(other) != _sanitizer_key(settings)
+    assert sanitizer_key(other) != sanitizer_key(settings)
     with pytest.raises(PrivtextError, match=r"clusant\.date_keep.*'none', 'year' or 'year_month'"):
         load_settings(None, environ={}, overrides={"clusant": {"date_keep": "month"}})
 

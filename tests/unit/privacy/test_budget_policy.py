@@ -29,14 +29,13 @@ from privtext.privacy.budget import (
     mldp_schedule,
     none_charge,
 )
+from privtext.sanitize_tasks import doc_spans, planned_values
 from privtext.settings import DatasetBudget
 from privtext.stages.sanitize import (
     capped_strings,
     check_schedule,
-    doc_spans,
     drawn_pairs,
     new_draws,
-    planned_values,
     string_draw_eps,
 )
 from unit.clusant.test_clusant_sanitizer import hash_encode
