@@ -191,11 +191,17 @@ def _unpack(blob: bytes) -> tuple:
 
 
 def tree_sum(df: DataFrame, per_partition) -> tuple:
-    """Run ``per_partition(frames) -> tuple of arrays`` on every partition and sum them with a tree
-    reduction: the driver receives one O(K d) result, never rows."""
+    """Run ``per_partition(frames) -> tuple of arrays`` on every partition and sum them: the driver receives
+    one O(K d) result per partition, never rows, and adds them up in partition order. One Python operator
+    per task: an RDD reduction beside ``mapInPandas`` held a second Python worker in every task."""
 
     def task(frames):
         yield pd.DataFrame({"stats": [_pack(*per_partition(frames))]})
 
-    packed = df.mapInPandas(task, STATS_SCHEMA).rdd.map(lambda row: _unpack(row.stats))
-    return packed.treeReduce(lambda a, b: tuple(x + y for x, y in zip(a, b)), depth=2)
+    total = None
+    for row in df.mapInPandas(task, STATS_SCHEMA).collect():  # O(partitions) rows of O(K d)
+        part = _unpack(row.stats)
+        total = part if total is None else tuple(x + y for x, y in zip(total, part))
+    if total is None:
+        raise ValueError("tree_sum of a DataFrame without partitions")
+    return total
