@@ -22,10 +22,15 @@ TEST_SPARK_CONF.update({f"spark.executorEnv.{name}": "1"
 
 
 def make_settings(root, **sections):
+    from jvm_archive import java_options, spark_archive
+
     from privtext.settings import load_settings
 
+    # a test that starts the process's session through these settings (not the `spark` fixture) gives its JVM the
+    # fixture's options: which file starts it first decides them for the whole process
+    java = {"spark.driver.extraJavaOptions": java_options(spark_archive())}
     overrides = {
-        "spark": {"master": "local[2]", "conf": TEST_SPARK_CONF},
+        "spark": {"master": "local[2]", "conf": {**TEST_SPARK_CONF, **java}},
         "lakehouse": {"root": str(root)},
         "publish": {"export_path": str(Path(root).parent / "exports"),  # never the project's exports/ or reports
                     "report_path": str(Path(root).parent / "reports")},

@@ -11,6 +11,7 @@ build, class path) and runs without it, as before, where it does not match; noth
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import subprocess
@@ -41,6 +42,7 @@ spark.stop()
 """
 
 
+@functools.cache  # once a process: the settings of every test ask
 def _key() -> str:
     """The JDK and the Spark jars (their folder: the class path the JVM checks) the archive is valid for."""
     import pyspark
