@@ -76,7 +76,8 @@ def spark_archive() -> Path | None:
 
 
 def java_options(archive: Path | None) -> str:
-    """A short-lived JVM's options: C1 only (as privtext's drivers, platform.spark.DEFAULT_CONF) and the archive,
+    """A test JVM's options: C1 only (as privtext's drivers, platform.spark.DEFAULT_CONF), the serial collector
+    (no concurrent marking or refinement threads beside the tests' small heaps on two busy cores) and the archive,
     without the JVM's class-sharing log (an archive it refuses is a warning on stdout, which tests read)."""
-    return "-XX:TieredStopAtLevel=1" + (f" -XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off"
-                                        if archive else "")
+    return "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" + (
+        f" -XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off" if archive else "")

@@ -20,7 +20,7 @@ import yaml
 from jvm_archive import java_options, spark_archive
 
 DATE = "2026-01-15"
-SHORT_LIVED_JVM = "-XX:+UseSerialGC -XX:CICompilerCount=1"
+SHORT_LIVED_JVM = "-XX:CICompilerCount=1"  # beside java_options' C1 and serial collector
 # every task's driver and Python workers run torch and BLAS on one thread, as the test process does (one_torch_thread,
 # tests/conftest.py): the suite keeps both cores busy, and there a second, spinning thread took 90 CPU s for the
 # sanitize task's build of the static encoder's piece table on a fresh clone (cache/embed) where one took 51
@@ -66,7 +66,7 @@ def background(airflow, folder: Path) -> dict | None:
     # submit-time Spark conf (the DAG's spark_properties param; under spark-submit the JVM is up before privtext's
     # platform.spark.DEFAULT_CONF is read): each task's driver JVM JIT-compiles with C1 only, as privtext's own
     # sessions do, maps Spark's classes from the tests' class-data archive (tests/jvm_archive.py: spark-submit's
-    # class path is the archive's) and runs the serial collector with one compiler thread (a short-lived JVM)
+    # class path is the archive's) and runs the serial collector (java_options) with one compiler thread
     properties = folder / "spark.properties"
     properties.write_text(f"spark.driver.extraJavaOptions {java_options(spark_archive())} {SHORT_LIVED_JVM}\n")
     run_conf = json.dumps({"config": str(conf), "input_path": str(sample), "py_files": str(zip_path),
