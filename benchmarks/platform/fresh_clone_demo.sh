@@ -11,7 +11,8 @@
 # cpu_tree.py: JVMs and Spark workers included; on two idle cores a step takes at least half of them, which a
 # busy machine can still tell) and per program (`_cpu_seconds_<program>`), each clone's verdict lines, and the
 # median of each step. PIP_FIND_LINKS (a local torch wheel) is passed through as it is: say whether it was set
-# when you report.
+# when you report. A failed step prints its failed tests (COLUMNS=250: with their reasons) and keeps its whole log
+# in $TMPDIR (or /tmp).
 set -euo pipefail
 repo=$(cd "${1:-.}" && pwd)
 n=${2:-3}
@@ -31,9 +32,10 @@ for i in $(seq 1 "$n"); do
     t0=$(date +%s.%N)
     case $step in
       clone) git clone -q "$repo" "$dir" ;;
-      *) "${PYTHON:-python3.11}" "$dir/benchmarks/platform/cpu_tree.py" -- make -C "$dir" "$step" \
+      *) COLUMNS=250 "${PYTHON:-python3.11}" "$dir/benchmarks/platform/cpu_tree.py" -- make -C "$dir" "$step" \
            >"$scratch/$step$i.log" 2>&1 || { grep -E '^(FAILED|ERROR) |[0-9]+ (passed|failed)' "$scratch/$step$i.log" | tail -40
-           tail -20 "$scratch/$step$i.log"; exit 1; } ;;
+           kept="${TMPDIR:-/tmp}/fresh_clone_${i}_$step.log"; cp "$scratch/$step$i.log" "$kept"
+           tail -20 "$scratch/$step$i.log"; echo "the step's whole log: $kept"; exit 1; } ;;
     esac
     t1=$(date +%s.%N)
     printf 'clone%d_%s_seconds: %.1f\n' "$i" "$step" "$(echo "$t1 - $t0" | bc)" | tee -a "$scratch/times"
