@@ -324,12 +324,24 @@ def detect_many(analyzer, texts: Sequence[str], settings: PiiSettings) -> list[l
     for (i, (win_start, _, own_start, own_end)), (window_text, nlp_artifacts) in zip(jobs, artifacts):
         results = analyzer.analyze(text=window_text, language=LANGUAGE, entities=entities,
                                    score_threshold=settings.score_threshold, nlp_artifacts=nlp_artifacts)
-        for r in results:
+        for r in _without_trained_names_over_values(results):
             start, end = win_start + r.start, win_start + r.end
             if own_start <= start < own_end:
                 found[i].append(Span(r.entity_type, start, end, float(r.score), settings.tier_of(r.entity_type), ""))
     english = english_words(nlp)
     return [_finish(text, f, spans, settings, entities, english) for text, f, spans in zip(texts, folded, found)]
+
+
+_NOT_VALUES = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP", "TITLE", "DATE_TIME", "STREET_ADDRESS"})
+
+
+def _without_trained_names_over_values(results: list) -> list:
+    """Presidio ``results`` without the trained NER's spans that overlap another recognizer's value (not a name, a
+    date or an address): the tweet-trained model labelled an IP address a place, and "London SW1A" over the
+    postcode "SW1A 1AA", which won on score and left "1AA" in the clear. The value's own pattern types it."""
+    values = [(r.start, r.end) for r in results if r.entity_type not in _NOT_VALUES]
+    return [r for r in results if (r.recognition_metadata or {}).get("recognizer_name") != "trained_ner"
+            or not any(s < r.end and r.start < e for s, e in values)]
 
 
 def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings, entities: list[str],
@@ -340,8 +352,7 @@ def _finish(text: str, folded: Folded, spans: list[Span], settings: PiiSettings,
     shape = structure.analyze(fold_text, _known_first_names(), _not_names(), english, names_that_are_words())
     own = [Span(kind, start, end, structure.STRUCTURE_SCORE, settings.tier_of(kind), "")
            for kind, start, end in shape.spans if kind in entities]
-    found = structure.names_outside_values(structure.apply(refine(spans, fold_text, settings), shape, fold_text),
-                                           fold_text, _not_names())
+    found = structure.apply(refine(spans, fold_text, settings), shape, fold_text)
     kept = resolve_overlaps(found + refine(own, fold_text, settings))
     if "PERSON" in entities:
         same = structure.apply(_same_names(fold_text, kept, settings), shape, fold_text)  # not in a list's tag

@@ -547,27 +547,6 @@ _NAME_TYPES = ("PERSON", "LOCATION", "ORGANIZATION", "NRP", "TITLE")
 _SPAN_WORD = re.compile(r"[^\W_][\w'’-]*")
 
 
-def names_outside_values(spans: list, text: str, not_names: frozenset[str]) -> list:
-    """``spans`` with every name, place, organisation, group or title cut out of the other values it overlaps
-    (dates apart: ``apply`` gives them to the structure). A value's own recognizer (a pattern, a checksum) types
-    it better than a name model that runs over it, and a name cut into a value leaves the value's rest in the
-    clear: the trained NER's "London SW1A" over the postcode "SW1A 1AA" would keep "1AA" once "London SW1A"
-    wins on score; cut, it is "London" beside the postcode. A piece of stop or form words only (``not_names``:
-    the "or" of spaCy's "northwind-mail.com or") is dropped."""
-    values = sorted((s.start, s.end) for s in spans if s.entity_type not in (*_NAME_TYPES, "DATE_TIME"))
-    out = []
-    for span in spans:
-        if span.entity_type in _NAME_TYPES:
-            piece = _outside(span.start, span.end, values)
-            if piece != (span.start, span.end):
-                piece = piece and _trimmed(text, *piece)
-                if not piece or all(w.casefold() in not_names for w in _SPAN_WORD.findall(text, *piece)):
-                    continue
-                span = replace(span, start=piece[0], end=piece[1])
-        out.append(span)
-    return out
-
-
 def _without_slang(span, text: str):
     """A name, place, organisation, group or title without the chat words at its edges ("Ulta FTW" -> "Ulta",
     "Hey Bob" -> "Bob", "Bob lol" -> "Bob"); None when nothing else is left. A Title-case word at the end stays

@@ -99,20 +99,3 @@ def test_a_number_no_calendar_has_is_no_date_and_mail_words_are_no_organisation(
     kept = structure.apply(orgs, structure.analyze(text, frozenset(), frozenset()), text)
     assert [text[s.start:s.end] for s in kept] == ["Acme Widgets"]
 
-
-def test_names_are_cut_out_of_the_values_they_overlap():
-    """A place run into a postcode keeps its own words; an organisation reaching into an e-mail keeps nothing but a
-    stop word and is dropped; a name overlapping a date is left to ``structure.apply``; a name overlapping nothing
-    is unchanged."""
-    text = "London SW1A 1AA, jo@northwind-mail.com or Bob, March Smith"
-
-    def at(kind, value, score=0.8):
-        return Span(kind, text.index(value), text.index(value) + len(value), score, "PoII", "")
-
-    spans = [at("LOCATION", "London SW1A", 0.85), at("ZIP_CODE", "SW1A 1AA", 0.6),
-             at("EMAIL_ADDRESS", "jo@northwind-mail.com", 1.0), at("ORGANIZATION", "northwind-mail.com or"),
-             at("PERSON", "Bob"), at("DATE_TIME", "March"), at("PERSON", "March Smith")]
-    cut = structure.names_outside_values(spans, text, _not_names())
-    assert [(s.entity_type, text[s.start:s.end]) for s in cut] == [
-        ("LOCATION", "London"), ("ZIP_CODE", "SW1A 1AA"), ("EMAIL_ADDRESS", "jo@northwind-mail.com"),
-        ("PERSON", "Bob"), ("DATE_TIME", "March"), ("PERSON", "March Smith")]
