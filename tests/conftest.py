@@ -106,14 +106,11 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from jvm_archive import java_options, spark_archive
-
     from privtext.platform.spark import get_spark
 
-    # the session's JVM maps Spark's classes from the tests' class-data archive (tests/jvm_archive.py), as the
-    # subprocess JVMs do
-    conf = {**TEST_SPARK_CONF, "spark.driver.extraJavaOptions": java_options(spark_archive())}
-    session = get_spark(make_settings(tmp_path_factory.mktemp("spark-root"), spark={"conf": conf}))
+    # the session's JVM maps Spark's classes from the tests' class-data archive (make_settings' java options), as
+    # the subprocess JVMs do
+    session = get_spark(make_settings(tmp_path_factory.mktemp("spark-root")))
     yield session
     session.stop()
 
